@@ -1,0 +1,67 @@
+/**
+ * Entry point: load the config (`--config PATH`, `GATEWAY_CONFIG`, or the built-in default),
+ * serve, and drain gracefully on SIGTERM/SIGINT.
+ */
+import {
+  applyListenEnv,
+  type Config,
+  ConfigError,
+  defaultConfig,
+  parseConfigText,
+} from "./src/config.ts";
+import { setAccessLogSink } from "./src/log.ts";
+import { createGateway, createHandler } from "./src/server.ts";
+
+const env = (name: string) => Deno.env.get(name);
+
+function argValue(args: string[], flag: string): string | undefined {
+  const i = args.indexOf(flag);
+  if (i >= 0) return args[i + 1];
+  return args.find((a) => a.startsWith(`${flag}=`))?.slice(flag.length + 1);
+}
+
+function loadConfig(args: string[]): Config {
+  const path = argValue(args, "--config") ?? env("GATEWAY_CONFIG");
+  const dev = args.includes("--dev");
+  const config = path
+    ? parseConfigText(Deno.readTextFileSync(path), env)
+    : defaultConfig(env, {
+      dev,
+      onGeneratedKey: (key) => console.error(`dev mode: no GATEWAY_API_KEYS set; use this key: ${key}`),
+    });
+  return applyListenEnv(config, env);
+}
+
+async function main() {
+  let config: Config;
+  try {
+    config = loadConfig(Deno.args);
+  } catch (e) {
+    if (!(e instanceof ConfigError || e instanceof Deno.errors.NotFound)) throw e;
+    console.error(`gateway: ${e.message}`);
+    Deno.exit(2);
+  }
+  if (env("GATEWAY_ACCESS_LOG") === "off") setAccessLogSink(() => {});
+  const gw = await createGateway(config);
+  const server = Deno.serve({
+    hostname: config.listen.hostname,
+    port: config.listen.port,
+    onListen: ({ hostname, port }) =>
+      console.error(`gateway listening on http://${hostname}:${port}`),
+  }, createHandler(gw));
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    gw.draining = true;
+    console.error(`gateway: ${signal}, draining for up to ${config.shutdown_grace_s} s`);
+    const grace = new Promise((resolve) => setTimeout(resolve, config.shutdown_grace_s * 1000));
+    await Promise.race([server.shutdown(), grace]);
+    Deno.exit(0);
+  };
+  Deno.addSignalListener("SIGTERM", () => stop("SIGTERM"));
+  Deno.addSignalListener("SIGINT", () => stop("SIGINT"));
+}
+
+if (import.meta.main) await main();

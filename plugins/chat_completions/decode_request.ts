@@ -1,0 +1,345 @@
+/** A chat client's request → IR (ingress). */
+import type { z } from "zod";
+import { badRequest } from "../../src/errors.ts";
+import type * as ir from "../../src/ir.ts";
+import {
+  type allowedTools,
+  type AssistantMessage,
+  type audioPart,
+  type ChatMessage,
+  type ChatRequest,
+  type ChatTool,
+  type customTool,
+  type filePart,
+  type functionTool,
+  type imagePart,
+  type jsonSchemaFormat,
+  parseRequest,
+  type redactedThinkingBlock,
+  type refusalPart,
+  type textPart,
+  type thinkingBlock,
+  type ToolChoice,
+} from "./schema.ts";
+import { thinkingBlockToIr, toolCallToIr } from "./wire.ts";
+
+type Part = { type: string } & Record<string, unknown>;
+type Content = string | Part[];
+
+/** Part types each role may carry (the schema lets unknown types through for passthrough). */
+const TEXT_ONLY = ["text"];
+const USER_PARTS = ["text", "image_url", "input_audio", "file"];
+const ASSISTANT_PARTS = ["text", "refusal"];
+
+const EFFORTS: readonly ir.Effort[] = ["none", "minimal", "low", "medium", "high", "xhigh", "max"];
+
+export function decodeRequest(raw: Record<string, unknown>, model: string): ir.Request {
+  const body = parseRequest(raw);
+  rejectInexpressible(body);
+  const { system, messages } = decodeMessages(body.messages);
+  const { tools, toolChoice } = decodeTools(body.tools ?? undefined, body.tool_choice ?? undefined);
+  return {
+    model,
+    system,
+    messages,
+    tools,
+    toolChoice,
+    parallelToolCalls: body.parallel_tool_calls ?? undefined,
+    maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined,
+    temperature: body.temperature ?? undefined,
+    topP: body.top_p ?? undefined,
+    stop: typeof body.stop === "string" ? [body.stop] : body.stop ?? undefined,
+    seed: body.seed ?? undefined,
+    presencePenalty: body.presence_penalty ?? undefined,
+    frequencyPenalty: body.frequency_penalty ?? undefined,
+    n: body.n ?? undefined,
+    reasoning: decodeEffort(body.reasoning_effort ?? undefined),
+    responseFormat: decodeResponseFormat(body.response_format ?? undefined),
+    user: body.safety_identifier ?? body.user ?? undefined,
+    metadata: body.metadata ?? undefined,
+    stream: body.stream === true,
+    streamUsage: body.stream_options?.include_usage ?? undefined,
+  };
+}
+
+/**
+ * Fields that change the output but have no IR slot, so no other format can carry them. A
+ * chat→chat route is a passthrough and never gets here.
+ */
+function rejectInexpressible(body: ChatRequest) {
+  const reject = (field: string, what: string) => {
+    throw badRequest(`${field}: ${what} cannot be converted to another API format`, field);
+  };
+  if (body.logit_bias && Object.keys(body.logit_bias).length > 0) {
+    reject("logit_bias", "logit_bias");
+  }
+  if (body.modalities?.includes("audio") || body.audio) reject("audio", "audio output");
+  if (body.web_search_options) reject("web_search_options", "hosted web search");
+  if (body.verbosity && body.verbosity !== "medium") reject("verbosity", "verbosity");
+  if (body.functions) reject("functions", "the deprecated functions API (use tools)");
+  if (body.function_call !== undefined && body.function_call !== null) {
+    reject("function_call", "the deprecated functions API (use tool_choice)");
+  }
+}
+
+// ---- messages ----
+
+function decodeMessages(list: ChatMessage[]): { system: ir.TextPart[]; messages: ir.Message[] } {
+  const system: ir.TextPart[] = [];
+  const messages: ir.Message[] = [];
+  // Gemini needs a tool result's function name; chat only links results by id.
+  const toolNames = new Map<string, string>();
+  list.forEach((m, i) => {
+    const path = `messages[${i}]`;
+    switch (m.role) {
+      case "system":
+      case "developer": {
+        const parts = decodeContent(m.content, `${path}.content`, TEXT_ONLY) as ir.TextPart[];
+        // Leading instructions are the system prompt; later ones keep their place.
+        if (messages.length === 0) system.push(...parts);
+        else messages.push({ role: "system", parts });
+        return;
+      }
+      case "user":
+        messages.push({
+          role: "user",
+          parts: decodeContent(m.content, `${path}.content`, USER_PARTS),
+        });
+        return;
+      case "assistant":
+        messages.push({ role: "assistant", parts: decodeAssistant(m, path, toolNames) });
+        return;
+      case "tool":
+        appendToolResult(messages, {
+          type: "tool_result",
+          callId: m.tool_call_id,
+          name: toolNames.get(m.tool_call_id),
+          content: decodeContent(m.content, `${path}.content`, TEXT_ONLY) as ir.TextPart[],
+        });
+        return;
+      case "function":
+        throw badRequest(
+          `${path}.role: the deprecated function role cannot be converted to another API format; use tool messages`,
+          `${path}.role`,
+        );
+    }
+  });
+  return { system, messages };
+}
+
+/** Consecutive tool messages answer one assistant turn: keep them in one IR message. */
+function appendToolResult(messages: ir.Message[], part: ir.ToolResultPart) {
+  const last = messages.at(-1);
+  if (last?.role === "tool") last.parts.push(part);
+  else messages.push({ role: "tool", parts: [part] });
+}
+
+function decodeContent(content: Content, path: string, allowed: readonly string[]): ir.Part[] {
+  if (typeof content === "string") return [{ type: "text", text: content }];
+  return content.map((p, j) => {
+    if (!allowed.includes(p.type)) {
+      throw badRequest(
+        `${path}[${j}].type: expected one of ${allowed.join(", ")} (got "${p.type}")`,
+        `${path}[${j}].type`,
+      );
+    }
+    return decodePart(p, `${path}[${j}]`);
+  });
+}
+
+/** One part of a type the role allows. */
+function decodePart(part: Part, path: string): ir.Part {
+  switch (part.type) {
+    case "text": {
+      const p = part as z.infer<typeof textPart>;
+      return withBreakpoint<ir.TextPart>({ type: "text", text: p.text }, p);
+    }
+    case "image_url": {
+      const p = part as z.infer<typeof imagePart>;
+      const image: ir.ImagePart = { type: "image", source: mediaSource(p.image_url.url) };
+      if (p.image_url.detail) image.detail = p.image_url.detail;
+      return withBreakpoint(image, p);
+    }
+    case "input_audio": {
+      const p = part as z.infer<typeof audioPart>;
+      return { type: "audio", data: p.input_audio.data, format: p.input_audio.format };
+    }
+    case "file":
+      return decodeFile(part as z.infer<typeof filePart>, path);
+    default:
+      return { type: "text", text: (part as z.infer<typeof refusalPart>).refusal };
+  }
+}
+
+/** Chat's explicit cache breakpoint is the nearest thing to Anthropic's `cache_control`. */
+function withBreakpoint<T extends ir.Extensions>(
+  part: T,
+  wire: { prompt_cache_breakpoint?: unknown },
+) {
+  if (wire.prompt_cache_breakpoint) part.cacheControl = { type: "ephemeral" };
+  return part;
+}
+
+const DATA_URI = /^data:([^;,]+)(?:;[^;,]*)*;base64,(.*)$/s;
+
+/** `data:<mime>;base64,…` becomes inline data; anything else is a URL. */
+function mediaSource(url: string): ir.MediaSource {
+  const m = DATA_URI.exec(url);
+  return m ? { kind: "base64", mediaType: m[1], data: m[2] } : { kind: "url", url };
+}
+
+function decodeFile(part: z.infer<typeof filePart>, path: string): ir.DocumentPart {
+  const { file_data, file_id, filename } = part.file;
+  let source: ir.MediaSource;
+  if (file_data) {
+    // Some clients send bare base64 with a filename; PDF is the only file type chat accepts.
+    source = DATA_URI.test(file_data)
+      ? mediaSource(file_data)
+      : { kind: "base64", mediaType: "application/pdf", data: file_data };
+  } else if (file_id) {
+    source = { kind: "file_id", fileId: file_id };
+  } else {
+    throw badRequest(`${path}.file: expected file_data or file_id`, `${path}.file`);
+  }
+  const doc: ir.DocumentPart = { type: "document", source };
+  if (filename) doc.filename = filename;
+  return withBreakpoint(doc, part);
+}
+
+function decodeAssistant(
+  m: AssistantMessage,
+  path: string,
+  toolNames: Map<string, string>,
+): ir.Part[] {
+  if (m.audio) {
+    throw badRequest(
+      `${path}.audio: audio replies cannot be converted to another API format`,
+      `${path}.audio`,
+    );
+  }
+  const parts: ir.Part[] = decodeThinking(m);
+  if (m.content) {
+    const content = decodeContent(m.content, `${path}.content`, ASSISTANT_PARTS);
+    parts.push(...content.filter(nonEmptyText));
+  }
+  if (m.refusal) parts.push({ type: "text", text: m.refusal });
+  (m.tool_calls ?? []).forEach((call, j) => {
+    const part = decodeToolCall(call, `${path}.tool_calls[${j}]`);
+    toolNames.set(part.id, part.name);
+    parts.push(part);
+  });
+  return parts;
+}
+
+const nonEmptyText = (p: ir.Part) => p.type !== "text" || p.text !== "";
+
+/** `thinking_blocks` (signed, from this gateway or LiteLLM) win over plain `reasoning_content`. */
+function decodeThinking(m: AssistantMessage): ir.Part[] {
+  if (m.thinking_blocks?.length) {
+    return m.thinking_blocks.map((b) =>
+      thinkingBlockToIr(
+        b as z.infer<typeof thinkingBlock> | z.infer<typeof redactedThinkingBlock>,
+      )
+    );
+  }
+  return m.reasoning_content ? [{ type: "thinking", text: m.reasoning_content }] : [];
+}
+
+function decodeToolCall(call: Part, path: string): ir.ToolCallPart {
+  const part = toolCallToIr(call);
+  if (part) return part;
+  throw badRequest(
+    `${path}.type: tool call type "${call.type}" cannot be converted to another API format`,
+    `${path}.type`,
+  );
+}
+
+// ---- tools ----
+
+function decodeTools(
+  list: ChatTool[] | undefined,
+  choice: ToolChoice | undefined,
+): { tools?: ir.Tool[]; toolChoice?: ir.ToolChoice } {
+  let tools = list?.map((t, i) => decodeTool(t, `tools[${i}]`));
+  if (choice === undefined) return { tools };
+  if (typeof choice === "string") return { tools, toolChoice: { type: choice } };
+  switch (choice.type) {
+    case "function":
+    case "custom": {
+      const named = (choice as Record<string, { name: string }>)[choice.type];
+      return { tools, toolChoice: { type: "tool", name: named.name } };
+    }
+    case "allowed_tools": {
+      // Offering only the allowed subset constrains the model exactly as allowed_tools does.
+      const { mode, tools: allowed } = (choice as z.infer<typeof allowedTools>).allowed_tools;
+      const names = new Set(allowed.map((t) => t.function?.name ?? t.custom?.name));
+      tools = tools?.filter((t) => names.has(t.name));
+      return { tools, toolChoice: { type: mode } };
+    }
+    default:
+      throw badRequest(
+        `tool_choice.type: "${choice.type}" cannot be converted to another API format`,
+        "tool_choice.type",
+      );
+  }
+}
+
+function decodeTool(tool: ChatTool, path: string): ir.Tool {
+  if (tool.type === "function") {
+    const { function: f } = tool as z.infer<typeof functionTool>;
+    const out: ir.Tool = { name: f.name };
+    if (f.description) out.description = f.description;
+    if (f.parameters) out.parameters = f.parameters;
+    if (typeof f.strict === "boolean") out.strict = f.strict;
+    return out;
+  }
+  if (tool.type === "custom") {
+    const { custom } = tool as z.infer<typeof customTool>;
+    if (custom.format && custom.format.type !== "text") {
+      throw badRequest(
+        `${path}.custom.format: grammar-constrained custom tools cannot be converted to another API format`,
+        `${path}.custom.format`,
+      );
+    }
+    const out: ir.Tool = { name: custom.name, kind: "custom" };
+    if (custom.description) out.description = custom.description;
+    return out;
+  }
+  throw badRequest(
+    `${path}.type: tool type "${tool.type}" cannot be converted to another API format`,
+    `${path}.type`,
+  );
+}
+
+// ---- generation settings ----
+
+function decodeEffort(effort: string | undefined): ir.Reasoning | undefined {
+  if (effort === undefined) return undefined;
+  if (!EFFORTS.includes(effort as ir.Effort)) {
+    throw badRequest(`reasoning_effort: expected one of ${EFFORTS.join(", ")}`, "reasoning_effort");
+  }
+  return effort === "none" ? { effort, disabled: true } : { effort: effort as ir.Effort };
+}
+
+function decodeResponseFormat(
+  format: { type: string } | undefined,
+): ir.ResponseFormat | undefined {
+  if (!format) return undefined;
+  switch (format.type) {
+    case "text":
+    case "json_object":
+      return { type: format.type };
+    case "json_schema": {
+      const { json_schema: s } = format as z.infer<typeof jsonSchemaFormat>;
+      const out: ir.ResponseFormat = { type: "json_schema", name: s.name, schema: s.schema ?? {} };
+      if (typeof s.strict === "boolean") out.strict = s.strict;
+      if (s.description) out.description = s.description;
+      return out;
+    }
+    default:
+      throw badRequest(
+        `response_format.type: "${format.type}" cannot be converted to another API format`,
+        "response_format.type",
+      );
+  }
+}

@@ -1,0 +1,17 @@
+/** POST /v1/chat/completions */
+import type { Handler } from "../../src/context.ts";
+import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
+import { generate } from "../../src/pipeline.ts";
+import { chatCodec } from "./codec.ts";
+import { validateRequest } from "./schema.ts";
+
+export const chatCompletions: Handler = async (ctx) => {
+  const body = await readJsonBody(ctx.req);
+  const json = validateRequest(body.json);
+  return await generate(ctx, {
+    ingress: chatCodec,
+    body,
+    model: modelOf(json),
+    stream: flagOf(json, "stream"),
+  });
+};

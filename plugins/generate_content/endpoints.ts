@@ -1,0 +1,60 @@
+/** POST /v1beta/models/{model}:generateContent | :streamGenerateContent */
+import type { Handler } from "../../src/context.ts";
+import { badRequest } from "../../src/errors.ts";
+import { readJsonBody } from "../../src/http.ts";
+import { generate } from "../../src/pipeline.ts";
+import type { SseEvent } from "../../src/sse.ts";
+import { geminiCodec } from "./codec.ts";
+import { validateRequest } from "./schema.ts";
+
+const PREFIX = "/v1beta/models/";
+const ACTIONS = ["generateContent", "streamGenerateContent"];
+
+function parsePath(pathname: string): { model: string; action: string } {
+  const target = pathname.slice(PREFIX.length);
+  const colon = target.lastIndexOf(":");
+  const model = colon < 0 ? target : target.slice(0, colon);
+  const action = colon < 0 ? "" : target.slice(colon + 1);
+  if (!/^[A-Za-z0-9._-]+$/.test(model)) {
+    throw badRequest(
+      `invalid model "${model}" in the path: only letters, digits, ".", "_" and "-" are allowed`,
+      "model",
+    );
+  }
+  if (!ACTIONS.includes(action)) throw badRequest("unsupported vendor2 action", "action");
+  return { model, action };
+}
+
+/** Without `alt=sse`, Google streams one JSON array whose elements arrive as they are made. */
+function jsonArray(): TransformStream<SseEvent, string> {
+  let first = true;
+  return new TransformStream({
+    transform(e, out) {
+      out.enqueue((first ? "[" : ",\r\n") + e.data);
+      first = false;
+    },
+    flush(out) {
+      out.enqueue(first ? "[]" : "]");
+    },
+  });
+}
+
+export const generateContent: Handler = async (ctx) => {
+  const { model, action } = parsePath(ctx.url.pathname);
+  const stream = action === "streamGenerateContent";
+  const sse = ctx.url.searchParams.get("alt") === "sse";
+  const body = await readJsonBody(ctx.req);
+  validateRequest(body.json);
+  const arrayStream = stream && !sse;
+  return await generate(ctx, {
+    ingress: geminiCodec,
+    body,
+    model,
+    stream,
+    passthroughPath: arrayStream
+      ? (upstreamModel) => `${PREFIX}${upstreamModel}:streamGenerateContent`
+      : undefined,
+    serializer: arrayStream ? jsonArray : undefined,
+    contentType: arrayStream ? "application/json; charset=utf-8" : undefined,
+  });
+};

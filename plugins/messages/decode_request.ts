@@ -1,0 +1,302 @@
+/** Ingress: an Anthropic Messages client request to the IR. */
+import type * as ir from "../../src/ir.ts";
+import type { z } from "zod";
+import { badRequest } from "../../src/errors.ts";
+import { readSignature } from "../../src/signature.ts";
+import { FAMILY, isPartSignatureCarrier } from "./common.ts";
+import {
+  type documentBlock,
+  type imageBlock,
+  type MessagesRequest,
+  type midConversationSystemBlock,
+  parseRequest,
+  type redactedThinkingBlock,
+  type textBlock,
+  type thinkingBlock,
+  type toolResultBlock,
+  type toolUseBlock,
+} from "./schema.ts";
+
+type Block = { type: string } & Record<string, unknown>;
+type TextBlock = z.infer<typeof textBlock>;
+type MediaBlock = z.infer<typeof imageBlock> | z.infer<typeof documentBlock>;
+type ToolParam = NonNullable<MessagesRequest["tools"]>[number];
+
+const invalid = (path: string, what: string) => badRequest(`${path}: ${what}`, path);
+
+export function decodeRequest(body: Record<string, unknown>, model: string): ir.Request {
+  const req = parseRequest(body);
+  if (req.mcp_servers?.length) {
+    throw invalid("mcp_servers", "MCP servers are only available on an Anthropic upstream");
+  }
+  const out: ir.Request = {
+    model,
+    system: decodeSystem(req.system),
+    messages: req.messages.flatMap((m, i) => decodeMessage(m.role, m.content, `messages[${i}]`)),
+    maxTokens: req.max_tokens,
+    stream: req.stream === true,
+  };
+  if (req.tools?.length) out.tools = req.tools.map((t, i) => decodeTool(t, `tools[${i}]`));
+  if (req.tool_choice) Object.assign(out, decodeToolChoice(req.tool_choice));
+  const reasoning = decodeReasoning(req);
+  if (reasoning) out.reasoning = reasoning;
+  const format = req.output_config?.format;
+  if (format) out.responseFormat = decodeFormat(format);
+  if (req.temperature !== undefined) out.temperature = req.temperature;
+  if (req.top_p !== undefined) out.topP = req.top_p;
+  if (req.top_k !== undefined) out.topK = req.top_k;
+  if (req.stop_sequences?.length) out.stop = req.stop_sequences;
+  if (req.metadata?.user_id) out.user = req.metadata.user_id;
+  if (req.cache_control) out.cacheControl = req.cache_control;
+  // context_management, service_tier, container and inference_geo are advisory: dropped.
+  return out;
+}
+
+function textPart(block: TextBlock): ir.TextPart {
+  const part: ir.TextPart = { type: "text", text: block.text };
+  if (block.cache_control) part.cacheControl = block.cache_control;
+  return part;
+}
+
+function decodeSystem(system: MessagesRequest["system"]): ir.TextPart[] {
+  if (system === undefined) return [];
+  return typeof system === "string" ? [{ type: "text", text: system }] : system.map(textPart);
+}
+
+const asBlocks = (content: string | Block[]): Block[] =>
+  typeof content === "string" ? [{ type: "text", text: content }] : content;
+
+/** Text blocks of a system entry (a `role:"system"` message or a `mid_conv_system` block). */
+function systemParts(content: string | Block[], path: string): ir.TextPart[] {
+  return asBlocks(content).map((b, j) => {
+    if (b.type !== "text") throw invalid(`${path}[${j}].type`, "expected text in a system entry");
+    return textPart(b as TextBlock);
+  });
+}
+
+/**
+ * One Anthropic message can hold what the IR keeps apart: tool results (IR `tool` role),
+ * mid-conversation system blocks and ordinary content. Runs of each become one IR message,
+ * in order.
+ */
+function decodeMessage(role: string, content: string | Block[], path: string): ir.Message[] {
+  if (role === "system") {
+    return [{ role: "system", parts: systemParts(content, `${path}.content`) }];
+  }
+  if (role !== "user" && role !== "assistant") {
+    throw invalid(`${path}.role`, "expected user, assistant or system");
+  }
+  const messages: ir.Message[] = [];
+  const push = (msgRole: ir.Role, parts: ir.Part[]) => {
+    const last = messages.at(-1);
+    if (last?.role === msgRole) last.parts.push(...parts);
+    else messages.push({ role: msgRole, parts });
+  };
+  asBlocks(content).forEach((block, j) => {
+    const at = `${path}.content[${j}]`;
+    if (block.type === "tool_result") push("tool", [decodeToolResult(block, at)]);
+    else if (block.type === "mid_conv_system") {
+      const system = block as z.infer<typeof midConversationSystemBlock>;
+      push("system", systemParts(system.content, `${at}.content`));
+    } else {
+      const part = decodePart(block, at);
+      if (!attachCarrier(messages.at(-1), role, part)) push(role, [part]);
+    }
+  });
+  return messages;
+}
+
+/**
+ * Puts a Gemini signature carried by an empty thinking block (see `isPartSignatureCarrier`)
+ * back on the text or tool call it follows. Returns whether the part was consumed.
+ */
+function attachCarrier(last: ir.Message | undefined, role: string, part: ir.Part): boolean {
+  if (part.type !== "thinking" || !isPartSignatureCarrier(part) || last?.role !== role) {
+    return false;
+  }
+  const target = last.parts.at(-1);
+  if ((target?.type !== "text" && target?.type !== "tool_call") || target.signature) return false;
+  target.signature = part.signature;
+  return true;
+}
+
+/** Blocks only an Anthropic upstream understands (server tools and their results). */
+const SERVER_BLOCK = /^(server_tool_use|.*_tool_result|container_upload|search_result)$/;
+
+function decodePart(block: Block, path: string): ir.Part {
+  switch (block.type) {
+    case "text":
+      return textPart(block as TextBlock);
+    case "image":
+    case "document":
+      return decodeMedia(block as MediaBlock, path);
+    case "tool_use":
+      return decodeToolUse(block as z.infer<typeof toolUseBlock>);
+    case "thinking":
+      return decodeThinking(block as z.infer<typeof thinkingBlock>);
+    case "redacted_thinking": {
+      const sig = readSignature((block as z.infer<typeof redactedThinkingBlock>).data, FAMILY);
+      return { type: "redacted_thinking", data: sig.value, family: sig.family };
+    }
+  }
+  const what = SERVER_BLOCK.test(block.type)
+    ? `${block.type} blocks are only available on an Anthropic upstream`
+    : `unsupported content block type ${block.type}`;
+  throw invalid(`${path}.type`, what);
+}
+
+function decodeToolUse(block: z.infer<typeof toolUseBlock>): ir.ToolCallPart {
+  const part: ir.ToolCallPart = {
+    type: "tool_call",
+    id: block.id,
+    name: block.name,
+    arguments: JSON.stringify(block.input),
+  };
+  if (block.cache_control) part.cacheControl = block.cache_control;
+  return part;
+}
+
+function decodeThinking(block: z.infer<typeof thinkingBlock>): ir.ThinkingPart {
+  const part: ir.ThinkingPart = { type: "thinking", text: block.thinking };
+  if (block.signature) part.signature = readSignature(block.signature, FAMILY);
+  return part;
+}
+
+/** Anthropic plain-text documents carry raw text; the IR keeps every source as base64. */
+const utf8ToBase64 = (text: string) =>
+  btoa(Array.from(new TextEncoder().encode(text), (b) => String.fromCharCode(b)).join(""));
+
+function decodeSource(source: Record<string, unknown>, path: string): ir.MediaSource {
+  switch (source.type) {
+    case "base64":
+      return { kind: "base64", mediaType: String(source.media_type), data: String(source.data) };
+    case "text":
+      return {
+        kind: "base64",
+        mediaType: String(source.media_type ?? "text/plain"),
+        data: utf8ToBase64(String(source.data)),
+      };
+    case "url":
+      return { kind: "url", url: String(source.url) };
+    case "file":
+      return { kind: "file_id", fileId: String(source.file_id) };
+  }
+  throw invalid(`${path}.type`, `unsupported source type ${source.type}`);
+}
+
+function decodeMedia(block: MediaBlock, path: string): ir.ImagePart | ir.DocumentPart {
+  const source = decodeSource(block.source, `${path}.source`);
+  const part: ir.ImagePart | ir.DocumentPart = block.type === "image"
+    ? { type: "image", source }
+    : { type: "document", source, ...(block.title ? { filename: block.title } : {}) };
+  if (block.cache_control) part.cacheControl = block.cache_control;
+  return part;
+}
+
+function decodeToolResult(block: Block, path: string): ir.ToolResultPart {
+  const result = block as z.infer<typeof toolResultBlock>;
+  const content = asBlocks(result.content ?? []).map((b, k) => {
+    const at = `${path}.content[${k}]`;
+    if (b.type === "text") return textPart(b as TextBlock);
+    if (b.type === "image" || b.type === "document") return decodeMedia(b as MediaBlock, at);
+    throw invalid(`${at}.type`, `${b.type} blocks in tool results are not supported`);
+  });
+  const part: ir.ToolResultPart = { type: "tool_result", callId: result.tool_use_id, content };
+  if (result.is_error) part.isError = true;
+  if (result.cache_control) part.cacheControl = result.cache_control;
+  return part;
+}
+
+function decodeTool(tool: ToolParam, path: string): ir.Tool {
+  if (tool.type && tool.type !== "custom") {
+    throw invalid(
+      `${path}.type`,
+      `server tool ${tool.type} is only available on an Anthropic upstream`,
+    );
+  }
+  if (!tool.input_schema) throw invalid(`${path}.input_schema`, "required");
+  if (tool.defer_loading) {
+    throw invalid(`${path}.defer_loading`, "deferred tools need Anthropic's tool search");
+  }
+  const out: ir.Tool = { name: tool.name, parameters: tool.input_schema };
+  const description = describeTool(tool);
+  if (description) out.description = description;
+  if (tool.strict !== undefined) out.strict = tool.strict;
+  if (tool.cache_control) out.cacheControl = tool.cache_control;
+  // eager_input_streaming only changes how input streams from Anthropic: dropped.
+  return out;
+}
+
+/** `input_examples` steer the model; other formats only have the description to carry them. */
+function describeTool(tool: ToolParam): string | undefined {
+  if (!tool.input_examples?.length) return tool.description;
+  const examples = tool.input_examples.map((e) => JSON.stringify(e)).join("\n");
+  return `${tool.description ?? ""}\n\nInput examples:\n${examples}`.trimStart();
+}
+
+function decodeToolChoice(choice: NonNullable<MessagesRequest["tool_choice"]>) {
+  const out: Pick<ir.Request, "toolChoice" | "parallelToolCalls"> = {};
+  switch (choice.type) {
+    case "auto":
+      out.toolChoice = { type: "auto" };
+      break;
+    case "any":
+      out.toolChoice = { type: "required" };
+      break;
+    case "none":
+      out.toolChoice = { type: "none" };
+      break;
+    case "tool":
+      if (!choice.name) throw invalid("tool_choice.name", "required");
+      out.toolChoice = { type: "tool", name: choice.name };
+      break;
+    default:
+      throw invalid("tool_choice.type", "expected auto, any, tool or none");
+  }
+  if (choice.disable_parallel_tool_use) out.parallelToolCalls = false;
+  return out;
+}
+
+const EFFORTS = new Set<string>(["low", "medium", "high", "xhigh", "max"]);
+
+function decodeReasoning(req: MessagesRequest): ir.Reasoning | undefined {
+  const thinking = req.thinking;
+  const effort = req.output_config?.effort;
+  if (!thinking && !effort) return undefined;
+  const out: ir.Reasoning = {};
+  if (effort) {
+    if (!EFFORTS.has(effort)) {
+      throw invalid("output_config.effort", "expected low, medium, high, xhigh or max");
+    }
+    out.effort = effort as ir.Effort;
+  }
+  switch (thinking?.type) {
+    case undefined:
+      break;
+    case "enabled":
+      if (thinking.budget_tokens === undefined) throw invalid("thinking.budget_tokens", "required");
+      out.budgetTokens = thinking.budget_tokens;
+      out.includeThoughts = thinking.display !== "omitted";
+      break;
+    case "adaptive":
+      out.adaptive = true;
+      out.includeThoughts = thinking.display !== "omitted";
+      break;
+    case "disabled":
+      out.disabled = true;
+      break;
+    default:
+      throw invalid("thinking.type", "expected enabled, adaptive or disabled");
+  }
+  return out;
+}
+
+function decodeFormat(
+  format: NonNullable<NonNullable<MessagesRequest["output_config"]>["format"]>,
+): ir.ResponseFormat {
+  if (format.type !== "json_schema") {
+    throw invalid("output_config.format.type", "expected json_schema");
+  }
+  if (!format.schema) throw invalid("output_config.format.schema", "required");
+  return { type: "json_schema", schema: format.schema };
+}

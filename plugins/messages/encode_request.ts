@@ -1,0 +1,295 @@
+/** Upstream: the IR to an Anthropic Messages request body. */
+import type * as ir from "../../src/ir.ts";
+import type { EncodeContext } from "../../src/codec.ts";
+import { unsupported } from "../../src/errors.ts";
+import { signatureFor } from "../../src/signature.ts";
+import { CUSTOM_INPUT_KEY, FAMILY, type Obj, toolInput, toolUseId } from "./common.ts";
+
+type Role = "user" | "assistant";
+const defined = <T>(x: T | undefined): x is T => x !== undefined;
+interface Turn {
+  role: Role;
+  content: Obj[];
+}
+
+export function encodeRequest(req: ir.Request, ctx: EncodeContext): Obj {
+  rejectInexpressible(req, ctx);
+  const body: Obj = { model: ctx.model };
+  const system = encodeSystem(req);
+  if (system.length) body.system = system;
+  body.messages = encodeMessages(req.messages, ctx);
+  const thinking = encodeThinking(req, ctx);
+  body.max_tokens = thinking?.maxTokens ?? req.maxTokens ?? ctx.defaultMaxTokens;
+  if (thinking) body.thinking = thinking.config;
+  const outputConfig = encodeOutputConfig(req, thinking?.effort);
+  if (outputConfig) body.output_config = outputConfig;
+  if (req.tools?.length) {
+    body.tools = req.tools.map(encodeTool);
+    const choice = encodeToolChoice(req);
+    if (choice) body.tool_choice = choice;
+  }
+  Object.assign(body, encodeSampling(req, thinking !== undefined && !thinking.disabled));
+  if (req.stop?.length) body.stop_sequences = req.stop;
+  // `metadata.user_id` is Anthropic's only metadata key; other metadata and `seed` are dropped.
+  if (req.user) body.metadata = { user_id: req.user };
+  if (req.cacheControl) body.cache_control = req.cacheControl;
+  if (req.stream) body.stream = true;
+  return body;
+}
+
+/** Fields that change the output and that Anthropic has no way to express. */
+function rejectInexpressible(req: ir.Request, ctx: EncodeContext) {
+  if (req.n !== undefined && req.n > 1) {
+    throw unsupported("n", ctx.route, "more than one choice (n > 1) cannot be expressed");
+  }
+  for (
+    const [field, value] of [
+      ["presence_penalty", req.presencePenalty],
+      ["frequency_penalty", req.frequencyPenalty],
+    ] as const
+  ) {
+    if (value) throw unsupported(field, ctx.route, `${field} cannot be expressed`);
+  }
+  if (req.responseFormat?.type === "json_object") {
+    // Anthropic structured output needs a schema whose objects forbid extra properties, so
+    // "any JSON object" has no faithful translation.
+    throw unsupported(
+      "response_format",
+      ctx.route,
+      "JSON mode without a schema (json_object) cannot be expressed; use json_schema",
+    );
+  }
+}
+
+function textBlock(part: ir.TextPart): Obj {
+  const block: Obj = { type: "text", text: part.text };
+  if (part.cacheControl) block.cache_control = part.cacheControl;
+  return block;
+}
+
+/** Top-level system blocks plus every mid-conversation system/developer message, in order. */
+function encodeSystem(req: ir.Request): Obj[] {
+  const midConversation = req.messages.filter((m) => m.role === "system").flatMap((m) => m.parts);
+  return [...req.system, ...midConversation]
+    .filter((p): p is ir.TextPart => p.type === "text" && p.text !== "")
+    .map(textBlock);
+}
+
+/**
+ * Anthropic alternates user and assistant turns: tool results join the next user turn (first,
+ * as Anthropic requires), consecutive same-role turns merge, and empty turns vanish.
+ */
+function encodeMessages(messages: ir.Message[], ctx: EncodeContext): Obj[] {
+  const turns: Turn[] = [];
+  messages.forEach((m, i) => {
+    if (m.role === "system") return;
+    const role: Role = m.role === "assistant" ? "assistant" : "user";
+    const content = m.parts.map((p) => encodePart(p, ctx, `messages[${i}]`)).filter(defined);
+    const last = turns.at(-1);
+    if (last?.role === role) last.content.push(...content);
+    else turns.push({ role, content });
+  });
+  return turns.filter((t) => t.content.length).map((t) => ({
+    role: t.role,
+    content: t.role === "user" ? toolResultsFirst(t.content) : t.content,
+  }));
+}
+
+const toolResultsFirst = (content: Obj[]) => [
+  ...content.filter((b) => b.type === "tool_result"),
+  ...content.filter((b) => b.type !== "tool_result"),
+];
+
+function encodePart(part: ir.Part, ctx: EncodeContext, path: string): Obj | undefined {
+  switch (part.type) {
+    case "text":
+      // Anthropic rejects empty text blocks; Gemini text signatures have no slot here.
+      return part.text ? textBlock(part) : undefined;
+    case "image":
+    case "document":
+      return encodeMedia(part, ctx, path);
+    case "audio":
+      throw unsupported(path, ctx.route, "audio input cannot be expressed");
+    case "tool_call":
+      return withCache({
+        type: "tool_use",
+        id: toolUseId(part.id),
+        name: part.name,
+        input: toolInput(part),
+      }, part);
+    case "tool_result":
+      return encodeToolResult(part, ctx, path);
+    case "thinking": {
+      // Thinking is replayed only with a signature Anthropic itself issued.
+      const signature = signatureFor(part.signature, FAMILY);
+      return signature ? { type: "thinking", thinking: part.text, signature } : undefined;
+    }
+    case "redacted_thinking":
+      return part.family === FAMILY ? { type: "redacted_thinking", data: part.data } : undefined;
+  }
+}
+
+function withCache(block: Obj, part: ir.Extensions): Obj {
+  if (part.cacheControl) block.cache_control = part.cacheControl;
+  return block;
+}
+
+function encodeToolResult(part: ir.ToolResultPart, ctx: EncodeContext, path: string): Obj {
+  const block: Obj = { type: "tool_result", tool_use_id: toolUseId(part.callId) };
+  const content = part.content.map((p) => encodePart(p, ctx, path)).filter(defined);
+  if (content.length) block.content = content;
+  if (part.isError) block.is_error = true;
+  return withCache(block, part);
+}
+
+const DATA_URI = /^data:([^;,]+);base64,(.*)$/s;
+
+/** A data: URI is inline media in disguise. */
+function normalizeSource(source: ir.MediaSource): ir.MediaSource {
+  const m = source.kind === "url" ? DATA_URI.exec(source.url) : null;
+  return m ? { kind: "base64", mediaType: m[1], data: m[2] } : source;
+}
+
+const base64ToUtf8 = (data: string) =>
+  new TextDecoder().decode(Uint8Array.from(atob(data), (c) => c.charCodeAt(0)));
+
+function encodeMedia(part: ir.ImagePart | ir.DocumentPart, ctx: EncodeContext, path: string): Obj {
+  const source = normalizeSource(part.source);
+  if (source.kind === "file_id") {
+    // File ids belong to the provider that issued them.
+    throw unsupported(
+      `${path}.file_id`,
+      ctx.route,
+      "file ids from another provider cannot be resolved",
+    );
+  }
+  const block: Obj = { type: part.type, source: encodeSource(part, source, ctx, path) };
+  if (part.type === "document" && part.filename) block.title = part.filename;
+  return withCache(block, part);
+}
+
+function encodeSource(
+  part: ir.ImagePart | ir.DocumentPart,
+  source: Exclude<ir.MediaSource, { kind: "file_id" }>,
+  ctx: EncodeContext,
+  path: string,
+): Obj {
+  if (source.kind === "url") return { type: "url", url: source.url };
+  if (part.type === "document" && source.mediaType.startsWith("text/")) {
+    return { type: "text", media_type: "text/plain", data: base64ToUtf8(source.data) };
+  }
+  if (part.type === "document" && source.mediaType !== "application/pdf") {
+    throw unsupported(path, ctx.route, `documents of type ${source.mediaType} cannot be expressed`);
+  }
+  return { type: "base64", media_type: source.mediaType, data: source.data };
+}
+
+/** Custom (free-text) tools become a function taking the text as `{"input": string}`. */
+const CUSTOM_TOOL_SCHEMA = {
+  type: "object",
+  properties: { [CUSTOM_INPUT_KEY]: { type: "string" } },
+  required: [CUSTOM_INPUT_KEY],
+};
+
+function encodeTool(tool: ir.Tool): Obj {
+  const schema = tool.kind === "custom" ? CUSTOM_TOOL_SCHEMA : tool.parameters ?? {};
+  // Anthropic requires an object schema; parameterless functions often send none.
+  const out: Obj = { name: tool.name, input_schema: { type: "object", properties: {}, ...schema } };
+  if (tool.description) out.description = tool.description;
+  if (tool.strict !== undefined) out.strict = tool.strict;
+  return withCache(out, tool);
+}
+
+function encodeToolChoice(req: ir.Request): Obj | undefined {
+  const choice = req.toolChoice;
+  if (choice?.type === "none") return { type: "none" };
+  const out: Obj | undefined = choice?.type === "required"
+    ? { type: "any" }
+    : choice?.type === "tool"
+    ? { type: "tool", name: choice.name }
+    : choice
+    ? { type: "auto" }
+    : undefined;
+  if (req.parallelToolCalls !== false) return out;
+  return { ...(out ?? { type: "auto" }), disable_parallel_tool_use: true };
+}
+
+/** Effort levels as thinking budgets, for `thinking: {type: "enabled"}`. */
+const BUDGET_BY_EFFORT: Record<Exclude<ir.Effort, "none">, number> = {
+  minimal: 1024,
+  low: 2048,
+  medium: 8192,
+  high: 16384,
+  xhigh: 32768,
+  max: 65536,
+};
+const MIN_BUDGET = 1024;
+
+interface Thinking {
+  config: Obj;
+  /** `max_tokens` when thinking changes it. */
+  maxTokens?: number;
+  /** Effort for `output_config.effort` (adaptive thinking). */
+  effort?: string;
+  /** Explicitly off (`{type: "disabled"}`). */
+  disabled?: boolean;
+}
+
+/**
+ * IR reasoning → `thinking`. Anthropic refuses thinking together with a forced tool choice,
+ * so forcing a tool wins and thinking is left off.
+ */
+function encodeThinking(req: ir.Request, ctx: EncodeContext): Thinking | undefined {
+  const r = req.reasoning;
+  if (!r) return undefined;
+  if (r.disabled || r.effort === "none" || r.budgetTokens === 0) {
+    return { config: { type: "disabled" }, disabled: true };
+  }
+  const forced = req.toolChoice?.type === "required" || req.toolChoice?.type === "tool";
+  if (forced) return undefined;
+  const display = r.includeThoughts === false ? { display: "omitted" } : {};
+  if (r.adaptive || (r.budgetTokens ?? 0) < 0) {
+    const effort = r.effort === "minimal" ? "low" : r.effort;
+    return { config: { type: "adaptive", ...display }, effort };
+  }
+  const budget = Math.max(MIN_BUDGET, r.budgetTokens ?? BUDGET_BY_EFFORT[r.effort ?? "medium"]);
+  if (req.maxTokens === undefined) {
+    // No client limit: the default allowance is for the answer, the budget comes on top.
+    const config = { type: "enabled", budget_tokens: budget, ...display };
+    return { config, maxTokens: ctx.defaultMaxTokens + budget };
+  }
+  if (req.maxTokens <= MIN_BUDGET) {
+    throw unsupported(
+      "max_tokens",
+      ctx.route,
+      `thinking needs max_tokens above ${MIN_BUDGET} (got ${req.maxTokens})`,
+    );
+  }
+  // The budget counts toward max_tokens and must stay below it.
+  const config = {
+    type: "enabled",
+    budget_tokens: Math.min(budget, req.maxTokens - 1),
+    ...display,
+  };
+  return { config };
+}
+
+function encodeOutputConfig(req: ir.Request, effort: string | undefined): Obj | undefined {
+  const out: Obj = {};
+  if (effort) out.effort = effort;
+  const format = req.responseFormat;
+  if (format?.type === "json_schema") out.format = { type: "json_schema", schema: format.schema };
+  return Object.keys(out).length ? out : undefined;
+}
+
+/**
+ * Anthropic rejects `temperature` and `top_k` with thinking on, and `top_p` below 0.95; those
+ * are left off then (clients such as Gemini CLI send them along with thinking by default).
+ */
+function encodeSampling(req: ir.Request, thinking: boolean): Obj {
+  const out: Obj = {};
+  if (req.temperature !== undefined && !thinking) out.temperature = req.temperature;
+  if (req.topK !== undefined && !thinking) out.top_k = req.topK;
+  if (req.topP !== undefined && (!thinking || req.topP >= 0.95)) out.top_p = req.topP;
+  return out;
+}

@@ -1,0 +1,54 @@
+/** POST /v1/messages and /v1/messages/count_tokens */
+import type { Handler } from "../../src/context.ts";
+import { badRequest } from "../../src/errors.ts";
+import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
+import { generate, passthrough, resolveRoute } from "../../src/pipeline.ts";
+import { messagesCodec } from "./codec.ts";
+import { validateRequest } from "./schema.ts";
+
+/** `2023-06-01` and the newer dated versions current SDKs send. */
+const VERSION = /^\d{4}-\d{2}-\d{2}$/;
+
+function checkVersion(headers: Headers): void {
+  const version = headers.get("anthropic-version") ?? headers.get("vendor3-version");
+  if (version === null) {
+    throw badRequest(
+      "missing required header anthropic-version (for example anthropic-version: 2023-06-01)",
+      "anthropic-version",
+    );
+  }
+  if (!VERSION.test(version)) {
+    throw badRequest(
+      `anthropic-version: "${version}" is not a version date such as 2023-06-01`,
+      "anthropic-version",
+    );
+  }
+}
+
+export const messages: Handler = async (ctx) => {
+  checkVersion(ctx.req.headers);
+  const body = await readJsonBody(ctx.req);
+  const json = validateRequest(body.json);
+  return await generate(ctx, {
+    ingress: messagesCodec,
+    body,
+    model: modelOf(json),
+    stream: flagOf(json, "stream"),
+  });
+};
+
+/** Token counts come from the provider itself, so only Anthropic-API routes can answer. */
+export const countTokens: Handler = async (ctx) => {
+  const body = await readJsonBody(ctx.req);
+  const r = resolveRoute(ctx, modelOf(body.json));
+  if (r.provider.api !== "messages") {
+    throw badRequest("messages token counting requires a family3-compatible upstream", "model");
+  }
+  ctx.record.passthrough = true;
+  return await passthrough(
+    ctx,
+    { ingress: messagesCodec, body, stream: false },
+    r,
+    "/v1/messages/count_tokens",
+  );
+};

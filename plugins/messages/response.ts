@@ -1,0 +1,140 @@
+/** Non-streaming bodies: an Anthropic Message from upstream to the IR, and the IR to clients. */
+import type * as ir from "../../src/ir.ts";
+import type { ClientContext, DecodeContext } from "../../src/codec.ts";
+import { carrySignature } from "../../src/signature.ts";
+import {
+  CUSTOM_INPUT_KEY,
+  FAMILY,
+  finishFromStopReason,
+  messageId,
+  type Obj,
+  stopReasonFromIr,
+  type Tagged,
+  toolInput,
+  toolUseId,
+  usageFromIr,
+  usageToIr,
+  type WireUsage,
+} from "./common.ts";
+
+// ---- upstream ----
+
+export function decodeResponse(body: Obj, ctx: DecodeContext): ir.Response {
+  const content = Array.isArray(body.content) ? (body.content as Obj[]) : [];
+  const parts = content.map((b) => decodeBlock(b, ctx)).filter((p) => p !== undefined);
+  const res: ir.Response = {
+    id: typeof body.id === "string" ? body.id : ctx.id,
+    model: typeof body.model === "string" ? body.model : "",
+    created: ctx.now,
+    parts,
+    finish: finishFromStopReason(body.stop_reason),
+  };
+  if (parts.some((p) => p.type === "tool_call")) res.finish = "tool_calls";
+  if (typeof body.stop_sequence === "string") res.stopSequence = body.stop_sequence;
+  if (body.usage && typeof body.usage === "object") res.usage = usageToIr(body.usage as WireUsage);
+  return res;
+}
+
+/** One upstream content block; server-tool blocks (never requested by the gateway) are skipped. */
+function decodeBlock(b: Obj, ctx: DecodeContext): ir.Part | undefined {
+  switch (b.type) {
+    case "text":
+      return { type: "text", text: String(b.text ?? "") };
+    case "thinking":
+      return thinkingPart(String(b.thinking ?? ""), String(b.signature ?? ""));
+    case "redacted_thinking":
+      return { type: "redacted_thinking", data: String(b.data ?? ""), family: FAMILY };
+    case "tool_use":
+      return toolCallPart(String(b.id), String(b.name), JSON.stringify(b.input ?? {}), ctx);
+  }
+}
+
+export function thinkingPart(text: string, signature: string): ir.ThinkingPart {
+  const part: ir.ThinkingPart = { type: "thinking", text };
+  if (signature) part.signature = { family: FAMILY, value: signature };
+  return part;
+}
+
+/** A tool call; calls to the request's custom tools unwrap their `{"input": text}` object. */
+export function toolCallPart(
+  id: string,
+  name: string,
+  json: string,
+  ctx: DecodeContext,
+): ir.ToolCallPart {
+  const part: ir.ToolCallPart = { type: "tool_call", id, name, arguments: json };
+  if (ctx.customTools?.includes(name)) {
+    part.kind = "custom";
+    part.arguments = unwrapCustomInput(json);
+  }
+  return part;
+}
+
+/** The raw text of a custom tool's `{"input": text}`; the JSON itself if it is not that shape. */
+export function unwrapCustomInput(json: string): string {
+  try {
+    const input = JSON.parse(json)?.[CUSTOM_INPUT_KEY];
+    if (typeof input === "string") return input;
+  } catch {
+    // incomplete or not JSON: keep it as it came
+  }
+  return json;
+}
+
+// ---- ingress ----
+
+export function encodeResponse(res: ir.Response, ctx: ClientContext): Obj {
+  const sawToolCall = res.parts.some((p) => p.type === "tool_call");
+  return {
+    id: messageId(res.id),
+    type: "message",
+    role: "assistant",
+    model: ctx.model,
+    content: res.parts.flatMap(encodeBlocks),
+    stop_reason: stopReasonFromIr(res.finish, res.stopSequence, sawToolCall),
+    stop_sequence: res.stopSequence ?? null,
+    stop_details: null,
+    usage: usageFromIr(res.usage ?? { inputTokens: 0, outputTokens: 0 }),
+  };
+}
+
+/** An empty thinking block carrying a foreign part signature (see `isPartSignatureCarrier`). */
+export const signatureCarrier = (sig: ir.Signature): Tagged => ({
+  type: "thinking",
+  thinking: "",
+  signature: carrySignature(sig, FAMILY),
+});
+
+export const redactedThinkingBlock = (data: string, family: ir.Family): Tagged => ({
+  type: "redacted_thinking",
+  data: carrySignature({ family, value: data }, FAMILY),
+});
+
+/** The client blocks for one IR part (images and audio have no assistant block: skipped). */
+function encodeBlocks(part: ir.Part): Obj[] {
+  switch (part.type) {
+    case "text": {
+      const text = { type: "text", text: part.text };
+      if (part.signature) return [text, signatureCarrier(part.signature)];
+      return part.text ? [text] : [];
+    }
+    case "thinking":
+      return [{
+        type: "thinking",
+        thinking: part.text,
+        signature: part.signature ? carrySignature(part.signature, FAMILY) : "",
+      }];
+    case "redacted_thinking":
+      return [redactedThinkingBlock(part.data, part.family)];
+    case "tool_call": {
+      const block = {
+        type: "tool_use",
+        id: toolUseId(part.id),
+        name: part.name,
+        input: toolInput(part),
+      };
+      return part.signature ? [block, signatureCarrier(part.signature)] : [block];
+    }
+  }
+  return [];
+}

@@ -1,0 +1,183 @@
+/**
+ * The Anthropic Messages request body as clients send it. Objects are loose (new fields pass)
+ * and discriminators are plain strings (new block, tool and source types pass, which keeps
+ * passthrough routes working); the known variants are checked field by field.
+ */
+import { z } from "zod";
+import { badRequest } from "../../src/errors.ts";
+
+type Schema = z.ZodType<Record<string, unknown>>;
+
+/**
+ * An object tagged by `type` whose known variants are validated by their own schema; unknown
+ * types pass untouched. Issue paths stay relative to the tagged object.
+ */
+function tagged(variants: () => Record<string, Schema>) {
+  return z.looseObject({ type: z.string() }).superRefine((value, ctx) => {
+    const schema = variants()[value.type];
+    const result = schema?.safeParse(value);
+    for (const issue of result?.error?.issues ?? []) {
+      ctx.addIssue({ code: "custom", message: issue.message, path: issue.path });
+    }
+  });
+}
+
+const cacheControl = z.looseObject({ type: z.string(), ttl: z.string().optional() }).nullish();
+const jsonObject = z.record(z.string(), z.unknown());
+const stringOrArray = { error: "expected string or array" };
+
+export const textBlock = z.looseObject({
+  type: z.literal("text"),
+  text: z.string(),
+  cache_control: cacheControl,
+  citations: z.array(z.unknown()).nullish(),
+});
+
+const mediaSource = tagged(() => ({
+  base64: z.looseObject({ media_type: z.string(), data: z.string() }),
+  text: z.looseObject({ media_type: z.string().optional(), data: z.string() }),
+  url: z.looseObject({ url: z.string() }),
+  file: z.looseObject({ file_id: z.string() }),
+  content: z.looseObject({ content: z.union([z.string(), z.array(z.unknown())], stringOrArray) }),
+}));
+
+export const imageBlock = z.looseObject({
+  type: z.literal("image"),
+  source: mediaSource,
+  cache_control: cacheControl,
+});
+
+export const documentBlock = z.looseObject({
+  type: z.literal("document"),
+  source: mediaSource,
+  title: z.string().nullish(),
+  context: z.string().nullish(),
+  cache_control: cacheControl,
+});
+
+export const toolUseBlock = z.looseObject({
+  type: z.literal("tool_use"),
+  id: z.string(),
+  name: z.string(),
+  input: jsonObject,
+  cache_control: cacheControl,
+});
+
+export const thinkingBlock = z.looseObject({
+  type: z.literal("thinking"),
+  thinking: z.string(),
+  signature: z.string(),
+});
+
+export const redactedThinkingBlock = z.looseObject({
+  type: z.literal("redacted_thinking"),
+  data: z.string(),
+});
+
+export const midConversationSystemBlock = z.looseObject({
+  type: z.literal("mid_conv_system"),
+  content: z.union([z.string(), z.array(textBlock)], stringOrArray),
+  cache_control: cacheControl,
+});
+
+/** A content block: known types are checked, others (server-tool blocks, new ones) pass. */
+export const contentBlock: z.ZodType<{ type: string } & Record<string, unknown>> = tagged(() => ({
+  text: textBlock,
+  image: imageBlock,
+  document: documentBlock,
+  tool_use: toolUseBlock,
+  tool_result: toolResultBlock,
+  thinking: thinkingBlock,
+  redacted_thinking: redactedThinkingBlock,
+  mid_conv_system: midConversationSystemBlock,
+}));
+
+export const toolResultBlock = z.looseObject({
+  type: z.literal("tool_result"),
+  tool_use_id: z.string(),
+  content: z.union([z.string(), z.array(contentBlock)], stringOrArray).optional(),
+  is_error: z.boolean().optional(),
+  cache_control: cacheControl,
+});
+
+const content = z.union([z.string(), z.array(contentBlock)], stringOrArray);
+
+export const messageParam = z.looseObject({ role: z.string(), content });
+
+/** Custom tools have no `type` (or `"custom"`); server tools carry a versioned `type`. */
+export const toolParam = z.looseObject({
+  type: z.string().nullish(),
+  name: z.string(),
+  description: z.string().optional(),
+  input_schema: jsonObject.optional(),
+  strict: z.boolean().optional(),
+  eager_input_streaming: z.boolean().nullish(),
+  input_examples: z.array(jsonObject).optional(),
+  defer_loading: z.boolean().optional(),
+  cache_control: cacheControl,
+});
+
+export const toolChoiceParam = z.looseObject({
+  type: z.string(),
+  name: z.string().optional(),
+  disable_parallel_tool_use: z.boolean().optional(),
+});
+
+export const thinkingParam = z.looseObject({
+  type: z.string(),
+  budget_tokens: z.number().int().optional(),
+  display: z.string().nullish(),
+});
+
+export const outputConfigParam = z.looseObject({
+  effort: z.string().nullish(),
+  format: z.looseObject({ type: z.string(), schema: jsonObject.optional() }).nullish(),
+});
+
+export const requestSchema = z.looseObject({
+  model: z.string(),
+  max_tokens: z.number().int().nonnegative(),
+  messages: z.array(messageParam),
+  system: z.union([z.string(), z.array(textBlock)], stringOrArray).optional(),
+  tools: z.array(toolParam).optional(),
+  tool_choice: toolChoiceParam.optional(),
+  thinking: thinkingParam.optional(),
+  output_config: outputConfigParam.optional(),
+  temperature: z.number().optional(),
+  top_p: z.number().optional(),
+  top_k: z.number().int().optional(),
+  stop_sequences: z.array(z.string()).optional(),
+  stream: z.boolean().optional(),
+  metadata: z.looseObject({ user_id: z.string().nullish() }).optional(),
+  cache_control: cacheControl,
+  service_tier: z.string().optional(),
+  container: z.string().nullish(),
+  inference_geo: z.string().nullish(),
+  mcp_servers: z.array(z.unknown()).optional(),
+});
+
+export type MessagesRequest = z.infer<typeof requestSchema>;
+
+/** `["messages", 2, "content"]` → `messages[2].content`. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  return path.reduce<string>(
+    (out, key) =>
+      typeof key === "number" ? `${out}[${key}]` : out ? `${out}.${String(key)}` : String(key),
+    "",
+  );
+}
+
+/** Parses a client body; throws a 400 naming the first bad field (e.g. `messages[2].content`). */
+export function parseRequest(body: unknown): MessagesRequest {
+  const result = requestSchema.safeParse(body);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const path = formatPath(issue.path) || "body";
+  const detail = issue.message.replace(/^Invalid input: /, "");
+  const message = detail.endsWith("received undefined") ? "required" : detail;
+  throw badRequest(`${path}: ${message}`, path);
+}
+
+export function validateRequest(body: unknown): Record<string, unknown> {
+  return parseRequest(body);
+}

@@ -1,0 +1,266 @@
+/**
+ * GET /v1/responses upgraded to a WebSocket (Codex's transport): one `response.create` JSON
+ * frame in, the Responses stream events out, one JSON event per text frame.
+ *
+ * - Passthrough routes get one upstream WebSocket per client socket, because with
+ *   `store: false` the provider knows a `previous_response_id` only on that socket.
+ * - Other routes convert each frame through the IR; the socket keeps its own last response so
+ *   `previous_response_id` (Codex chains its turn onto its warm-up) expands to full input.
+ */
+import type { Handler, RequestContext } from "../../src/context.ts";
+import { errorBody, GatewayError } from "../../src/errors.ts";
+import { FORWARD_REQUEST_HEADERS, modelOf, pickHeaders } from "../../src/http.ts";
+import type * as ir from "../../src/ir.ts";
+import { logAccess } from "../../src/log.ts";
+import {
+  endTap,
+  localEvents,
+  localId,
+  resolveRoute,
+  upstreamEvents,
+} from "../../src/pipeline.ts";
+import type { Resolved } from "../../src/router.ts";
+import { responsesCodec } from "./codec.ts";
+import { checkStatefulFields, isPassthroughRoute } from "./endpoints.ts";
+import { validateRequest } from "./schema.ts";
+
+/** Close a socket whose client has sent nothing for this long (server pings do not count). */
+const IDLE_LIMIT_MS = 70 * 60_000;
+const TERMINAL = ["response.completed", "response.incomplete", "response.failed"];
+
+export const responsesWebSocket: Handler = (ctx) => {
+  // Deno pings after 30 s of silence and drops peers that stop answering.
+  const { socket, response } = Deno.upgradeWebSocket(ctx.req, { idleTimeout: 60 });
+  new ResponsesSocket(ctx, socket);
+  return Promise.resolve(response);
+};
+
+interface LastResponse {
+  id: string;
+  input: unknown[];
+  output: unknown[];
+}
+
+/** An error frame as the Responses WebSocket sends it (Codex maps `status`). */
+function errorFrame(err: GatewayError, code?: string): string {
+  const { error } = errorBody("openai", err) as { error: Record<string, unknown> };
+  return JSON.stringify({
+    type: "error",
+    status: err.status,
+    error: { ...error, ...(code && { code }) },
+  });
+}
+
+function asItems(input: unknown): unknown[] {
+  if (input === undefined || input === null) return [];
+  if (typeof input === "string") return [{ type: "message", role: "user", content: input }];
+  return input as unknown[];
+}
+
+class ResponsesSocket {
+  private queue: Promise<void> = Promise.resolve();
+  private readonly closed = new AbortController();
+  /** Upgrade requests' own signals end with the handshake; frames use the socket's. */
+  private readonly req: Request;
+  private last?: LastResponse;
+  private upstream?: UpstreamSocket;
+  private idle?: ReturnType<typeof setTimeout>;
+
+  constructor(private readonly ctx: RequestContext, private readonly socket: WebSocket) {
+    this.req = new Request(ctx.req.url, { headers: ctx.req.headers, signal: this.closed.signal });
+    socket.onmessage = (e) => this.onFrame(e.data);
+    socket.onclose = () => this.shutdown();
+    socket.onerror = () => this.shutdown();
+    this.resetIdle();
+  }
+
+  private resetIdle() {
+    clearTimeout(this.idle);
+    this.idle = setTimeout(() => this.socket.close(1000, "idle"), IDLE_LIMIT_MS);
+  }
+
+  private shutdown() {
+    clearTimeout(this.idle);
+    this.closed.abort();
+    this.upstream?.close();
+  }
+
+  send(text: string) {
+    if (this.socket.readyState === WebSocket.OPEN) this.socket.send(text);
+  }
+
+  close() {
+    if (this.socket.readyState === WebSocket.OPEN) this.socket.close(1000);
+  }
+
+  private onFrame(data: unknown) {
+    this.resetIdle();
+    // Responses run one at a time, in order.
+    this.queue = this.queue.then(() => this.handle(data)).catch((e) => {
+      const err = e instanceof GatewayError ? e : new GatewayError(500, "upstream", String(e));
+      this.send(errorFrame(err));
+    });
+  }
+
+  private async handle(data: unknown): Promise<void> {
+    if (typeof data !== "string") {
+      throw new GatewayError(400, "invalid_request", "send JSON text frames, not binary");
+    }
+    let frame: Record<string, unknown>;
+    try {
+      frame = JSON.parse(data);
+    } catch (e) {
+      throw new GatewayError(400, "invalid_request", `frame is not valid JSON: ${e}`);
+    }
+    if (frame?.type === "response.processed") return; // an acknowledgement; nothing to do
+    if (frame?.type !== "response.create") {
+      throw new GatewayError(
+        400,
+        "invalid_request",
+        `unsupported frame type ${JSON.stringify(frame?.type)}; expected "response.create"`,
+        "type",
+      );
+    }
+    const { type: _, ...body } = frame;
+    const json = validateRequest(body);
+    const ctx: RequestContext = {
+      ...this.ctx,
+      req: this.req,
+      record: { ...this.ctx.record, status: 200, model: undefined, usage: undefined },
+    };
+    const started = performance.now();
+    try {
+      const r = resolveRoute(ctx, modelOf(json));
+      if (isPassthroughRoute(r)) {
+        ctx.record.passthrough = true;
+        return await this.relay(r, json, data);
+      }
+      if (json.background === true) checkStatefulFields(json, r);
+      await this.convert(ctx, r, json);
+    } catch (e) {
+      ctx.record.status = e instanceof GatewayError ? e.status : 500;
+      throw e;
+    } finally {
+      ctx.record.duration_ms = Math.round(performance.now() - started);
+      logAccess(ctx.record);
+    }
+  }
+
+  private async relay(r: Resolved, json: Record<string, unknown>, text: string) {
+    if (!this.upstream) {
+      this.upstream = await UpstreamSocket.open(r, pickHeaders(this.req.headers, FORWARD_REQUEST_HEADERS), this);
+    } else if (this.upstream.provider !== r.provider.name) {
+      throw new GatewayError(
+        400,
+        "invalid_request",
+        `this WebSocket relays to provider ${this.upstream.provider}; model ${json.model} routes elsewhere`,
+        "model",
+      );
+    }
+    this.upstream.send(r.route.model ? JSON.stringify({ ...json, type: "response.create", model: r.upstreamModel }) : text);
+  }
+
+  /** Runs one response through the IR; the socket remembers it for `previous_response_id`. */
+  private async convert(ctx: RequestContext, r: Resolved, json: Record<string, unknown>) {
+    let input = asItems(json.input);
+    if (json.previous_response_id != null) {
+      if (this.last?.id !== json.previous_response_id) {
+        ctx.record.status = 400;
+        return this.send(errorFrame(
+          new GatewayError(
+            400,
+            "invalid_request",
+            `previous response ${json.previous_response_id} is not this socket's last response; resend the full input`,
+            "previous_response_id",
+          ),
+          "previous_response_not_found",
+        ));
+      }
+      input = [...this.last.input, ...this.last.output, ...input];
+    }
+    const { previous_response_id: _, ...rest } = json;
+    const req = responsesCodec.decodeRequest({ ...rest, input, stream: true }, ctx.record.model!);
+    const events = json.generate === false
+      ? localEvents(this.emptyResponse(ctx))
+      : await upstreamEvents(ctx, r, req);
+    const tap = endTap(ctx.record);
+    const frames = events.pipeThrough(tap.stream).pipeThrough(
+      responsesCodec.encodeStream({ model: ctx.record.model!, compaction: req.compaction }),
+    );
+    let done: { id: string; output: unknown[] } | undefined;
+    try {
+      for await (const e of frames) {
+        this.send(e.data);
+        if (e.event && TERMINAL.includes(e.event)) done = JSON.parse(e.data).response;
+      }
+    } catch (e) {
+      if (this.closed.signal.aborted) return;
+      ctx.record.interrupted = true;
+      return this.send(errorFrame(interrupted(String(e instanceof GatewayError ? e.message : e))));
+    }
+    if (!tap.ended()) {
+      ctx.record.interrupted = true;
+      return this.send(errorFrame(interrupted("the upstream closed the stream before its end")));
+    }
+    if (done) this.last = { id: done.id, input, output: done.output };
+  }
+
+  private emptyResponse(ctx: RequestContext): ir.Response {
+    const { id, now } = localId(ctx);
+    return { id, model: ctx.record.model!, created: now, parts: [], finish: "stop", usage: { inputTokens: 0, outputTokens: 0 } };
+  }
+}
+
+function interrupted(message: string): GatewayError {
+  return new GatewayError(502, "upstream_interrupted", message);
+}
+
+/** The provider-side socket of a passthrough route; frames flow through untouched. */
+class UpstreamSocket {
+  private inFlight = 0;
+
+  private constructor(readonly provider: string, private readonly ws: WebSocket, client: ResponsesSocket) {
+    ws.onmessage = (e) => {
+      const text = typeof e.data === "string" ? e.data : "";
+      if (TERMINAL.some((t) => text.includes(`"type":"${t}"`)) || text.includes('"type":"error"')) {
+        this.inFlight = Math.max(0, this.inFlight - 1);
+      }
+      client.send(text);
+    };
+    ws.onclose = () => {
+      if (this.inFlight > 0) {
+        client.send(errorFrame(interrupted("the upstream WebSocket closed before the response ended")));
+      }
+      client.close();
+    };
+  }
+
+  static open(r: Resolved, forward: Headers, client: ResponsesSocket): Promise<UpstreamSocket> {
+    const url = r.provider.base_url!.replace(/^http/, "ws").replace(/\/+$/, "") + "/responses";
+    forward.set("authorization", `Bearer ${r.provider.api_key ?? ""}`);
+    const ws = new WebSocket(url, { headers: forward });
+    const { promise, resolve, reject } = Promise.withResolvers<UpstreamSocket>();
+    const timer = setTimeout(() => {
+      ws.close();
+      reject(new GatewayError(504, "timeout", `upstream WebSocket did not open within ${r.provider.timeouts.connect_ms} ms`));
+    }, r.provider.timeouts.connect_ms);
+    ws.onopen = () => {
+      clearTimeout(timer);
+      resolve(new UpstreamSocket(r.provider.name, ws, client));
+    };
+    ws.onerror = () => {
+      clearTimeout(timer);
+      reject(new GatewayError(502, "upstream", `could not open the upstream WebSocket of ${r.provider.name}`));
+    };
+    return promise;
+  }
+
+  send(text: string) {
+    this.inFlight++;
+    this.ws.send(text);
+  }
+
+  close() {
+    if (this.ws.readyState <= WebSocket.OPEN) this.ws.close();
+  }
+}

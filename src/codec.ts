@@ -1,0 +1,61 @@
+/**
+ * The contract every wire-format plugin fulfils, in both directions: as the client's format
+ * (ingress) and as a provider's API (upstream). The core only ever talks to formats through
+ * this interface; adding a fifth format means adding one codec.
+ */
+import type * as ir from "./ir.ts";
+import type { SseEvent } from "./sse.ts";
+
+/** What an upstream encoder needs to know about the route it is encoding for. */
+export interface EncodeContext {
+  /** The model name to send upstream (after the route's rename). */
+  model: string;
+  /** Names the route in error messages, e.g. `"claude-*" → anthropic (messages)`. */
+  route: string;
+  /** `max_tokens` for targets that require one when the client sent none. */
+  defaultMaxTokens: number;
+}
+
+/** Deterministic inputs for decoders (tests pin them). */
+export interface DecodeContext {
+  /** Unix seconds, for formats whose responses carry no timestamp. */
+  now: number;
+  /** Fallback id for formats whose responses carry none. */
+  id: string;
+  /**
+   * Names of the request's `custom` (free-text) tools. Formats without custom tools send them
+   * as a function taking `{"input": string}`; their decoders unwrap calls to these names back
+   * into `kind: "custom"` tool calls with the raw text as arguments.
+   */
+  customTools?: readonly string[];
+}
+
+/** What a client-facing encoder needs. */
+export interface ClientContext {
+  /** The model name the client asked for (responses echo it, not the upstream's name). */
+  model: string;
+  /** The request's `compaction` flag: answer with one Responses `compaction` item. */
+  compaction?: boolean;
+  /** The request's tools (e.g. for the Responses `namespace` that tool calls must echo). */
+  tools?: readonly ir.Tool[];
+}
+
+export interface Codec {
+  readonly api: ir.Api;
+
+  // ---- ingress: the client speaks this format ----
+  /** A validated client body to IR. `model` is the requested model (Gemini: from the path). */
+  decodeRequest(body: Record<string, unknown>, model: string): ir.Request;
+  encodeResponse(res: ir.Response, ctx: ClientContext): unknown;
+  /** IR stream events to this format's SSE events (terminal events only on `finish`). */
+  encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent, SseEvent>;
+
+  // ---- upstream: the provider speaks this format ----
+  /** Path appended to the provider's base_url (query included). */
+  path(model: string, stream: boolean): string;
+  /** IR to this format's request body; throws a 400 for what the target cannot express. */
+  encodeRequest(req: ir.Request, ctx: EncodeContext): Record<string, unknown>;
+  decodeResponse(body: Record<string, unknown>, ctx: DecodeContext): ir.Response;
+  /** This format's SSE events to IR stream events. Emits `finish` only on the real end. */
+  decodeStream(ctx: DecodeContext): TransformStream<SseEvent, ir.StreamEvent>;
+}

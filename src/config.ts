@@ -1,0 +1,248 @@
+/**
+ * Configuration: a YAML file (or the built-in default), `${ENV}` substitution in every string,
+ * and a zod schema whose errors name the path of each bad field.
+ */
+import { z } from "zod";
+import { parse as parseYaml } from "yaml";
+
+export const PROVIDER_APIS = ["chat", "responses", "messages", "generate-content", "demo"] as const;
+export type ProviderApi = typeof PROVIDER_APIS[number];
+
+const timeoutsSchema = z.strictObject({
+  /** Until response headers of a streaming request (providers send them at once). */
+  connect_ms: z.number().int().positive().default(15_000),
+  /** Until the first body byte (non-streaming: until the response headers). */
+  first_byte_ms: z.number().int().positive().default(300_000),
+  /** Longest silence between two chunks of a stream. */
+  idle_ms: z.number().int().positive().default(300_000),
+});
+
+const providerSchema = z.strictObject({
+  name: z.string().min(1),
+  api: z.enum(PROVIDER_APIS),
+  base_url: z.url({ protocol: /^https?$/ }).optional(),
+  api_key: z.string().optional(),
+  /** max_tokens sent to APIs that require one when the client gave none. */
+  default_max_tokens: z.number().int().positive().default(8192),
+  timeouts: timeoutsSchema.prefault({}),
+});
+
+const routeSchema = z.strictObject({
+  models: z.array(z.string().min(1)).min(1),
+  provider: z.string().min(1),
+  /** Upstream model name; default: the requested one. */
+  model: z.string().min(1).optional(),
+  passthrough: z.boolean().default(false),
+});
+
+const keySchema = z.union([
+  z.strictObject({ name: z.string().min(1), key: z.string().min(8) }),
+  z.strictObject({ name: z.string().min(1), sha256: z.string().regex(/^[0-9a-f]{64}$/i) }),
+]);
+
+export const configSchema = z.strictObject({
+  listen: z.strictObject({
+    hostname: z.string().default("127.0.0.1"),
+    port: z.number().int().min(0).max(65535).default(8080),
+  }).prefault({}),
+  keys: z.array(keySchema).min(1),
+  providers: z.array(providerSchema).min(1),
+  routes: z.array(routeSchema).min(1),
+  /** Seconds a draining shutdown waits for in-flight streams. */
+  shutdown_grace_s: z.number().min(0).default(10),
+});
+
+interface Issue {
+  path: PropertyKey[];
+  message: string;
+}
+
+/**
+ * Cross-references (route → provider, passthrough → api) checked on the raw document, so they
+ * are reported together with type errors elsewhere in the file.
+ */
+function crossCheck(doc: unknown): Issue[] {
+  const d = (doc ?? {}) as { providers?: unknown; routes?: unknown };
+  const providers = Array.isArray(d.providers) ? d.providers : [];
+  const routes = Array.isArray(d.routes) ? d.routes : [];
+  const issues: Issue[] = [];
+  const byName = new Map<unknown, { api?: unknown; base_url?: unknown }>();
+  providers.forEach((p, i) => {
+    if (byName.has(p?.name)) {
+      issues.push({ path: ["providers", i, "name"], message: `duplicate provider "${p.name}"` });
+    }
+    byName.set(p?.name, p ?? {});
+    if (p?.api !== "demo" && PROVIDER_APIS.includes(p?.api) && !p?.base_url) {
+      issues.push({ path: ["providers", i, "base_url"], message: `required for api ${p.api}` });
+    }
+  });
+  routes.forEach((r, i) => {
+    if (typeof r?.provider !== "string") return;
+    const provider = byName.get(r.provider);
+    if (!provider) {
+      issues.push({ path: ["routes", i, "provider"], message: `unknown provider "${r.provider}"` });
+    } else if (r.passthrough === true && provider.api !== "responses") {
+      issues.push({
+        path: ["routes", i, "passthrough"],
+        message:
+          `allowed only on api: responses providers ("${r.provider}" is api ${provider.api})`,
+      });
+    }
+  });
+  return issues;
+}
+
+export type Config = z.infer<typeof configSchema>;
+export type ProviderConfig = Config["providers"][number];
+export type RouteConfig = Config["routes"][number];
+
+export class ConfigError extends Error {}
+
+/** `a.b[2].c` from a zod/issue path. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  return path.reduce<string>(
+    (acc, k) => typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${String(k)}` : String(k),
+    "",
+  );
+}
+
+/**
+ * `${VAR}` is not valid inside YAML flow mappings (`{key: ${KEY}}`, as the docs write it), so
+ * references become plain-scalar-safe markers before parsing and are resolved after.
+ */
+const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+const MARKER = /\u00ab([A-Za-z_][A-Za-z0-9_]*)\u00bb/g;
+
+/** Replaces env markers in every string of a parsed document; a missing variable is an error. */
+export function substituteEnv(
+  value: unknown,
+  env: (name: string) => string | undefined,
+  path: PropertyKey[] = [],
+): unknown {
+  if (typeof value === "string") {
+    return value.replace(MARKER, (_, name: string) => {
+      const v = env(name);
+      if (v === undefined) {
+        throw new ConfigError(
+          `${formatPath(path) || "config"}: environment variable ${name} is not set`,
+        );
+      }
+      return v;
+    });
+  }
+  if (Array.isArray(value)) return value.map((v, i) => substituteEnv(v, env, [...path, i]));
+  if (value && typeof value === "object") {
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, substituteEnv(v, env, [...path, k])]),
+    );
+  }
+  return value;
+}
+
+/** Validates a parsed (already substituted) document. */
+export function validateConfig(doc: unknown): Config {
+  const result = configSchema.safeParse(doc);
+  const issues: Issue[] = [...(result.error?.issues ?? []), ...crossCheck(doc)];
+  if (result.success && issues.length === 0) return result.data;
+  const lines = issues.map((i) => `${formatPath(i.path) || "config"}: ${i.message}`);
+  throw new ConfigError(`invalid config:\n  ${lines.join("\n  ")}`);
+}
+
+export function parseConfigText(
+  text: string,
+  env: (name: string) => string | undefined,
+): Config {
+  let doc: unknown;
+  try {
+    doc = parseYaml(text.replace(ENV_REF, "\u00ab$1\u00bb"));
+  } catch (e) {
+    throw new ConfigError(`config is not valid YAML: ${(e as Error).message}`);
+  }
+  return validateConfig(substituteEnv(doc, env));
+}
+
+/** The vendors the default config wires up when their key is in the environment. */
+const DEFAULT_VENDORS = [
+  {
+    env: "OPENAI",
+    name: "openai",
+    api: "responses",
+    base_url: "https://api.openai.com/v1",
+    models: ["gpt-*", "o*", "codex-*"],
+    passthrough: true,
+  },
+  {
+    env: "ANTHROPIC",
+    name: "anthropic",
+    api: "messages",
+    base_url: "https://api.anthropic.com",
+    models: ["claude-*"],
+  },
+  {
+    env: "GEMINI",
+    name: "gemini",
+    api: "generate-content",
+    base_url: "https://generativelanguage.googleapis.com",
+    models: ["gemini-*"],
+  },
+] as const;
+
+/**
+ * The built-in default: client keys from GATEWAY_API_KEYS, a provider and route for each
+ * vendor key present, and the local `demo` provider (route `demo-*`) that needs no network.
+ * In dev mode with no keys set, one key is generated and reported through `onGeneratedKey`.
+ */
+export function defaultConfig(
+  env: (name: string) => string | undefined,
+  opts: { dev?: boolean; onGeneratedKey?: (key: string) => void } = {},
+): Config {
+  let keys = (env("GATEWAY_API_KEYS") ?? "").split(",").map((k) => k.trim()).filter(Boolean);
+  if (keys.length === 0 && opts.dev) {
+    const key = `gw-dev-${crypto.randomUUID().replaceAll("-", "")}`;
+    opts.onGeneratedKey?.(key);
+    keys = [key];
+  }
+  if (keys.length === 0) {
+    throw new ConfigError(
+      "no client keys: set GATEWAY_API_KEYS (comma list), or pass --config, or run `deno task dev`",
+    );
+  }
+  const vendors = DEFAULT_VENDORS.filter((v) => env(`${v.env}_API_KEY`));
+  return validateConfig({
+    listen: { hostname: "127.0.0.1", port: 8080 },
+    keys: keys.map((key, i) => ({ name: `key-${i + 1}`, key })),
+    providers: [
+      ...vendors.map((v) => ({
+        name: v.name,
+        api: v.api,
+        base_url: env(`${v.env}_BASE_URL`) ?? v.base_url,
+        api_key: env(`${v.env}_API_KEY`),
+      })),
+      { name: "demo", api: "demo" },
+    ],
+    routes: [
+      ...vendors.map((v) => ({
+        models: [...v.models],
+        provider: v.name,
+        passthrough: "passthrough" in v,
+      })),
+      { models: ["demo-*"], provider: "demo" },
+    ],
+  });
+}
+
+/** Applies PORT / HOST environment overrides to `listen`. */
+export function applyListenEnv(cfg: Config, env: (name: string) => string | undefined): Config {
+  const port = env("PORT");
+  const host = env("HOST");
+  if (port !== undefined && !/^\d+$/.test(port)) {
+    throw new ConfigError(`PORT: expected a number, got "${port}"`);
+  }
+  return {
+    ...cfg,
+    listen: {
+      hostname: host ?? cfg.listen.hostname,
+      port: port !== undefined ? Number(port) : cfg.listen.port,
+    },
+  };
+}

@@ -1,0 +1,45 @@
+/** What a request handler gets: the gateway's shared state and this request's own. */
+import type { KeyStore } from "./auth.ts";
+import type { Config } from "./config.ts";
+import type { Dialect, EndpointName } from "./endpoints.ts";
+import type { Usage } from "./ir.ts";
+import type { Router } from "./router.ts";
+
+export interface Gateway {
+  config: Config;
+  router: Router;
+  keys: KeyStore;
+  /** Set on shutdown: /readyz turns 503 and new requests are refused. */
+  draining: boolean;
+}
+
+/** One access-log line. Never a key or a prompt. */
+export interface AccessRecord {
+  request_id: string;
+  key?: string;
+  method: string;
+  endpoint: EndpointName | "unknown";
+  path: string;
+  model?: string;
+  route?: string;
+  provider?: string;
+  passthrough?: boolean;
+  status?: number;
+  duration_ms?: number;
+  ttfb_ms?: number;
+  usage?: Usage;
+  interrupted?: boolean;
+  error?: string;
+}
+
+export interface RequestContext {
+  gw: Gateway;
+  req: Request;
+  url: URL;
+  requestId: string;
+  dialect: Dialect;
+  /** Filled in by handlers as they learn the model, route and usage. */
+  record: AccessRecord;
+}
+
+export type Handler = (ctx: RequestContext) => Promise<Response>;

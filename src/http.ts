@@ -1,0 +1,102 @@
+/** HTTP helpers shared by the endpoints: body parsing and header allow-lists. */
+import { badRequest, GatewayError } from "./errors.ts";
+
+/** Matches Anthropic's documented request limit; Kong may enforce a smaller one. */
+export const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+export interface JsonBody {
+  json: Record<string, unknown>;
+  /** The exact text received, relayed untouched on passthrough routes. */
+  raw: string;
+}
+
+export async function readJsonBody(req: Request): Promise<JsonBody> {
+  const length = Number(req.headers.get("content-length") ?? 0);
+  if (length > MAX_BODY_BYTES) {
+    throw new GatewayError(413, "request_too_large", `request body exceeds ${MAX_BODY_BYTES} bytes`);
+  }
+  const raw = await req.text();
+  if (raw.length > MAX_BODY_BYTES) {
+    throw new GatewayError(413, "request_too_large", `request body exceeds ${MAX_BODY_BYTES} bytes`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (e) {
+    throw badRequest(`request body is not valid JSON: ${(e as Error).message}`);
+  }
+  if (!json || typeof json !== "object" || Array.isArray(json)) {
+    throw badRequest("request body must be a JSON object");
+  }
+  return { json: json as Record<string, unknown>, raw };
+}
+
+/** Copies the headers whose names are listed, or start with a listed prefix ending in `-`. */
+export function pickHeaders(from: Headers, allow: readonly string[]): Headers {
+  const out = new Headers();
+  for (const [k, v] of from) {
+    if (allow.some((a) => a.endsWith("-") ? k.startsWith(a) : k === a)) out.set(k, v);
+  }
+  return out;
+}
+
+/** Client headers worth forwarding on passthrough routes (never credentials). */
+export const FORWARD_REQUEST_HEADERS = [
+  "user-agent",
+  "anthropic-beta",
+  "anthropic-version",
+  "openai-beta",
+  "originator",
+  "session_id",
+  "session-id",
+  "thread-id",
+  "version",
+  "idempotency-key",
+  "x-client-request-id",
+  "x-codex-",
+  "x-openai-subagent",
+  "x-stainless-",
+  "x-goog-api-client",
+] as const;
+
+/** Provider response headers relayed to clients (request ids, rate limits, retry hints). */
+export const RELAY_RESPONSE_HEADERS = [
+  "content-type",
+  "request-id",
+  "x-request-id",
+  "openai-processing-ms",
+  "openai-version",
+  "openai-model",
+  "retry-after",
+  "retry-after-ms",
+  "x-should-retry",
+  "x-ratelimit-",
+  "anthropic-ratelimit-",
+  "x-codex-",
+  "x-models-etag",
+  "x-reasoning-included",
+] as const;
+
+export const RETRY_HEADERS = ["retry-after", "retry-after-ms", "x-should-retry"] as const;
+
+export const STREAM_HEADERS = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache",
+  "x-accel-buffering": "no",
+} as const;
+
+/** The `model` field every generation body must carry. */
+export function modelOf(json: Record<string, unknown>): string {
+  if (typeof json.model !== "string" || json.model === "") {
+    throw badRequest("model: required, expected a non-empty string", "model");
+  }
+  return json.model;
+}
+
+/** A boolean flag that may be absent. */
+export function flagOf(json: Record<string, unknown>, field: string): boolean {
+  const v = json[field];
+  if (v === undefined || v === null) return false;
+  if (typeof v !== "boolean") throw badRequest(`${field}: expected boolean`, field);
+  return v;
+}

@@ -1,0 +1,238 @@
+/**
+ * The path of one generation request: route by model, then either relay bytes (client format
+ * = provider API) or convert through the IR (decode → encode upstream → decode upstream →
+ * encode for the client), streams included.
+ */
+import { CODECS } from "../plugins/registry.ts";
+import type { ClientContext, Codec, DecodeContext } from "./codec.ts";
+import type { RequestContext } from "./context.ts";
+import { demoResponse, demoStream } from "./demo.ts";
+import { GatewayError } from "./errors.ts";
+import {
+  FORWARD_REQUEST_HEADERS,
+  type JsonBody,
+  pickHeaders,
+  RELAY_RESPONSE_HEADERS,
+  STREAM_HEADERS,
+} from "./http.ts";
+import type * as ir from "./ir.ts";
+import {
+  callUpstream,
+  guardBody,
+  upstreamError,
+  type UpstreamResponse,
+  watchEndMarker,
+  withInterruption,
+} from "./relay.ts";
+import type { Resolved } from "./router.ts";
+import { parseSse, type SseEvent, serializeSse } from "./sse.ts";
+
+export interface Generation {
+  ingress: Codec;
+  body: JsonBody;
+  model: string;
+  stream: boolean;
+  /** Rules that depend on the route (e.g. previous_response_id needs a passthrough route). */
+  checkRoute?: (r: Resolved) => void;
+  /** Passthrough upstream path when it is not `ingress.path()` (Gemini JSON-array streams). */
+  passthroughPath?: (upstreamModel: string) => string;
+  /** Wire framing of converted client streams; SSE by default. */
+  serializer?: () => TransformStream<SseEvent, string>;
+  /** Content type of that framing when it is not SSE. */
+  contentType?: string;
+  /** Extra client-encoder context (e.g. Responses compaction). */
+  client?: Omit<ClientContext, "model">;
+}
+
+/**
+ * End markers a passthrough stream is watched for, as they appear in the raw bytes. JSON
+ * strings inside events escape their quotes, so these cannot match inside content.
+ */
+const END_MARKERS: Record<ir.Api, readonly string[]> = {
+  chat: ["data: [DONE]", 'data: {"error"'],
+  responses: [
+    '"type":"response.completed"',
+    '"type":"response.incomplete"',
+    '"type":"response.failed"',
+    '"type":"error"',
+  ],
+  messages: ['"type":"message_stop"', '"type":"error"'],
+  "generate-content": ['"finishReason"'],
+};
+
+export function resolveRoute(ctx: RequestContext, model: string): Resolved {
+  const r = ctx.gw.router.resolve(model);
+  Object.assign(ctx.record, { model, route: r.label, provider: r.provider.name });
+  return r;
+}
+
+export async function generate(ctx: RequestContext, g: Generation): Promise<Response> {
+  const r = resolveRoute(ctx, g.model);
+  g.checkRoute?.(r);
+  const api = r.provider.api;
+  ctx.record.passthrough = api === g.ingress.api;
+  if (api === g.ingress.api) return await passthrough(ctx, g, r);
+  const req = g.ingress.decodeRequest(g.body.json, g.model);
+  if (api === "demo") {
+    const id = idFor(ctx);
+    const now = nowSeconds();
+    return g.stream
+      ? streamToClient(ctx, g, demoStream(req, id, now))
+      : jsonToClient(ctx, g, demoResponse(req, id, now));
+  }
+  return await convert(ctx, g, r, CODECS[api], req);
+}
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+const idFor = (ctx: RequestContext) => ctx.requestId.replace(/[^A-Za-z0-9]/g, "").slice(0, 24);
+
+/** Same format on both sides: bytes in, bytes out; only the model may be renamed. */
+export async function passthrough(
+  ctx: RequestContext,
+  g: Pick<Generation, "ingress" | "body" | "stream" | "passthroughPath">,
+  r: Resolved,
+  path = g.passthroughPath?.(r.upstreamModel) ?? g.ingress.path(r.upstreamModel, g.stream),
+): Promise<Response> {
+  const { json, raw } = g.body;
+  const renamed = r.route.model !== undefined && typeof json.model === "string";
+  const up = await callUpstream({
+    provider: r.provider,
+    path,
+    body: renamed ? JSON.stringify({ ...json, model: r.upstreamModel }) : raw,
+    stream: g.stream,
+    forward: pickHeaders(ctx.req.headers, FORWARD_REQUEST_HEADERS),
+    signal: ctx.req.signal,
+  });
+  const headers = pickHeaders(up.res.headers, RELAY_RESPONSE_HEADERS);
+  const body = guardBody(up, r.provider.timeouts, g.stream && up.res.ok);
+  if (!g.stream || !up.res.ok) return new Response(body, { status: up.res.status, headers });
+  const watch = watchEndMarker(END_MARKERS[g.ingress.api]);
+  for (const [k, v] of Object.entries(STREAM_HEADERS)) headers.set(k, v);
+  return new Response(
+    withInterruption(body.pipeThrough(watch.stream), watch.ended, ctx.dialect, (i) => {
+      ctx.record.interrupted = i;
+    }),
+    { status: up.res.status, headers },
+  );
+}
+
+/** Calls a provider of another format with the IR request; throws its errors re-wrapped. */
+async function callConverted(
+  ctx: RequestContext,
+  r: Resolved,
+  target: Codec,
+  req: ir.Request,
+): Promise<UpstreamResponse> {
+  const body = target.encodeRequest(req, {
+    model: r.upstreamModel,
+    route: r.label,
+    defaultMaxTokens: r.provider.default_max_tokens,
+  });
+  const up = await callUpstream({
+    provider: r.provider,
+    path: target.path(r.upstreamModel, req.stream),
+    body: JSON.stringify(body),
+    stream: req.stream,
+    signal: ctx.req.signal,
+  });
+  if (!up.res.ok) throw await upstreamError(up.res);
+  return up;
+}
+
+async function convert(
+  ctx: RequestContext,
+  g: Generation,
+  r: Resolved,
+  target: Codec,
+  req: ir.Request,
+): Promise<Response> {
+  const up = await callConverted(ctx, r, target, req);
+  const dctx: DecodeContext = { now: nowSeconds(), id: idFor(ctx) };
+  if (!g.stream) {
+    const text = await new Response(guardBody(up, r.provider.timeouts, false)).text();
+    let json: Record<string, unknown>;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new GatewayError(502, "upstream", `upstream ${r.provider.name} returned invalid JSON`);
+    }
+    return jsonToClient(ctx, g, target.decodeResponse(json, dctx));
+  }
+  const events = parseSse(guardBody(up, r.provider.timeouts, true)).pipeThrough(
+    target.decodeStream(dctx),
+  );
+  return streamToClient(ctx, g, events);
+}
+
+/** Upstream IR events for a converted streaming request (used by the Responses WebSocket). */
+export async function upstreamEvents(
+  ctx: RequestContext,
+  r: Resolved,
+  req: ir.Request,
+): Promise<ReadableStream<ir.StreamEvent>> {
+  if (r.provider.api === "demo") return demoStream(req, idFor(ctx), nowSeconds());
+  const target = CODECS[r.provider.api];
+  const up = await callConverted(ctx, r, target, req);
+  return parseSse(guardBody(up, r.provider.timeouts, true)).pipeThrough(
+    target.decodeStream({ now: nowSeconds(), id: idFor(ctx) }),
+  );
+}
+
+function jsonToClient(ctx: RequestContext, g: Generation, res: ir.Response): Response {
+  ctx.record.usage = res.usage;
+  return Response.json(g.ingress.encodeResponse(res, { model: g.model, ...g.client }));
+}
+
+/**
+ * Watches IR events for the stream's real end (`finish`, or an upstream `error`) and for
+ * usage, passing every event on unchanged.
+ */
+export function endTap(record: { usage?: ir.Usage }): {
+  stream: TransformStream<ir.StreamEvent, ir.StreamEvent>;
+  ended: () => boolean;
+} {
+  let ended = false;
+  const stream = new TransformStream<ir.StreamEvent, ir.StreamEvent>({
+    transform(e, out) {
+      if (e.type === "finish" || e.type === "error") ended = true;
+      if (e.type === "usage" || (e.type === "finish" && e.usage)) record.usage = e.usage;
+      out.enqueue(e);
+    },
+  });
+  return { stream, ended: () => ended };
+}
+
+function streamToClient(
+  ctx: RequestContext,
+  g: Generation,
+  events: ReadableStream<ir.StreamEvent>,
+): Response {
+  const tap = endTap(ctx.record);
+  const bytes = events
+    .pipeThrough(tap.stream)
+    .pipeThrough(g.ingress.encodeStream({ model: g.model, ...g.client }))
+    .pipeThrough((g.serializer ?? serializeSse)())
+    .pipeThrough(new TextEncoderStream());
+  const body = withInterruption(bytes, tap.ended, ctx.dialect, (i) => {
+    ctx.record.interrupted = i;
+  });
+  const headers = { ...STREAM_HEADERS, ...(g.contentType && { "content-type": g.contentType }) };
+  return new Response(body, { headers });
+}
+
+/** Answers without a provider call (e.g. a Responses warm-up with `generate: false`). */
+export function answerLocally(ctx: RequestContext, g: Generation, res: ir.Response): Response {
+  return g.stream ? streamToClient(ctx, g, localEvents(res)) : jsonToClient(ctx, g, res);
+}
+
+/** A local response with no output parts as stream events. */
+export function localEvents(res: ir.Response): ReadableStream<ir.StreamEvent> {
+  return ReadableStream.from<ir.StreamEvent>([
+    { type: "start", id: res.id, model: res.model, created: res.created },
+    { type: "finish", reason: res.finish, usage: res.usage },
+  ]);
+}
+
+export function localId(ctx: RequestContext): { id: string; now: number } {
+  return { id: idFor(ctx), now: nowSeconds() };
+}

@@ -1,0 +1,136 @@
+/**
+ * The HTTP front: request ids, endpoint dispatch, authentication, errors in the caller's
+ * dialect, and one access-log line per request.
+ */
+import { HANDLERS } from "../plugins/handlers.ts";
+import { authenticate, KeyStore } from "./auth.ts";
+import type { Config } from "./config.ts";
+import type { AccessRecord, Gateway, RequestContext } from "./context.ts";
+import { dialectOf, type Endpoint, ENDPOINTS } from "./endpoints.ts";
+import { errorResponse, GatewayError, notFound } from "./errors.ts";
+import { logAccess } from "./log.ts";
+import { ClientGone } from "./relay.ts";
+import { Router } from "./router.ts";
+
+/** Incoming request-id headers, in order of preference (Kong's first). */
+const REQUEST_ID_HEADERS = ["x-kong-request-id", "x-request-id", "x-correlation-id"];
+export const REQUEST_ID_RESPONSE_HEADER = "x-gateway-request-id";
+
+export async function createGateway(config: Config): Promise<Gateway> {
+  return { config, router: new Router(config), keys: await KeyStore.from(config), draining: false };
+}
+
+function requestIdOf(req: Request): string {
+  for (const h of REQUEST_ID_HEADERS) {
+    const v = req.headers.get(h);
+    if (v && /^[\w.:@/+=-]{1,128}$/.test(v)) return v;
+  }
+  return crypto.randomUUID();
+}
+
+function isWebSocketUpgrade(req: Request): boolean {
+  return req.headers.get("upgrade")?.toLowerCase() === "websocket";
+}
+
+function findEndpoint(req: Request, path: string): Endpoint {
+  const matches = ENDPOINTS.filter((e) => e.pattern.test(path));
+  if (matches.length === 0) throw notFound(`no such endpoint: ${req.method} ${path}`);
+  // GET /v1/responses is only the WebSocket; POST the HTTP API.
+  const wanted = matches.find((e) =>
+    e.method === req.method && (e.name === "responses_ws") === isWebSocketUpgrade(req)
+  );
+  if (wanted) return wanted;
+  if (matches.some((e) => e.name === "responses_ws") && req.method === "GET") {
+    throw new GatewayError(426, "invalid_request", "GET /v1/responses requires a WebSocket upgrade");
+  }
+  throw new GatewayError(
+    405,
+    "invalid_request",
+    `method ${req.method} is not allowed on ${path} (use ${matches.map((e) => e.method).join("/")})`,
+  );
+}
+
+/** Notes time to first byte and logs once the body has been sent (or the client left). */
+function logWhenDone(res: Response, record: AccessRecord, started: number): Response {
+  const finish = () => {
+    record.duration_ms = Math.round(performance.now() - started);
+    logAccess(record);
+  };
+  if (!res.body || res.status === 101) {
+    record.ttfb_ms = Math.round(performance.now() - started);
+    finish();
+    return res;
+  }
+  const reader = res.body.getReader();
+  let first = true;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          controller.close();
+          return finish();
+        }
+        if (first) {
+          record.ttfb_ms = Math.round(performance.now() - started);
+          first = false;
+        }
+        controller.enqueue(value);
+      } catch (e) {
+        record.error = String(e);
+        finish();
+        controller.error(e);
+      }
+    },
+    cancel(reason) {
+      record.error = "client disconnected";
+      finish();
+      return reader.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
+  return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+}
+
+export function createHandler(gw: Gateway): (req: Request) => Promise<Response> {
+  return async (req) => {
+    const started = performance.now();
+    const url = new URL(req.url);
+    const requestId = requestIdOf(req);
+    const dialect = dialectOf(url.pathname);
+    const record: AccessRecord = {
+      request_id: requestId,
+      method: req.method,
+      endpoint: "unknown",
+      path: url.pathname,
+    };
+    let res: Response;
+    try {
+      const endpoint = findEndpoint(req, url.pathname);
+      record.endpoint = endpoint.name;
+      if (!endpoint.internal) {
+        if (gw.draining) {
+          throw new GatewayError(503, "overloaded", "the gateway is shutting down; retry");
+        }
+        record.key = await authenticate(gw.keys, endpoint.dialect, req, url);
+      }
+      const ctx: RequestContext = { gw, req, url, requestId, dialect, record };
+      res = await HANDLERS[endpoint.name](ctx);
+    } catch (e) {
+      const err = e instanceof GatewayError
+        ? e
+        : e instanceof ClientGone
+        ? new GatewayError(499, "invalid_request", "client closed the request")
+        : internalError(e, requestId);
+      record.error = err.message;
+      res = errorResponse(dialect, err, requestId);
+    }
+    record.status = res.status;
+    if (res.status !== 101) res.headers.set(REQUEST_ID_RESPONSE_HEADER, requestId);
+    return logWhenDone(res, record, started);
+  };
+}
+
+function internalError(e: unknown, requestId: string): GatewayError {
+  console.error(JSON.stringify({ level: "error", request_id: requestId, error: String(e) }));
+  return new GatewayError(500, "upstream", `internal gateway error (request id ${requestId})`);
+}

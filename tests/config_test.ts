@@ -1,0 +1,118 @@
+import assert from "node:assert/strict";
+import { applyListenEnv, ConfigError, defaultConfig, parseConfigText } from "../src/config.ts";
+
+const env = (vars: Record<string, string>) => (name: string) => vars[name];
+
+const VALID = `
+listen: {hostname: 127.0.0.1, port: 8080}
+keys:
+  - {name: team-a, key: \${TEAM_A_KEY}}
+providers:
+  - {name: openai, api: responses, base_url: https://api.openai.com/v1, api_key: \${OPENAI_API_KEY}}
+  - {name: anthropic, api: messages, base_url: https://api.anthropic.com, api_key: x}
+routes:
+  - {models: ["gpt-*"], provider: openai, passthrough: true}
+  - {models: ["claude-*"], provider: anthropic}
+  - {models: ["local-*"], provider: anthropic, model: llama3}
+`;
+
+function configError(fn: () => unknown): string {
+  let message = "";
+  assert.throws(fn, (e: Error) => {
+    assert(e instanceof ConfigError, `expected ConfigError, got ${e}`);
+    message = e.message;
+    return true;
+  });
+  return message;
+}
+
+Deno.test("config: ${ENV} substitution fills every string", () => {
+  const cfg = parseConfigText(VALID, env({ TEAM_A_KEY: "sk-team-a-123", OPENAI_API_KEY: "sk-o" }));
+  assert.deepEqual(cfg.keys[0], { name: "team-a", key: "sk-team-a-123" });
+  assert.deepEqual(cfg.providers[0].api_key, "sk-o");
+  assert.deepEqual(cfg.routes[2].model, "llama3");
+  assert.deepEqual(cfg.providers[0].timeouts.idle_ms, 300_000, "timeouts default");
+});
+
+Deno.test("config: a missing environment variable is a startup error naming it", () => {
+  const msg = configError(() => parseConfigText(VALID, env({ TEAM_A_KEY: "sk-team-a-123" })));
+  assert.deepEqual(msg, "providers[0].api_key: environment variable OPENAI_API_KEY is not set");
+});
+
+Deno.test("config: errors name the path of each bad field", () => {
+  const text = VALID.replace("provider: anthropic}", "provider: anth}")
+    .replace("port: 8080", "port: eighty");
+  const msg = configError(() =>
+    parseConfigText(text, env({ TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" }))
+  );
+  assert.match(msg, /routes\[1\]\.provider: unknown provider "anth"/);
+  assert.match(msg, /listen\.port: /);
+});
+
+Deno.test("config: passthrough is allowed only on api: responses providers", () => {
+  const text = VALID.replace(
+    '["claude-*"], provider: anthropic}',
+    '["claude-*"], provider: anthropic, passthrough: true}',
+  );
+  const msg = configError(() =>
+    parseConfigText(text, env({ TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" }))
+  );
+  assert.match(msg, /routes\[1\]\.passthrough: allowed only on api: responses providers/);
+});
+
+Deno.test("config: unknown fields, bad api and bad YAML are rejected", () => {
+  const base = env({ TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" });
+  assert.match(configError(() => parseConfigText(VALID + "extra: 1\n", base)), /extra/);
+  assert.match(
+    configError(() => parseConfigText(VALID.replace("api: messages", "api: mesages"), base)),
+    /providers\[1\]\.api: /,
+  );
+  assert.match(configError(() => parseConfigText("keys: [", base)), /not valid YAML/);
+});
+
+Deno.test("config: default config wires vendors from env and always the demo provider", () => {
+  const cfg = defaultConfig(env({
+    GATEWAY_API_KEYS: "sk-aaaaaaaa1, sk-bbbbbbbb2",
+    ANTHROPIC_API_KEY: "ak",
+    ANTHROPIC_BASE_URL: "http://127.0.0.1:9/",
+  }));
+  assert.deepEqual(cfg.keys.length, 2);
+  assert.deepEqual(cfg.providers.map((p) => p.name), ["anthropic", "demo"]);
+  assert.deepEqual(cfg.providers[0].base_url, "http://127.0.0.1:9/");
+  assert.deepEqual(cfg.routes.map((r) => r.models), [["claude-*"], ["demo-*"]]);
+});
+
+Deno.test("config: default config needs keys unless in dev mode, which generates one", () => {
+  assert.match(configError(() => defaultConfig(env({}))), /GATEWAY_API_KEYS/);
+  let generated = "";
+  const cfg = defaultConfig(env({}), { dev: true, onGeneratedKey: (k) => generated = k });
+  assert.match(generated, /^gw-dev-[0-9a-f]{32}$/);
+  assert.deepEqual(cfg.keys[0], { name: "key-1", key: generated });
+});
+
+Deno.test("config: PORT and HOST override listen", () => {
+  const cfg = parseConfigText(VALID, env({ TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" }));
+  assert.deepEqual(applyListenEnv(cfg, env({ PORT: "9999", HOST: "0.0.0.0" })).listen, {
+    hostname: "0.0.0.0",
+    port: 9999,
+  });
+  assert.match(configError(() => applyListenEnv(cfg, env({ PORT: "x" }))), /PORT/);
+});
+
+Deno.test("config: main.ts stops at startup with the messages, exit code 2", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/bad.yaml`;
+  await Deno.writeTextFile(path, VALID.replace("provider: anthropic}", "provider: anth}"));
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-env", "--allow-read", "--allow-net", "main.ts", "--config", path],
+    env: { TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  await Deno.remove(dir, { recursive: true });
+  assert.deepEqual(out.code, 2);
+  assert.match(
+    new TextDecoder().decode(out.stderr),
+    /routes\[1\]\.provider: unknown provider "anth"/,
+  );
+});

@@ -1,0 +1,108 @@
+/**
+ * Golden conversion tests: data, not code. Each case file is an input; beside it, one
+ * expected output per target format. `deno task golden:update` rewrites the expectations
+ * (review them in the diff).
+ *
+ * - requests/<ingress>/<case>.json = {model, body} → <case>.<target>.json = {path, body} | {error}
+ * - responses/<upstream>/<case>.json = upstream body → <case>.<ingress>.json = client body
+ * - streams/<upstream>/<case>.sse = upstream SSE → <case>.<ingress>.sse = client SSE
+ */
+import assert from "node:assert/strict";
+import { CODECS } from "../plugins/registry.ts";
+import type { Api } from "../src/ir.ts";
+import { GatewayError } from "../src/errors.ts";
+import { parseSse, serializeSse } from "../src/sse.ts";
+
+const ROOT = new URL("./golden/", import.meta.url);
+const UPDATE = Deno.env.get("GOLDEN_UPDATE") === "1";
+const APIS = Object.keys(CODECS) as Api[];
+const DECODE = { now: 1700000000, id: "gw_test" };
+const CLIENT = { model: "client-model" };
+
+function cases(dir: string, ext: string): { api: Api; name: string; file: URL }[] {
+  const out = [];
+  for (const api of APIS) {
+    const folder = new URL(`${dir}/${api}/`, ROOT);
+    let entries: Deno.DirEntry[] = [];
+    try {
+      entries = [...Deno.readDirSync(folder)];
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      const m = e.name.match(new RegExp(`^([^.]+)\\${ext}$`));
+      if (m) out.push({ api, name: m[1], file: new URL(e.name, folder) });
+    }
+  }
+  return out.sort((a, b) => a.file.href.localeCompare(b.file.href));
+}
+
+function check(file: URL, actual: string) {
+  if (UPDATE) return Deno.writeTextFileSync(file, actual);
+  let expected: string;
+  try {
+    expected = Deno.readTextFileSync(file);
+  } catch {
+    throw new Error(`missing golden ${file.pathname} (run deno task golden:update)`);
+  }
+  assert.deepEqual(actual, expected, file.pathname);
+}
+
+const json = (v: unknown) => JSON.stringify(v, null, 2) + "\n";
+
+async function collect(stream: ReadableStream<string>): Promise<string> {
+  return (await Array.fromAsync(stream)).join("");
+}
+
+Deno.test("golden: request conversion", async (t) => {
+  for (const c of cases("requests", ".json")) {
+    const input = JSON.parse(Deno.readTextFileSync(c.file));
+    for (const target of APIS) {
+      await t.step(`${c.api}/${c.name} → ${target}`, () => {
+        let out: unknown;
+        try {
+          const req = CODECS[c.api].decodeRequest(input.body, input.model);
+          const codec = CODECS[target];
+          const ctx = {
+            model: "upstream-model",
+            route: `"test-*" → up (${target})`,
+            defaultMaxTokens: 4096,
+          };
+          out = { path: codec.path(ctx.model, req.stream), body: codec.encodeRequest(req, ctx) };
+        } catch (e) {
+          if (!(e instanceof GatewayError)) throw e;
+          out = { error: { status: e.status, message: e.message } };
+        }
+        check(new URL(`${c.file.href.slice(0, -5)}.${target}.json`), json(out));
+      });
+    }
+  }
+});
+
+Deno.test("golden: response conversion", async (t) => {
+  for (const c of cases("responses", ".json")) {
+    const body = JSON.parse(Deno.readTextFileSync(c.file));
+    const res = CODECS[c.api].decodeResponse(body, DECODE);
+    for (const ingress of APIS) {
+      await t.step(`${c.api}/${c.name} → ${ingress}`, () => {
+        const out = CODECS[ingress].encodeResponse(res, CLIENT);
+        check(new URL(`${c.file.href.slice(0, -5)}.${ingress}.json`), json(out));
+      });
+    }
+  }
+});
+
+Deno.test("golden: stream conversion", async (t) => {
+  for (const c of cases("streams", ".sse")) {
+    const text = Deno.readTextFileSync(c.file);
+    for (const ingress of APIS) {
+      await t.step(`${c.api}/${c.name} → ${ingress}`, async () => {
+        const events = parseSse(new Response(text).body!)
+          .pipeThrough(CODECS[c.api].decodeStream(DECODE))
+          .pipeThrough(CODECS[ingress].encodeStream(CLIENT))
+          .pipeThrough(serializeSse());
+        check(new URL(`${c.file.href.slice(0, -4)}.${ingress}.sse`), await collect(events));
+      });
+    }
+  }
+});

@@ -1,0 +1,157 @@
+/**
+ * What the mock replies: the scenario picked from the model name, and the vendor-neutral
+ * reply (reasoning, text or tool call, usage) that each vendor module renders in its format.
+ */
+
+export type VendorName = "chat" | "responses" | "messages" | "gemini";
+
+/** Milliseconds a `stall` stream goes quiet after its first event(s). */
+export const STALL_MS = 60_000;
+/** Milliseconds between events of a `slow` stream. */
+export const SLOW_MS = 300;
+
+/**
+ * Flags read from the model name (case-insensitive substrings; they combine, e.g.
+ * `think-tool` reasons and then calls a tool, `slow-think` reasons slowly).
+ */
+export interface Scenario {
+  /** err400 / err429 / err500 / err529: fail with this HTTP status and the vendor envelope. */
+  error?: number;
+  /** Stream the first events and some text, then drop the connection (no terminal event). */
+  cut: boolean;
+  /** Send the first event(s), then nothing for STALL_MS. */
+  stall: boolean;
+  /** Pause between stream events (SLOW_MS for `slow`). */
+  delayMs: number;
+  /** Reasoning before the answer. */
+  think: boolean;
+  /** Answer with a tool call (unless the last turn is a tool result). */
+  tool: boolean;
+}
+
+export function parseScenario(model: string): Scenario {
+  const m = model.toLowerCase();
+  const err = m.match(/err(400|429|500|529)/);
+  return {
+    error: err ? Number(err[1]) : undefined,
+    cut: m.includes("cut"),
+    stall: m.includes("stall"),
+    delayMs: m.includes("slow") ? SLOW_MS : 0,
+    think: m.includes("think"),
+    tool: m.includes("tool"),
+  };
+}
+
+/** The part of the conversation the reply depends on. */
+export interface Turn {
+  /** Text of the last user turn ("" when there is none). */
+  userText: string;
+  /** Set when the last turn carries a tool result: its content as text. */
+  toolResult?: string;
+}
+
+/**
+ * Token counts, the same for every vendor, chosen distinct so that tests can check usage
+ * conversions. `input` includes the cache reads and writes; `output` includes reasoning.
+ *
+ * | vendor    | fields (text reply; think adds REASONING to output and reports it)                   |
+ * |-----------|--------------------------------------------------------------------------------------|
+ * | chat      | prompt_tokens 11 (cached_tokens 3, cache_write_tokens 2), completion_tokens 7, total 18 |
+ * | responses | input_tokens 11 (cached_tokens 3, cache_write_tokens 2), output_tokens 7, total 18     |
+ * | messages  | input_tokens 6, cache_read_input_tokens 3, cache_creation_input_tokens 2, output 7     |
+ * | gemini    | promptTokenCount 11 (cachedContentTokenCount 3), candidatesTokenCount 7, total 18      |
+ *
+ * With `think`: output 12 including reasoning 5 (chat reasoning_tokens, responses
+ * reasoning_tokens, messages output_tokens_details.thinking_tokens); Gemini keeps
+ * candidatesTokenCount 7 and adds thoughtsTokenCount 5 (total 23).
+ */
+export const TOKENS = { input: 11, cacheRead: 3, cacheWrite: 2, text: 7, reasoning: 5 } as const;
+
+export interface Usage {
+  input: number;
+  cacheRead: number;
+  cacheWrite: number;
+  /** Output tokens including reasoning. */
+  output: number;
+  reasoning: number;
+}
+
+export function usageFor(think: boolean): Usage {
+  const reasoning = think ? TOKENS.reasoning : 0;
+  const { input, cacheRead, cacheWrite } = TOKENS;
+  return { input, cacheRead, cacheWrite, output: TOKENS.text + reasoning, reasoning };
+}
+
+export interface ToolCall {
+  name: string;
+  /** JSON text, as Chat and Responses carry it. */
+  arguments: string;
+}
+
+export interface Reply {
+  vendor: VendorName;
+  model: string;
+  reasoning?: string;
+  /** Set unless the reply is a tool call. */
+  text?: string;
+  toolCall?: ToolCall;
+  usage: Usage;
+}
+
+export const DEFAULT_TOOL = "get_weather";
+export const TOOL_ARGUMENTS = '{"city":"Paris"}';
+
+export function planReply(
+  vendor: VendorName,
+  model: string,
+  scenario: Scenario,
+  turn: Turn,
+  firstTool: string | undefined,
+): Reply {
+  const reply: Reply = { vendor, model, usage: usageFor(scenario.think) };
+  if (scenario.think) {
+    reply.reasoning = `The user wrote "${
+      turn.toolResult ?? turn.userText
+    }". A short answer will do.`;
+  }
+  if (scenario.tool && turn.toolResult === undefined) {
+    reply.toolCall = { name: firstTool ?? DEFAULT_TOOL, arguments: TOOL_ARGUMENTS };
+  } else if (turn.toolResult !== undefined) {
+    reply.text = `Tool said: ${turn.toolResult}`;
+  } else {
+    reply.text = `Hello from ${vendor} mock: ${turn.userText}`;
+  }
+  return reply;
+}
+
+/** Splits text into `n` nearly equal non-empty pieces (fewer when it is shorter than `n`). */
+export function pieces(text: string, n: number): string[] {
+  const chars = Array.from(text);
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const piece = chars.slice(
+      Math.floor(i * chars.length / n),
+      Math.floor((i + 1) * chars.length / n),
+    );
+    if (piece.length) out.push(piece.join(""));
+  }
+  return out;
+}
+
+/** Concatenated `text` of the parts that `isText` accepts; a string is returned as is. */
+export function textOf(
+  content: unknown,
+  isText: (part: Record<string, unknown>) => boolean,
+): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .filter((p) => p && typeof p === "object" && isText(p) && typeof p.text === "string")
+    .map((p) => p.text)
+    .join("");
+}
+
+/** Opaque signature-like token (base64) tied to the model, for thinking round trips. */
+export function signature(kind: string, model: string): string {
+  return btoa(`mock-${kind}:${model}`);
+}

@@ -1,0 +1,268 @@
+/**
+ * A mock model provider speaking the four vendor wire formats on loopback, used by the
+ * gateway's tests as its upstream. Words in the model name (the JSON `model`, or Gemini's path
+ * segment) pick the scenario, see scenario.ts: text (default), tool, think, cut, stall, slow,
+ * err400, err429, err500, err529. They combine: `think-tool` reasons, then calls a tool.
+ * Auth is not checked; Anthropic requests without `max_tokens` get Anthropic's 400.
+ *
+ * Endpoints:
+ * - POST /v1/chat/completions                         OpenAI Chat (JSON or `data:` SSE + [DONE])
+ * - POST /v1/responses                                OpenAI Responses (JSON or `event:` SSE)
+ * - GET  /v1/responses (WebSocket upgrade)            Responses events, one JSON per frame
+ * - POST /v1/responses/compact | /input_tokens
+ * - POST /v1/messages | /v1/messages/count_tokens     Anthropic (JSON or `event:` SSE)
+ * - POST /v1beta/models/{model}:generateContent | :streamGenerateContent[?alt=sse] | :countTokens
+ */
+import { chat } from "./chat.ts";
+import { gemini } from "./gemini.ts";
+import { messages } from "./messages.ts";
+import { compactJson, responses } from "./responses.ts";
+import { parseScenario, type Scenario } from "./scenario.ts";
+import { countTokens, type ErrorDetail, type Json, replyFor, type Vendor } from "./vendor.ts";
+import { ResponsesSocket } from "./websocket.ts";
+import {
+  CHAT_SSE,
+  CUT,
+  type Framing,
+  GEMINI_ARRAY,
+  GEMINI_SSE,
+  rawFraming,
+  streamBody,
+  TYPED_SSE,
+  untyped,
+  type WireEvent,
+} from "./wire.ts";
+
+export { SLOW_MS, STALL_MS, TOKENS, usageFor } from "./scenario.ts";
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  search: string;
+  headers: Record<string, string>;
+  body: string;
+  json?: Json;
+}
+
+export interface MockUpstream {
+  /** "http://127.0.0.1:PORT" */
+  url: string;
+  /** Every request received, in order (WebSocket upgrades included, with body ""). */
+  requests: RecordedRequest[];
+  /** Text frames received on WebSocket connections. */
+  wsFrames: string[];
+  /** HTTP requests whose client went away before the mock finished streaming. */
+  aborted: number;
+  /** Shuts the server down, closing every socket and clearing every timer. */
+  close(): Promise<void>;
+}
+
+export async function startMockUpstream(): Promise<MockUpstream> {
+  const upstream = new Upstream();
+  await upstream.listen();
+  return upstream;
+}
+
+/** What an endpoint handler sees of a request. */
+interface Call {
+  body: Json;
+  text: string;
+  url: URL;
+  model: string;
+}
+
+/** A generation endpoint (its streaming framing, if this call streams) or a plain JSON one. */
+type Endpoint =
+  & { path: RegExp; vendor: Vendor; model?: (match: RegExpMatchArray) => string }
+  & ({ framing: (call: Call) => Framing | undefined } | { answer: (call: Call) => unknown });
+
+const bodyStream = (framing: Framing) => (call: Call) =>
+  call.body.stream === true ? framing : undefined;
+const geminiModel = (m: RegExpMatchArray) => decodeURIComponent(m[1]);
+
+const ENDPOINTS: Endpoint[] = [
+  { path: /^\/v1\/chat\/completions$/, vendor: chat, framing: bodyStream(CHAT_SSE) },
+  { path: /^\/v1\/responses$/, vendor: responses, framing: bodyStream(TYPED_SSE) },
+  { path: /^\/v1\/responses\/compact$/, vendor: responses, answer: (c) => compactJson(c.body) },
+  {
+    path: /^\/v1\/responses\/input_tokens$/,
+    vendor: responses,
+    answer: (c) => ({ object: "response.input_tokens", input_tokens: countTokens(c.text) }),
+  },
+  { path: /^\/v1\/messages$/, vendor: messages, framing: bodyStream(TYPED_SSE) },
+  {
+    path: /^\/v1\/messages\/count_tokens$/,
+    vendor: messages,
+    answer: (c) => ({ input_tokens: countTokens(c.text) }),
+  },
+  {
+    path: /^\/v1beta\/models\/([^/:]+):generateContent$/,
+    vendor: gemini,
+    model: geminiModel,
+    framing: () => undefined,
+  },
+  {
+    path: /^\/v1beta\/models\/([^/:]+):streamGenerateContent$/,
+    vendor: gemini,
+    model: geminiModel,
+    framing: (c) => c.url.searchParams.get("alt") === "sse" ? GEMINI_SSE : GEMINI_ARRAY,
+  },
+  {
+    path: /^\/v1beta\/models\/([^/:]+):countTokens$/,
+    vendor: gemini,
+    model: geminiModel,
+    answer: (c) => {
+      const n = countTokens(c.text);
+      return { totalTokens: n, promptTokensDetails: [{ modality: "TEXT", tokenCount: n }] };
+    },
+  },
+];
+
+/** The vendor whose error envelope an unknown path gets. */
+function vendorForPath(path: string): Vendor {
+  if (path.startsWith("/v1beta/")) return gemini;
+  return path.startsWith("/v1/messages") ? messages : chat;
+}
+
+function parseJson(text: string): Json {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+const isObject = (v: unknown) => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function jsonResponse(vendor: Vendor, body: unknown, status = 200, headers = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": vendor.jsonContentType, ...vendor.headers(), ...headers },
+  });
+}
+
+function errorResponse(vendor: Vendor, status: number, detail?: ErrorDetail): Response {
+  const e = vendor.error(status, detail);
+  return jsonResponse(vendor, e.body, e.status, e.headers);
+}
+
+/** Whether a non-streaming reply must be sent in timed pieces too. */
+const timed = (s: Scenario) => s.cut || s.stall || s.delayMs > 0;
+
+/** A JSON body in two halves, so that `cut`, `stall` and `slow` apply to it. */
+function halves(body: string): WireEvent[] {
+  const mid = Math.floor(body.length / 2);
+  return [untyped(body.slice(0, mid), true), untyped(body.slice(mid), true)];
+}
+
+function isResponsesUpgrade(req: Request, url: URL): boolean {
+  return req.method === "GET" && url.pathname === "/v1/responses" &&
+    req.headers.get("upgrade")?.toLowerCase() === "websocket";
+}
+
+class Upstream implements MockUpstream {
+  url = "";
+  requests: RecordedRequest[] = [];
+  wsFrames: string[] = [];
+  aborted = 0;
+  #server?: Deno.HttpServer<Deno.NetAddr>;
+  #closing = new AbortController();
+  #deliveries = new Set<Promise<unknown>>();
+  #sockets = new Set<ResponsesSocket>();
+  #closed?: Promise<void>;
+
+  listen(): Promise<void> {
+    const { promise, resolve } = Promise.withResolvers<void>();
+    this.#server = Deno.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      onListen: () => resolve(),
+      onError: (error) => {
+        // A cut stream errors its body on purpose; anything else is a bug in the mock.
+        if (error !== CUT) console.error("mock upstream:", error);
+        return new Response("mock upstream error", { status: 500 });
+      },
+    }, (req) => this.#handle(req));
+    this.url = `http://127.0.0.1:${this.#server.addr.port}`;
+    return promise;
+  }
+
+  close(): Promise<void> {
+    return this.#closed ??= this.#shutdown();
+  }
+
+  async #shutdown(): Promise<void> {
+    this.#closing.abort();
+    await Promise.all([...this.#sockets].map((s) => s.close()));
+    await Promise.allSettled([...this.#deliveries]);
+    await this.#server?.shutdown();
+  }
+
+  async #handle(req: Request): Promise<Response> {
+    const url = new URL(req.url);
+    const text = await req.text();
+    const json = parseJson(text);
+    this.requests.push({
+      method: req.method,
+      path: url.pathname,
+      search: url.search,
+      headers: Object.fromEntries(req.headers),
+      body: text,
+      ...(json === undefined ? {} : { json }),
+    });
+    if (isResponsesUpgrade(req, url)) return this.#upgrade(req);
+    for (const endpoint of ENDPOINTS) {
+      const match = req.method === "POST" ? url.pathname.match(endpoint.path) : null;
+      if (!match) continue;
+      if (!isObject(json)) {
+        return errorResponse(endpoint.vendor, 400, { message: endpoint.vendor.badJson });
+      }
+      const model = endpoint.model ? endpoint.model(match) : String(json.model ?? "");
+      return this.#respond(endpoint, { body: json, text, url, model });
+    }
+    const vendor = vendorForPath(url.pathname);
+    return errorResponse(vendor, 404, { message: vendor.notFound(req.method, url.pathname) });
+  }
+
+  #respond(endpoint: Endpoint, call: Call): Response {
+    const { vendor } = endpoint;
+    const scenario = parseScenario(call.model);
+    if (scenario.error) return errorResponse(vendor, scenario.error);
+    if ("answer" in endpoint) return jsonResponse(vendor, endpoint.answer(call));
+    const invalid = vendor.validate(call.body);
+    if (invalid) return errorResponse(vendor, 400, { message: invalid });
+    const reply = replyFor(vendor, call.body, call.model, scenario);
+    const framing = endpoint.framing(call);
+    if (framing) return this.#stream(vendor.events(reply, call.body), framing, scenario, vendor);
+    const body = vendor.json(reply, call.body);
+    if (!timed(scenario)) return jsonResponse(vendor, body);
+    const pieces = halves(JSON.stringify(body));
+    return this.#stream(pieces, rawFraming(vendor.jsonContentType), scenario, vendor);
+  }
+
+  #stream(events: WireEvent[], framing: Framing, scenario: Scenario, vendor: Vendor): Response {
+    const closing = this.#closing.signal;
+    const body = streamBody(events, framing, scenario, {
+      closing,
+      onClientGone: () => {
+        if (!closing.aborted) this.aborted++;
+      },
+      track: (delivery) => {
+        const tracked = delivery
+          .catch((error) => console.error("mock upstream delivery:", error))
+          .finally(() => this.#deliveries.delete(tracked));
+        this.#deliveries.add(tracked);
+      },
+    });
+    const headers = { "content-type": framing.contentType, "cache-control": "no-cache" };
+    return new Response(body, { headers: { ...headers, ...vendor.headers() } });
+  }
+
+  #upgrade(req: Request): Response {
+    const { socket, response } = Deno.upgradeWebSocket(req);
+    const session = new ResponsesSocket(socket, this.#closing.signal, (t) => this.wsFrames.push(t));
+    this.#sockets.add(session);
+    session.closed.then(() => this.#sockets.delete(session));
+    return response;
+  }
+}

@@ -1,0 +1,57 @@
+/** The contract each vendor module fulfils, so that one request path serves all four formats. */
+import { planReply, type Reply, type Scenario, type Turn, type VendorName } from "./scenario.ts";
+import type { WireEvent } from "./wire.ts";
+
+// deno-lint-ignore no-explicit-any
+export type Json = any;
+
+export interface ErrorDetail {
+  message: string;
+  code?: string | null;
+  param?: string | null;
+}
+
+export interface ErrorReply {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface Vendor {
+  name: VendorName;
+  /** Content type of JSON (non-streaming and error) responses. */
+  jsonContentType: string;
+  /** The last user text, or the tool result the last turn carries. */
+  turn(body: Json): Turn;
+  /** Name of the first tool the request declares. */
+  firstTool(body: Json): string | undefined;
+  /** A 400 message when the vendor would reject the body, else undefined. */
+  validate(body: Json): string | undefined;
+  /** The non-streaming response body. */
+  json(reply: Reply, body: Json): unknown;
+  /** The streaming events, in order (terminal event last). */
+  events(reply: Reply, body: Json): WireEvent[];
+  /** The vendor's error envelope and status for a scenario status (400/404/429/500/529). */
+  error(status: number, detail?: ErrorDetail): ErrorReply;
+  /** Headers every response carries (request ids and the like). */
+  headers(): Record<string, string>;
+  /** The vendor's 400 message for a body that is not a JSON object. */
+  badJson: string;
+  /** The vendor's 404 message for an unknown path. */
+  notFound(method: string, path: string): string;
+}
+
+/** Items of `list` when it is an array, else none. */
+export function arrayOf(list: unknown): Json[] {
+  return Array.isArray(list) ? list : [];
+}
+
+/** A token count derived from the request body's length (about 4 characters a token). */
+export function countTokens(bodyText: string): number {
+  return Math.max(1, Math.ceil(bodyText.length / 4));
+}
+
+/** The reply `vendor` gives to `body` under `scenario`. */
+export function replyFor(vendor: Vendor, body: Json, model: string, scenario: Scenario): Reply {
+  return planReply(vendor.name, model, scenario, vendor.turn(body), vendor.firstTool(body));
+}

@@ -1,0 +1,341 @@
+/** Same-format relays: bytes in, bytes out, streams included; interruptions and aborts. */
+import assert from "node:assert/strict";
+import {
+  anthropicHeaders,
+  bodies,
+  googleHeaders,
+  type Harness,
+  KEY,
+  openaiHeaders,
+  post,
+  startHarness,
+} from "./helpers.ts";
+
+/** Vendor ids and timestamps differ per call; everything else must be byte-identical. */
+function normalize(text: string): string {
+  return text
+    .replace(/(chatcmpl-|resp_|msg_|fc_|call_|rs_|toolu_|req_|cmp_)[A-Za-z0-9_]+/g, "$1X")
+    .replace(/"(created|created_at)":\s*\d+/g, '"$1":0')
+    .replace(/"responseId":\s*"[^"]*"/g, '"responseId":"X"');
+}
+
+interface Case {
+  name: string;
+  path: (model: string) => string;
+  upstreamPath: (model: string) => string;
+  headers: Record<string, string>;
+  body: (model: string, stream: boolean) => unknown;
+  model: string;
+}
+
+const CASES: Case[] = [
+  {
+    name: "chat",
+    path: () => "/v1/chat/completions",
+    upstreamPath: () => "/v1/chat/completions",
+    headers: openaiHeaders(),
+    body: (m, s) => ({
+      ...bodies.chat(m, s),
+      ...(s && { stream_options: { include_usage: true } }),
+    }),
+    model: "chat-text",
+  },
+  {
+    name: "responses",
+    path: () => "/v1/responses",
+    upstreamPath: () => "/v1/responses",
+    headers: openaiHeaders(),
+    body: bodies.responses,
+    model: "pt-text",
+  },
+  {
+    name: "messages",
+    path: () => "/v1/messages",
+    upstreamPath: () => "/v1/messages",
+    headers: anthropicHeaders(),
+    body: bodies.messages,
+    model: "msg-text",
+  },
+  {
+    name: "gemini",
+    path: (m) => `/v1beta/models/${m}`,
+    upstreamPath: (m) => `/v1beta/models/${m}`,
+    headers: googleHeaders(),
+    body: () => bodies.gemini(),
+    model: "gem-text",
+  },
+];
+
+const geminiAction = (stream: boolean) =>
+  stream ? ":streamGenerateContent?alt=sse" : ":generateContent";
+
+function urls(h: Harness, c: Case, model: string, stream: boolean) {
+  const suffix = c.name === "gemini" ? geminiAction(stream) : "";
+  return {
+    gateway: `${h.url}${c.path(model)}${suffix}`,
+    direct: `${h.upstream.url}${c.upstreamPath(model)}${suffix}`,
+  };
+}
+
+Deno.test("passthrough: each format relays bytes unchanged, stream and not", async (t) => {
+  const h = await startHarness();
+  try {
+    for (const c of CASES) {
+      for (const stream of [false, true]) {
+        await t.step(`${c.name} ${stream ? "stream" : "json"}`, async () => {
+          const u = urls(h, c, c.model, stream);
+          const via = await post(u.gateway, c.headers, c.body(c.model, stream));
+          const direct = await post(u.direct, c.headers, c.body(c.model, stream));
+          assert.equal(via.status, 200);
+          const [a, b] = [await via.text(), await direct.text()];
+          assert.equal(normalize(a), normalize(b));
+          if (stream) {
+            assert.equal(via.headers.get("x-accel-buffering"), "no");
+            assert.match(via.headers.get("content-type") ?? "", /text\/event-stream/);
+          }
+          const sent = h.upstream.requests.at(-2)!;
+          assert.equal(sent.body, JSON.stringify(c.body(c.model, stream)), "body relayed verbatim");
+        });
+      }
+    }
+    await t.step("gemini stream without alt=sse stays a JSON array", async () => {
+      const res = await post(
+        `${h.url}/v1beta/models/gem-text:streamGenerateContent`,
+        googleHeaders(),
+        bodies.gemini(),
+      );
+      const body = JSON.parse(await res.text());
+      assert.ok(Array.isArray(body) && body.length >= 2);
+      assert.equal(h.upstream.requests.at(-1)!.search, "");
+    });
+    await t.step("model rename and forwarded headers", async () => {
+      const res = await post(`${h.url}/v1/chat/completions`, {
+        ...openaiHeaders(),
+        "openai-beta": "x=1",
+        "x-custom-secret": "no",
+      }, bodies.chat("renamed-a"));
+      assert.equal(res.status, 200);
+      await res.body?.cancel();
+      const sent = h.upstream.requests.at(-1)!;
+      assert.equal(JSON.parse(sent.body).model, "chat-text-renamed");
+      assert.equal(sent.headers["openai-beta"], "x=1");
+      assert.equal(sent.headers["x-custom-secret"], undefined);
+    });
+    await t.step("anthropic-beta and the client's anthropic-version are forwarded", async () => {
+      const res = await post(`${h.url}/v1/messages?beta=true`, {
+        ...anthropicHeaders(),
+        "anthropic-beta": "a-2025,b-2026",
+      }, bodies.messages("msg-text"));
+      await res.body?.cancel();
+      const sent = h.upstream.requests.at(-1)!;
+      assert.equal(sent.headers["anthropic-beta"], "a-2025,b-2026");
+      assert.equal(sent.headers["anthropic-version"], "2023-06-01");
+    });
+    await t.step("compact and count_tokens relay on their routes", async () => {
+      const compact = await post(`${h.url}/v1/responses/compact`, openaiHeaders(), {
+        model: "pt-text",
+        input: [{ role: "user", content: "hello" }],
+      });
+      const body = await compact.json();
+      assert.equal(body.object, "response.compaction");
+      assert.equal(body.output.at(-1).type, "compaction");
+      const count = await post(`${h.url}/v1/messages/count_tokens?beta=true`, anthropicHeaders(), {
+        model: "msg-text",
+        messages: [{ role: "user", content: "count me" }],
+      });
+      assert.equal(typeof (await count.json()).input_tokens, "number");
+      assert.equal(h.upstream.requests.at(-1)!.path, "/v1/messages/count_tokens");
+    });
+    await t.step("previous_response_id relays on a passthrough route", async () => {
+      const res = await post(`${h.url}/v1/responses`, openaiHeaders(), {
+        ...bodies.responses("pt-text"),
+        previous_response_id: "resp_abc",
+      });
+      assert.equal(res.status, 200);
+      await res.body?.cancel();
+      assert.equal(JSON.parse(h.upstream.requests.at(-1)!.body).previous_response_id, "resp_abc");
+    });
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("passthrough: provider errors keep their status and envelope", async () => {
+  const h = await startHarness();
+  try {
+    for (const c of CASES) {
+      const model = c.model.replace("text", "err429");
+      const u = urls(h, c, model, false);
+      const res = await post(u.gateway, c.headers, c.body(model, false));
+      assert.equal(res.status, 429, c.name);
+      const body = await res.json();
+      assert.ok(body.error, `${c.name}: ${JSON.stringify(body)}`);
+    }
+  } finally {
+    await h.close();
+  }
+});
+
+/** Reads an SSE body and returns its text (the stream must end by itself). */
+async function drain(res: Response): Promise<string> {
+  return await res.text();
+}
+
+Deno.test("passthrough: an upstream cut mid-stream ends with upstream_interrupted + [DONE]", async (t) => {
+  const h = await startHarness();
+  try {
+    for (const c of CASES) {
+      await t.step(c.name, async () => {
+        const model = c.model.replace("text", "cut");
+        const u = urls(h, c, model, true);
+        const text = await drain(await post(u.gateway, c.headers, c.body(model, true)));
+        const tail = text.trimEnd().split("\n\n");
+        assert.equal(tail.at(-1), "data: [DONE]");
+        const event = tail.at(-2)!;
+        const data = JSON.parse(event.slice(event.indexOf("data: ") + 6));
+        assert.equal(data.type, "upstream_interrupted");
+        assert.equal(data.error.type, "upstream_interrupted");
+        assert.equal(typeof data.error.message, "string");
+        if (c.name === "messages") assert.match(event, /^event: error\n/);
+      });
+    }
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("passthrough: a stalled upstream is cut by the idle timeout", async () => {
+  const h = await startHarness({ idle_ms: 200, first_byte_ms: 200 });
+  try {
+    for (const c of CASES) {
+      const model = c.model.replace("text", "stall");
+      const u = urls(h, c, model, true);
+      const started = performance.now();
+      const text = await drain(await post(u.gateway, c.headers, c.body(model, true)));
+      assert.ok(performance.now() - started < 10_000, "did not wait for the 60 s stall");
+      assert.match(text, /"type":"upstream_interrupted"/, c.name);
+      assert.match(text, /within 200 ms/);
+      assert.ok(text.endsWith("data: [DONE]\n\n"));
+    }
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("passthrough: client disconnect aborts the upstream request", async () => {
+  const h = await startHarness();
+  try {
+    for (const c of CASES) {
+      const before = h.upstream.aborted;
+      const model = c.model.replace("text", "slow");
+      const u = urls(h, c, model, true);
+      const ctrl = new AbortController();
+      const res = await fetch(u.gateway, {
+        method: "POST",
+        headers: c.headers,
+        body: JSON.stringify(c.body(model, true)),
+        signal: ctrl.signal,
+      });
+      const reader = res.body!.getReader();
+      await reader.read();
+      ctrl.abort();
+      await reader.cancel().catch(() => {});
+      for (let i = 0; i < 50 && h.upstream.aborted === before; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.equal(h.upstream.aborted, before + 1, `${c.name}: upstream saw the abort`);
+    }
+  } finally {
+    await h.close();
+  }
+});
+
+type WsEvent = Record<string, unknown>;
+/** A frame, or a function of the responses so far (to chain `previous_response_id`). */
+type Frame = unknown | ((done: WsEvent[][]) => unknown);
+
+/** Sends frames one response at a time over one client WebSocket; returns each one's events. */
+export async function wsExchange(
+  url: string,
+  frames: Frame[],
+  headers: Record<string, string> = { authorization: `Bearer ${KEY}` },
+): Promise<WsEvent[][]> {
+  const ws = new WebSocket(url.replace(/^http/, "ws") + "/v1/responses", { headers });
+  const done: WsEvent[][] = [];
+  let current: WsEvent[] = [];
+  const { promise, resolve, reject } = Promise.withResolvers<void>();
+  let next = 0;
+  const sendNext = () => {
+    if (next >= frames.length) return ws.close();
+    const f = frames[next++];
+    ws.send(JSON.stringify(typeof f === "function" ? f(done) : f));
+  };
+  ws.onopen = sendNext;
+  ws.onmessage = (e) => {
+    const event = JSON.parse(e.data);
+    current.push(event);
+    if (/^(response\.(completed|incomplete|failed)|error)$/.test(event.type)) {
+      done.push(current);
+      current = [];
+      sendNext();
+    }
+  };
+  ws.onclose = () => resolve();
+  ws.onerror = (e) => reject(e);
+  await promise;
+  return done;
+}
+
+export const lastResponseId = (done: WsEvent[][]) =>
+  (done.at(-1)!.at(-1)!.response as { id: string }).id;
+
+Deno.test("passthrough: Responses WebSocket relays frames on one upstream socket", async () => {
+  const h = await startHarness();
+  try {
+    const [warm, turn, bad] = await wsExchange(h.url, [
+      { type: "response.create", model: "pt-text", input: [], generate: false, store: false },
+      (done: WsEvent[][]) => ({
+        type: "response.create",
+        model: "pt-text",
+        input: [{ type: "message", role: "user", content: "hello ws" }],
+        previous_response_id: lastResponseId(done),
+        store: false,
+      }),
+      { type: "response.create", model: "pt-text", input: "x", previous_response_id: "resp_nope" },
+    ]);
+    assert.equal(warm.at(-1)!.type, "response.completed");
+    assert.equal(turn[0].type, "response.created");
+    assert.equal(turn.at(-1)!.type, "response.completed");
+    assert.match(JSON.stringify(turn), /Hello from responses mock: hello ws/);
+    assert.equal(bad.at(-1)!.type, "error");
+    const upgrades = h.upstream.requests.filter((r) =>
+      r.path === "/v1/responses" && r.method === "GET"
+    );
+    assert.equal(upgrades.length, 1, "one upstream socket per client socket");
+    assert.equal(upgrades[0].headers.authorization, "Bearer sk-provider-secret");
+    assert.equal(h.upstream.wsFrames.length, 3);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("WebSocket: the upgrade is authenticated", async () => {
+  const h = await startHarness();
+  try {
+    const res = await fetch(`${h.url}/v1/responses`, {
+      headers: {
+        upgrade: "websocket",
+        connection: "upgrade",
+        "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+        "sec-websocket-version": "13",
+      },
+    });
+    assert.equal(res.status, 401);
+    assert.equal((await res.json()).error.code, "invalid_api_key");
+    const plain = await fetch(`${h.url}/v1/responses`, { headers: openaiHeaders() });
+    assert.equal(plain.status, 426);
+    await plain.body?.cancel();
+  } finally {
+    await h.close();
+  }
+});

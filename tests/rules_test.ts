@@ -1,0 +1,333 @@
+/** Auth, dialect envelopes and the product spec's fixed rules, over real HTTP. */
+import assert from "node:assert/strict";
+import {
+  anthropicHeaders,
+  bodies,
+  googleHeaders,
+  HASHED_KEY,
+  KEY,
+  openaiHeaders,
+  post,
+  PROVIDER_KEY,
+  startHarness,
+} from "./helpers.ts";
+
+/** Asserts an OpenAI-shaped error and returns its message. */
+async function openaiError(res: Response, status: number): Promise<string> {
+  assert.equal(res.status, status);
+  const body = await res.json();
+  assert.equal(typeof body.error.message, "string");
+  assert.equal(typeof body.error.type, "string");
+  assert.ok("param" in body.error && "code" in body.error, JSON.stringify(body));
+  return body.error.message;
+}
+
+async function anthropicError(res: Response, status: number): Promise<string> {
+  assert.equal(res.status, status);
+  const body = await res.json();
+  assert.equal(body.type, "error");
+  assert.equal(typeof body.error.type, "string");
+  return body.error.message;
+}
+
+async function googleError(res: Response, status: number): Promise<string> {
+  assert.equal(res.status, status);
+  const body = await res.json();
+  assert.equal(body.error.code, status);
+  assert.equal(typeof body.error.status, "string");
+  return body.error.message;
+}
+
+Deno.test("auth: each endpoint's key header, 401 in its own dialect", async (t) => {
+  const h = await startHarness();
+  try {
+    const chat = `${h.url}/v1/chat/completions`;
+    await t.step("openai: Bearer required, wrong key 401, hashed key accepted", async () => {
+      const body = bodies.chat("demo-x");
+      await openaiError(await post(chat, { "content-type": "application/json" }, body), 401);
+      const wrong = await post(chat, openaiHeaders("sk-wrong-key-000"), body);
+      assert.equal((await wrong.json()).error.code, "invalid_api_key");
+      assert.equal((await post(chat, openaiHeaders(), body)).status, 200);
+      const hashed = await post(chat, openaiHeaders(HASHED_KEY), body);
+      assert.equal(hashed.status, 200);
+      await hashed.body?.cancel();
+      for (const path of ["/v1/responses", "/v1/responses/compact", "/v1/models"]) {
+        const res = await fetch(`${h.url}${path}`, {
+          method: path === "/v1/models" ? "GET" : "POST",
+          body: path === "/v1/models" ? undefined : "{}",
+        });
+        await openaiError(res, 401);
+      }
+    });
+    await t.step("anthropic: x-api-key or Bearer; 401 envelope", async () => {
+      const url = `${h.url}/v1/messages`;
+      const body = bodies.messages("demo-x");
+      const missing = await post(url, { "anthropic-version": "2023-06-01" }, body);
+      assert.equal((await missing.json()).error.type, "authentication_error");
+      const bearer = await post(url, {
+        authorization: `Bearer ${KEY}`,
+        "anthropic-version": "2026-10-21",
+      }, body);
+      assert.equal(bearer.status, 200);
+      await bearer.body?.cancel();
+      const res = await post(url, anthropicHeaders("sk-nope-nope"), body);
+      await anthropicError(res, 401);
+      await anthropicError(await post(`${h.url}/v1/messages/count_tokens`, {}, body), 401);
+    });
+    await t.step("google: x-goog-api-key or x-vendor2-api-key; ?key= rejected", async () => {
+      const url = `${h.url}/v1beta/models/demo-x:generateContent`;
+      const body = bodies.gemini();
+      assert.equal(
+        (await googleError(await post(url, {}, body), 401)).includes("x-goog-api-key"),
+        true,
+      );
+      const ok = await post(url, googleHeaders(), body);
+      assert.equal(ok.status, 200);
+      await ok.body?.cancel();
+      const vendor2 = await post(url, { "x-vendor2-api-key": KEY }, body);
+      assert.equal(vendor2.status, 200);
+      await vendor2.body?.cancel();
+      const query = await post(`${url}?key=${KEY}`, {}, body);
+      const msg = await googleError(query, 400);
+      assert.match(msg, /\?key=/);
+    });
+    await t.step("the access log names the key, never the key itself", () => {
+      assert.ok(h.logs.some((l) => l.key === "team-a"));
+      assert.ok(h.logs.some((l) => l.key === "team-b"));
+      assert.ok(!JSON.stringify(h.logs).includes(KEY));
+      assert.ok(!JSON.stringify(h.logs).includes("hi there"), "no prompt in logs");
+    });
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("rules: fixed messages, verbatim", async (t) => {
+  const h = await startHarness();
+  try {
+    await t.step("background responses", async () => {
+      const res = await post(`${h.url}/v1/responses`, openaiHeaders(), {
+        ...bodies.responses("pt-text"),
+        background: true,
+      });
+      assert.equal(await openaiError(res, 400), "background responses are not supported");
+    });
+    await t.step("previous_response_id off a passthrough route", async () => {
+      for (const model of ["resp-text", "msg-text", "demo-x"]) {
+        const res = await post(`${h.url}/v1/responses`, openaiHeaders(), {
+          ...bodies.responses(model),
+          previous_response_id: "resp_123",
+        });
+        assert.equal(
+          await openaiError(res, 400),
+          "previous_response_id requires a client1 passthrough route",
+        );
+      }
+    });
+    await t.step("compact off a passthrough route", async () => {
+      const res = await post(`${h.url}/v1/responses/compact`, openaiHeaders(), {
+        model: "msg-text",
+        input: [],
+      });
+      assert.equal(
+        await openaiError(res, 400),
+        "responses compact requires a client1 passthrough route",
+      );
+    });
+    await t.step("count_tokens off a messages route", async () => {
+      for (const model of ["chat-text", "gem-text", "pt-text", "demo-x"]) {
+        const res = await post(`${h.url}/v1/messages/count_tokens`, anthropicHeaders(), {
+          model,
+          messages: [{ role: "user", content: "hi" }],
+        });
+        assert.equal(
+          await anthropicError(res, 400),
+          "messages token counting requires a family3-compatible upstream",
+        );
+      }
+    });
+    await t.step("other Gemini actions", async () => {
+      for (const action of ["countTokens", "embedContent", "batchGenerateContent", ""]) {
+        const path = `/v1beta/models/gem-text${action ? ":" + action : ""}`;
+        const res = await post(`${h.url}${path}`, googleHeaders(), bodies.gemini());
+        assert.equal(await googleError(res, 400), "unsupported vendor2 action");
+      }
+    });
+    await t.step("Gemini model segment characters", async () => {
+      for (const model of ["gem%20text", "gem$text", "gem@text"]) {
+        const res = await post(
+          `${h.url}/v1beta/models/${model}:generateContent`,
+          googleHeaders(),
+          bodies.gemini(),
+        );
+        assert.match(await googleError(res, 400), /only letters, digits/);
+      }
+    });
+    await t.step("GET /v1beta/models points to /v1/models", async () => {
+      const res = await fetch(`${h.url}/v1beta/models`, { headers: googleHeaders() });
+      assert.match(await googleError(res, 404), /GET \/v1\/models/);
+    });
+    await t.step("anthropic-version required on messages, dated values accepted", async () => {
+      const url = `${h.url}/v1/messages`;
+      const res = await post(url, { "x-api-key": KEY }, bodies.messages("demo-x"));
+      assert.match(await anthropicError(res, 400), /anthropic-version/);
+      const bad = await post(url, { "x-api-key": KEY, "anthropic-version": "latest" }, {});
+      assert.match(await anthropicError(bad, 400), /anthropic-version/);
+      for (const v of ["2023-06-01", "2026-10-21"]) {
+        const ok = await post(
+          url,
+          { "x-api-key": KEY, "anthropic-version": v },
+          bodies.messages("demo-x"),
+        );
+        assert.equal(ok.status, 200);
+        await ok.body?.cancel();
+      }
+      const vendor3 = await post(
+        url,
+        { "x-api-key": KEY, "vendor3-version": "2023-06-01" },
+        bodies.messages("demo-x"),
+      );
+      assert.equal(vendor3.status, 200);
+      await vendor3.body?.cancel();
+    });
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("errors: unknown model, bad JSON, bad field types, unknown paths", async (t) => {
+  const h = await startHarness();
+  try {
+    await t.step("unknown model → 404 in each dialect", async () => {
+      await openaiError(
+        await post(`${h.url}/v1/chat/completions`, openaiHeaders(), bodies.chat("nope")),
+        404,
+      );
+      await openaiError(
+        await post(`${h.url}/v1/responses`, openaiHeaders(), bodies.responses("nope")),
+        404,
+      );
+      await anthropicError(
+        await post(`${h.url}/v1/messages`, anthropicHeaders(), bodies.messages("nope")),
+        404,
+      );
+      await googleError(
+        await post(`${h.url}/v1beta/models/nope:generateContent`, googleHeaders(), bodies.gemini()),
+        404,
+      );
+    });
+    await t.step("malformed JSON → 400", async () => {
+      assert.match(
+        await openaiError(
+          await post(`${h.url}/v1/chat/completions`, openaiHeaders(), "{nope"),
+          400,
+        ),
+        /not valid JSON/,
+      );
+      assert.match(
+        await anthropicError(await post(`${h.url}/v1/messages`, anthropicHeaders(), "[1,2]"), 400),
+        /JSON object/,
+      );
+      await googleError(
+        await post(`${h.url}/v1beta/models/gem-text:generateContent`, googleHeaders(), "nah"),
+        400,
+      );
+    });
+    await t.step("wrong field types → 400 naming the field", async () => {
+      const chat = await post(`${h.url}/v1/chat/completions`, openaiHeaders(), {
+        model: "chat-text",
+        messages: "hello",
+      });
+      assert.match(await openaiError(chat, 400), /messages/);
+      const stream = await post(`${h.url}/v1/responses`, openaiHeaders(), {
+        model: "pt-text",
+        input: "x",
+        stream: "yes",
+      });
+      assert.match(await openaiError(stream, 400), /stream/);
+      const model = await post(`${h.url}/v1/messages`, anthropicHeaders(), {
+        model: 42,
+        max_tokens: 1,
+        messages: [],
+      });
+      assert.match(await anthropicError(model, 400), /model/);
+      const contents = await post(
+        `${h.url}/v1beta/models/gem-text:generateContent`,
+        googleHeaders(),
+        { contents: [{ role: "user", parts: "x" }] },
+      );
+      assert.match(await googleError(contents, 400), /contents\[0\]\.parts/);
+    });
+    await t.step("unknown path → 404 in the path's dialect; wrong method → 405", async () => {
+      await openaiError(await fetch(`${h.url}/v1/nothing`), 404);
+      await anthropicError(await fetch(`${h.url}/v1/messages/batches`), 404);
+      await googleError(await fetch(`${h.url}/v1beta/other`), 404);
+      await openaiError(await fetch(`${h.url}/v1/chat/completions`), 405);
+      const head = await fetch(`${h.url}/`, { method: "HEAD" });
+      assert.equal(head.status, 404);
+    });
+    await t.step("vendor query parameters do not break routing", async () => {
+      const res = await post(
+        `${h.url}/v1/messages?beta=true`,
+        anthropicHeaders(),
+        bodies.messages("msg-text"),
+      );
+      assert.equal(res.status, 200);
+      assert.match((await res.json()).content[0].text, /Hello from messages mock/);
+    });
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("ops: /v1/models, /healthz, /readyz, request ids", async () => {
+  const h = await startHarness();
+  try {
+    const models = await (await fetch(`${h.url}/v1/models`, { headers: openaiHeaders() })).json();
+    assert.equal(models.object, "list");
+    assert.ok(
+      models.data.some((m: { id: string; owned_by: string }) =>
+        m.id === "msg-*" && m.owned_by === "anthropic"
+      ),
+    );
+    assert.deepEqual(await (await fetch(`${h.url}/healthz`)).json(), { status: "ok" });
+    const ready = await fetch(`${h.url}/readyz`, {
+      headers: { "x-kong-request-id": "kong-abc-123" },
+    });
+    assert.equal(ready.status, 200);
+    assert.equal(ready.headers.get("x-gateway-request-id"), "kong-abc-123");
+    await ready.body?.cancel();
+    const res = await post(`${h.url}/v1/chat/completions`, openaiHeaders(), bodies.chat("demo-x"));
+    assert.match(res.headers.get("x-gateway-request-id") ?? "", /^[0-9a-f-]{36}$/);
+    await res.body?.cancel();
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("credentials: the client key never goes upstream; the provider key does", async () => {
+  const h = await startHarness();
+  try {
+    const calls = [
+      post(`${h.url}/v1/chat/completions`, openaiHeaders(), bodies.chat("chat-text")),
+      post(`${h.url}/v1/responses`, openaiHeaders(), bodies.responses("pt-text")),
+      post(`${h.url}/v1/messages`, anthropicHeaders(), bodies.messages("msg-text")),
+      post(`${h.url}/v1beta/models/gem-text:generateContent`, googleHeaders(), bodies.gemini()),
+    ];
+    for (const res of await Promise.all(calls)) {
+      assert.equal(res.status, 200);
+      const text = await res.text();
+      assert.ok(!text.includes(PROVIDER_KEY));
+    }
+    const seen = h.upstream.requests.map((r) => r.headers);
+    assert.equal(seen.length, 4);
+    assert.equal(seen[0].authorization, `Bearer ${PROVIDER_KEY}`);
+    assert.equal(seen[1].authorization, `Bearer ${PROVIDER_KEY}`);
+    assert.equal(seen[2]["x-api-key"], PROVIDER_KEY);
+    assert.equal(seen[2]["anthropic-version"], "2023-06-01");
+    assert.equal(seen[3]["x-goog-api-key"], PROVIDER_KEY);
+    assert.ok(!JSON.stringify(seen).includes(KEY));
+  } finally {
+    await h.close();
+  }
+});
