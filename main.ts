@@ -23,12 +23,11 @@ function argValue(args: string[], flag: string): string | undefined {
 function loadConfig(args: string[]): Config {
   const path = argValue(args, "--config") ?? env("GATEWAY_CONFIG");
   const dev = args.includes("--dev");
-  const config = path
-    ? parseConfigText(Deno.readTextFileSync(path), env)
-    : defaultConfig(env, {
-      dev,
-      onGeneratedKey: (key) => console.error(`dev mode: no GATEWAY_API_KEYS set; use this key: ${key}`),
-    });
+  const config = path ? parseConfigText(Deno.readTextFileSync(path), env) : defaultConfig(env, {
+    dev,
+    onGeneratedKey: (key) =>
+      console.error(`dev mode: no GATEWAY_API_KEYS set; use this key: ${key}`),
+  });
   return applyListenEnv(config, env);
 }
 

@@ -34,6 +34,8 @@ export interface DecodeContext {
 export interface ClientContext {
   /** The model name the client asked for (responses echo it, not the upstream's name). */
   model: string;
+  /** Chat clients get a usage chunk only when they asked (`stream_options.include_usage`). */
+  streamUsage?: boolean;
   /** The request's `compaction` flag: answer with one Responses `compaction` item. */
   compaction?: boolean;
   /** The request's tools (e.g. for the Responses `namespace` that tool calls must echo). */

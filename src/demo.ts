@@ -43,7 +43,11 @@ export function demoResponse(req: ir.Request, id: string, now: number): ir.Respo
 }
 
 /** The same answer as stream events, one word per delta. */
-export function demoStream(req: ir.Request, id: string, now: number): ReadableStream<ir.StreamEvent> {
+export function demoStream(
+  req: ir.Request,
+  id: string,
+  now: number,
+): ReadableStream<ir.StreamEvent> {
   const { text, usage } = reply(req);
   const words = text.split(/(?<= )/);
   const events: ir.StreamEvent[] = [

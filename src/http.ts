@@ -13,11 +13,19 @@ export interface JsonBody {
 export async function readJsonBody(req: Request): Promise<JsonBody> {
   const length = Number(req.headers.get("content-length") ?? 0);
   if (length > MAX_BODY_BYTES) {
-    throw new GatewayError(413, "request_too_large", `request body exceeds ${MAX_BODY_BYTES} bytes`);
+    throw new GatewayError(
+      413,
+      "request_too_large",
+      `request body exceeds ${MAX_BODY_BYTES} bytes`,
+    );
   }
   const raw = await req.text();
   if (raw.length > MAX_BODY_BYTES) {
-    throw new GatewayError(413, "request_too_large", `request body exceeds ${MAX_BODY_BYTES} bytes`);
+    throw new GatewayError(
+      413,
+      "request_too_large",
+      `request body exceeds ${MAX_BODY_BYTES} bytes`,
+    );
   }
   let json: unknown;
   try {

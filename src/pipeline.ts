@@ -25,7 +25,7 @@ import {
   withInterruption,
 } from "./relay.ts";
 import type { Resolved } from "./router.ts";
-import { parseSse, type SseEvent, serializeSse } from "./sse.ts";
+import { parseSse, serializeSse, type SseEvent } from "./sse.ts";
 
 export interface Generation {
   ingress: Codec;
@@ -40,7 +40,7 @@ export interface Generation {
   serializer?: () => TransformStream<SseEvent, string>;
   /** Content type of that framing when it is not SSE. */
   contentType?: string;
-  /** Extra client-encoder context (e.g. Responses compaction). */
+  /** Extra client-encoder context from the endpoint (e.g. chat `streamUsage`). */
   client?: Omit<ClientContext, "model">;
 }
 
@@ -72,15 +72,27 @@ export async function generate(ctx: RequestContext, g: Generation): Promise<Resp
   const api = r.provider.api;
   ctx.record.passthrough = api === g.ingress.api;
   if (api === g.ingress.api) return await passthrough(ctx, g, r);
-  const req = g.ingress.decodeRequest(g.body.json, g.model);
+  // The stream flag comes from the endpoint (Gemini carries it in the path, not the body).
+  const req = { ...g.ingress.decodeRequest(g.body.json, g.model), stream: g.stream };
+  const client = clientContext(g, req);
   if (api === "demo") {
     const id = idFor(ctx);
     const now = nowSeconds();
     return g.stream
-      ? streamToClient(ctx, g, demoStream(req, id, now))
-      : jsonToClient(ctx, g, demoResponse(req, id, now));
+      ? streamToClient(ctx, g, client, demoStream(req, id, now))
+      : jsonToClient(ctx, g, client, demoResponse(req, id, now));
   }
-  return await convert(ctx, g, r, CODECS[api], req);
+  return await convert(ctx, g, client, r, CODECS[api], req);
+}
+
+/** What the client encoder must know about the request it answers. */
+function clientContext(g: Generation, req?: ir.Request): ClientContext {
+  return { model: g.model, compaction: req?.compaction, tools: req?.tools, ...g.client };
+}
+
+function decodeContext(ctx: RequestContext, req: ir.Request): DecodeContext {
+  const customTools = req.tools?.filter((t) => t.kind === "custom").map((t) => t.name);
+  return { now: nowSeconds(), id: idFor(ctx), customTools };
 }
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -142,12 +154,13 @@ async function callConverted(
 async function convert(
   ctx: RequestContext,
   g: Generation,
+  client: ClientContext,
   r: Resolved,
   target: Codec,
   req: ir.Request,
 ): Promise<Response> {
   const up = await callConverted(ctx, r, target, req);
-  const dctx: DecodeContext = { now: nowSeconds(), id: idFor(ctx) };
+  const dctx = decodeContext(ctx, req);
   if (!g.stream) {
     const text = await new Response(guardBody(up, r.provider.timeouts, false)).text();
     let json: Record<string, unknown>;
@@ -156,12 +169,12 @@ async function convert(
     } catch {
       throw new GatewayError(502, "upstream", `upstream ${r.provider.name} returned invalid JSON`);
     }
-    return jsonToClient(ctx, g, target.decodeResponse(json, dctx));
+    return jsonToClient(ctx, g, client, target.decodeResponse(json, dctx));
   }
   const events = parseSse(guardBody(up, r.provider.timeouts, true)).pipeThrough(
     target.decodeStream(dctx),
   );
-  return streamToClient(ctx, g, events);
+  return streamToClient(ctx, g, client, events);
 }
 
 /** Upstream IR events for a converted streaming request (used by the Responses WebSocket). */
@@ -174,13 +187,18 @@ export async function upstreamEvents(
   const target = CODECS[r.provider.api];
   const up = await callConverted(ctx, r, target, req);
   return parseSse(guardBody(up, r.provider.timeouts, true)).pipeThrough(
-    target.decodeStream({ now: nowSeconds(), id: idFor(ctx) }),
+    target.decodeStream(decodeContext(ctx, req)),
   );
 }
 
-function jsonToClient(ctx: RequestContext, g: Generation, res: ir.Response): Response {
+function jsonToClient(
+  ctx: RequestContext,
+  g: Generation,
+  client: ClientContext,
+  res: ir.Response,
+): Response {
   ctx.record.usage = res.usage;
-  return Response.json(g.ingress.encodeResponse(res, { model: g.model, ...g.client }));
+  return Response.json(g.ingress.encodeResponse(res, client));
 }
 
 /**
@@ -205,12 +223,13 @@ export function endTap(record: { usage?: ir.Usage }): {
 function streamToClient(
   ctx: RequestContext,
   g: Generation,
+  client: ClientContext,
   events: ReadableStream<ir.StreamEvent>,
 ): Response {
   const tap = endTap(ctx.record);
   const bytes = events
     .pipeThrough(tap.stream)
-    .pipeThrough(g.ingress.encodeStream({ model: g.model, ...g.client }))
+    .pipeThrough(g.ingress.encodeStream(client))
     .pipeThrough((g.serializer ?? serializeSse)())
     .pipeThrough(new TextEncoderStream());
   const body = withInterruption(bytes, tap.ended, ctx.dialect, (i) => {
@@ -222,7 +241,10 @@ function streamToClient(
 
 /** Answers without a provider call (e.g. a Responses warm-up with `generate: false`). */
 export function answerLocally(ctx: RequestContext, g: Generation, res: ir.Response): Response {
-  return g.stream ? streamToClient(ctx, g, localEvents(res)) : jsonToClient(ctx, g, res);
+  const client = clientContext(g);
+  return g.stream
+    ? streamToClient(ctx, g, client, localEvents(res))
+    : jsonToClient(ctx, g, client, res);
 }
 
 /** A local response with no output parts as stream events. */

@@ -63,7 +63,10 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
   r.signal.addEventListener("abort", onClientAbort, { once: true });
   // Streams get their headers as soon as the provider accepts; other responses only when done.
   const headersMs = r.stream ? t.connect_ms : t.first_byte_ms;
-  const timer = setTimeout(() => abort(timeoutError("sent no response headers", headersMs)), headersMs);
+  const timer = setTimeout(
+    () => abort(timeoutError("sent no response headers", headersMs)),
+    headersMs,
+  );
   const headers = new Headers(r.forward);
   headers.set("content-type", "application/json");
   for (const [k, v] of Object.entries(credentialHeaders(r.provider))) headers.set(k, v);
@@ -136,7 +139,12 @@ export function guardBody(
 
 /** The JSON of the event that tells a client its stream was cut, shaped so SDKs raise it. */
 export function interruptionEvent(dialect: Dialect, message: string): string {
-  const error = { type: "upstream_interrupted", message, code: 502, status: "UNAVAILABLE" };
+  const error = {
+    type: "upstream_interrupted",
+    message,
+    // js-genai raises an in-stream error only when it carries an HTTP-like `code`.
+    ...(dialect === "google" && { code: 502, status: "UNAVAILABLE" }),
+  };
   const data = JSON.stringify({ type: "upstream_interrupted", error });
   // The Anthropic SDK ignores records without an event name; `error` makes it throw.
   return dialect === "anthropic" ? `event: error\ndata: ${data}\n\n` : `data: ${data}\n\n`;

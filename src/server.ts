@@ -41,12 +41,18 @@ function findEndpoint(req: Request, path: string): Endpoint {
   );
   if (wanted) return wanted;
   if (matches.some((e) => e.name === "responses_ws") && req.method === "GET") {
-    throw new GatewayError(426, "invalid_request", "GET /v1/responses requires a WebSocket upgrade");
+    throw new GatewayError(
+      426,
+      "invalid_request",
+      "GET /v1/responses requires a WebSocket upgrade",
+    );
   }
   throw new GatewayError(
     405,
     "invalid_request",
-    `method ${req.method} is not allowed on ${path} (use ${matches.map((e) => e.method).join("/")})`,
+    `method ${req.method} is not allowed on ${path} (use ${
+      matches.map((e) => e.method).join("/")
+    })`,
   );
 }
 
@@ -88,7 +94,11 @@ function logWhenDone(res: Response, record: AccessRecord, started: number): Resp
       return reader.cancel(reason);
     },
   }, { highWaterMark: 0 });
-  return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  return new Response(body, {
+    status: res.status,
+    statusText: res.statusText,
+    headers: res.headers,
+  });
 }
 
 export function createHandler(gw: Gateway): (req: Request) => Promise<Response> {

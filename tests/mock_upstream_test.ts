@@ -466,7 +466,7 @@ Deno.test("mock upstream: Anthropic messages", async (t) => {
         tools,
         model: "claude-tool",
       });
-      assert.deepEqual(json.content, [{ type: "text", text: "Tool said: ok", citations: null }]);
+      assert.deepEqual(json.content, [{ type: "text", text: "Tool said: ok" }]);
     });
 
     await t.step("cut: no message_stop", async () => {

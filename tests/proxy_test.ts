@@ -239,6 +239,7 @@ async function startGateway(dir: string, mockOrigin: string): Promise<Gateway> {
       `keys: [{name: team-a, key: ${CLIENT_KEY}}]`,
       `providers: [{name: up, api: responses, base_url: "${mockOrigin}/v1", api_key: ${PROVIDER_KEY}}]`,
       `routes: [{models: ["gpt-*"], provider: up, passthrough: true}]`,
+      "shutdown_grace_s: 2",
       "",
     ].join("\n"),
   );
@@ -372,6 +373,13 @@ Deno.test({
           endMs - firstMs >= 2 * SLOW_MS && firstMs < endMs / 2,
           `first event after ${firstMs.toFixed(0)} ms, end after ${endMs.toFixed(0)} ms`,
         );
+        // The provider got the provider's key, never the client's.
+        const upstream = mock.requests.findLast((r: { path: string }) =>
+          r.path === "/v1/responses"
+        );
+        assert.ok(upstream, "the mock saw the request");
+        assert.equal(upstream.headers["authorization"], `Bearer ${PROVIDER_KEY}`);
+        assert.ok(!JSON.stringify(upstream.headers).includes(CLIENT_KEY));
       });
 
       await t.step(
@@ -400,8 +408,13 @@ Deno.test({
           until: ["response.completed", "response.failed", "error"],
           timeoutMs: 5000,
         });
+        // Refused at the handshake (401), or at the latest with an error frame.
         const types = messages(events).map((m) => m.type);
         assert.ok(!types.includes("response.completed"), JSON.stringify(events));
+        assert.ok(
+          !events.some((e) => e.event === "open") || types[0] === "error",
+          JSON.stringify(events),
+        );
       });
     } catch (err) {
       if (gateway) console.error(`--- gateway output ---\n${gateway.logs()}`);

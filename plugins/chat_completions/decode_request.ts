@@ -63,22 +63,26 @@ export function decodeRequest(raw: Record<string, unknown>, model: string): ir.R
 }
 
 /**
- * Fields that change the output but have no IR slot, so no other format can carry them. A
- * chat→chat route is a passthrough and never gets here.
+ * A 400 for what changes the output but has no IR slot, so no other format can carry it.
+ * (Same-format routes are passthrough and never decode.)
  */
+const inexpressible = (field: string, what: string) =>
+  badRequest(`${field}: ${what} cannot be converted to another API format`, field);
+
 function rejectInexpressible(body: ChatRequest) {
-  const reject = (field: string, what: string) => {
-    throw badRequest(`${field}: ${what} cannot be converted to another API format`, field);
-  };
   if (body.logit_bias && Object.keys(body.logit_bias).length > 0) {
-    reject("logit_bias", "logit_bias");
+    throw inexpressible("logit_bias", "token biases");
   }
-  if (body.modalities?.includes("audio") || body.audio) reject("audio", "audio output");
-  if (body.web_search_options) reject("web_search_options", "hosted web search");
-  if (body.verbosity && body.verbosity !== "medium") reject("verbosity", "verbosity");
-  if (body.functions) reject("functions", "the deprecated functions API (use tools)");
+  if (body.modalities?.includes("audio") || body.audio) {
+    throw inexpressible("audio", "audio output");
+  }
+  if (body.web_search_options) throw inexpressible("web_search_options", "hosted web search");
+  if (body.verbosity && body.verbosity !== "medium") {
+    throw inexpressible("verbosity", "a verbosity other than medium");
+  }
+  if (body.functions) throw inexpressible("functions", "the deprecated functions API (use tools)");
   if (body.function_call !== undefined && body.function_call !== null) {
-    reject("function_call", "the deprecated functions API (use tool_choice)");
+    throw inexpressible("function_call", "the deprecated functions API (use tool_choice)");
   }
 }
 
@@ -109,19 +113,16 @@ function decodeMessages(list: ChatMessage[]): { system: ir.TextPart[]; messages:
       case "assistant":
         messages.push({ role: "assistant", parts: decodeAssistant(m, path, toolNames) });
         return;
-      case "tool":
-        appendToolResult(messages, {
-          type: "tool_result",
-          callId: m.tool_call_id,
-          name: toolNames.get(m.tool_call_id),
-          content: decodeContent(m.content, `${path}.content`, TEXT_ONLY) as ir.TextPart[],
-        });
+      case "tool": {
+        const content = decodeContent(m.content, `${path}.content`, TEXT_ONLY) as ir.TextPart[];
+        const result: ir.ToolResultPart = { type: "tool_result", callId: m.tool_call_id, content };
+        const name = toolNames.get(m.tool_call_id);
+        if (name) result.name = name;
+        appendToolResult(messages, result);
         return;
+      }
       case "function":
-        throw badRequest(
-          `${path}.role: the deprecated function role cannot be converted to another API format; use tool messages`,
-          `${path}.role`,
-        );
+        throw inexpressible(`${path}.role`, "the deprecated function role (use tool messages)");
     }
   });
   return { system, messages };
@@ -166,7 +167,7 @@ function decodePart(part: Part, path: string): ir.Part {
     }
     case "file":
       return decodeFile(part as z.infer<typeof filePart>, path);
-    default:
+    default: // "refusal", the one other type a role allows
       return { type: "text", text: (part as z.infer<typeof refusalPart>).refusal };
   }
 }
@@ -212,10 +213,7 @@ function decodeAssistant(
   toolNames: Map<string, string>,
 ): ir.Part[] {
   if (m.audio) {
-    throw badRequest(
-      `${path}.audio: audio replies cannot be converted to another API format`,
-      `${path}.audio`,
-    );
+    throw inexpressible(`${path}.audio`, "audio replies");
   }
   const parts: ir.Part[] = decodeThinking(m);
   if (m.content) {
@@ -248,10 +246,7 @@ function decodeThinking(m: AssistantMessage): ir.Part[] {
 function decodeToolCall(call: Part, path: string): ir.ToolCallPart {
   const part = toolCallToIr(call);
   if (part) return part;
-  throw badRequest(
-    `${path}.type: tool call type "${call.type}" cannot be converted to another API format`,
-    `${path}.type`,
-  );
+  throw inexpressible(`${path}.type`, `tool call type "${call.type}"`);
 }
 
 // ---- tools ----
@@ -277,10 +272,7 @@ function decodeTools(
       return { tools, toolChoice: { type: mode } };
     }
     default:
-      throw badRequest(
-        `tool_choice.type: "${choice.type}" cannot be converted to another API format`,
-        "tool_choice.type",
-      );
+      throw inexpressible("tool_choice.type", `tool_choice "${choice.type}"`);
   }
 }
 
@@ -296,19 +288,13 @@ function decodeTool(tool: ChatTool, path: string): ir.Tool {
   if (tool.type === "custom") {
     const { custom } = tool as z.infer<typeof customTool>;
     if (custom.format && custom.format.type !== "text") {
-      throw badRequest(
-        `${path}.custom.format: grammar-constrained custom tools cannot be converted to another API format`,
-        `${path}.custom.format`,
-      );
+      throw inexpressible(`${path}.custom.format`, "grammar-constrained custom tools");
     }
     const out: ir.Tool = { name: custom.name, kind: "custom" };
     if (custom.description) out.description = custom.description;
     return out;
   }
-  throw badRequest(
-    `${path}.type: tool type "${tool.type}" cannot be converted to another API format`,
-    `${path}.type`,
-  );
+  throw inexpressible(`${path}.type`, `tool type "${tool.type}"`);
 }
 
 // ---- generation settings ----
@@ -337,9 +323,6 @@ function decodeResponseFormat(
       return out;
     }
     default:
-      throw badRequest(
-        `response_format.type: "${format.type}" cannot be converted to another API format`,
-        "response_format.type",
-      );
+      throw inexpressible("response_format.type", `response_format "${format.type}"`);
   }
 }

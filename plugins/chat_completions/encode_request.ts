@@ -26,12 +26,12 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Obj {
     response_format: req.responseFormat && encodeResponseFormat(req.responseFormat),
     user: req.user,
   };
+  // Chat refuses tool_choice and parallel_tool_calls without tools.
   if (req.tools?.length) {
     body.tools = req.tools.map(encodeTool);
-    // Chat refuses parallel_tool_calls without tools.
+    body.tool_choice = req.toolChoice && encodeToolChoice(req.toolChoice, req.tools);
     body.parallel_tool_calls = req.parallelToolCalls;
   }
-  if (req.toolChoice) body.tool_choice = encodeToolChoice(req.toolChoice, req.tools ?? []);
   // The stream's usage arrives only when asked for, in a last chunk before [DONE].
   if (req.stream) Object.assign(body, { stream: true, stream_options: { include_usage: true } });
   return body;

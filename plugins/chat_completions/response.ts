@@ -10,6 +10,7 @@ import {
   finishToIr,
   needsThinkingBlocks,
   type Obj,
+  reasoningText,
   thinkingBlockFromIr,
   toolCallFromIr,
   toolCallId,
@@ -97,11 +98,6 @@ function decodeMessage(m: UpstreamMessage, responseId: string): ir.Part[] {
   if (m.refusal) parts.push({ type: "text", text: m.refusal });
   (m.tool_calls ?? []).forEach((call, i) => parts.push(decodeToolCall(call, responseId, i)));
   return parts;
-}
-
-/** `reasoning_content` (DeepSeek, vLLM, CLIProxyAPI) or `reasoning` (OpenRouter, newer vLLM). */
-export function reasoningText(m: { reasoning_content?: string | null; reasoning?: unknown }) {
-  return m.reasoning_content || (typeof m.reasoning === "string" ? m.reasoning : "");
 }
 
 const partText = (p: Obj) => String(p.type === "refusal" ? p.refusal : p.text ?? "");

@@ -218,7 +218,7 @@ export const requestSchema = z.looseObject({
   user: z.string().nullish(),
   safety_identifier: z.string().nullish(),
   functions: z.array(z.unknown()).nullish(),
-  function_call: z.unknown(),
+  function_call: z.unknown().optional(),
 });
 
 export type ChatRequest = z.infer<typeof requestSchema>;
@@ -241,7 +241,10 @@ export const usageSchema = z.looseObject({
 export type ChatUsage = z.infer<typeof usageSchema>;
 
 /** Non-standard reasoning text (DeepSeek, vLLM, CLIProxyAPI): `reasoning_content` or `reasoning`. */
-const reasoningText = { reasoning_content: z.string().nullish(), reasoning: z.unknown() };
+const reasoningText = {
+  reasoning_content: z.string().nullish(),
+  reasoning: z.unknown().optional(),
+};
 
 export const responseSchema = z.looseObject({
   id: z.string().nullish(),

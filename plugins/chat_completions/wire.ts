@@ -1,9 +1,9 @@
 /** Mappings the Chat Completions decoders and encoders share (both directions). */
+import type { z } from "zod";
 import { GatewayError } from "../../src/errors.ts";
 import type * as ir from "../../src/ir.ts";
 import { carrySignature, readSignature } from "../../src/signature.ts";
 import type { ChatUsage, customCall, functionCall } from "./schema.ts";
-import type { z } from "zod";
 
 export const FAMILY: ir.Family = "openai";
 
@@ -66,6 +66,11 @@ export const completionId = (id: string) => id.startsWith("chatcmpl-") ? id : `c
 /** Tool-call ids pass through; a missing one gets a stable id from the response id. */
 export const toolCallId = (id: string | null | undefined, responseId: string, index: number) =>
   id || `call_${responseId}_${index}`;
+
+/** `reasoning_content` (DeepSeek, vLLM, CLIProxyAPI) or `reasoning` (OpenRouter, newer vLLM). */
+export function reasoningText(m: { reasoning_content?: string | null; reasoning?: unknown }) {
+  return m.reasoning_content || (typeof m.reasoning === "string" ? m.reasoning : "");
+}
 
 // ---- tool calls ----
 

@@ -22,7 +22,9 @@ const geminiOnly = (field: string, what: string) =>
 
 export function decodeRequest(body: Record<string, unknown>, model: string): ir.Request {
   const req = parseRequest(body);
-  if (req.cachedContent !== undefined) throw geminiOnly("cachedContent", "cached content resources");
+  if (req.cachedContent !== undefined) {
+    throw geminiOnly("cachedContent", "cached content resources");
+  }
   const gen = req.generationConfig ?? {};
   checkModalities(gen);
   return {
@@ -159,19 +161,25 @@ function decodePart(
     return decodeFunctionResponse(part.functionResponse, pairing, `${field}.functionResponse`);
   }
   if (part.thought) return readThought(part.text ?? "", part.thoughtSignature);
-  if (part.text !== undefined || signature) {
-    // An empty text part only matters for the signature it carries.
-    if (!part.text && !signature) return undefined;
-    return { type: "text", text: part.text ?? "", ...(signature && { signature }) };
-  }
   if (part.inlineData) {
     const { mimeType, data } = part.inlineData;
-    return decodeMedia(mimeType, { kind: "base64", mediaType: mimeType, data }, `${field}.inlineData`);
+    return decodeMedia(
+      mimeType,
+      { kind: "base64", mediaType: mimeType, data },
+      `${field}.inlineData`,
+    );
   }
   if (part.fileData) return decodeFileData(part.fileData, `${field}.fileData`);
+  if (part.text || signature) {
+    return { type: "text", text: part.text ?? "", ...(signature && { signature }) };
+  }
+  if (part.text === "") return undefined; // carries nothing
   const kind = Object.keys(part).find((k) => k !== "thought" && k !== "thoughtSignature");
   if (kind) throw geminiOnly(`${field}.${kind}`, `${kind} parts`);
-  throw badRequest(`${field}: expected text, inlineData, fileData, functionCall or functionResponse`, field);
+  throw badRequest(
+    `${field}: expected text, inlineData, fileData, functionCall or functionResponse`,
+    field,
+  );
 }
 
 function expectRole(role: string, wanted: string, field: string) {
@@ -216,8 +224,12 @@ function decodeFunctionResponse(
 function responseText(response: Record<string, unknown>): { text: string; isError: boolean } {
   const asText = (v: unknown) => (typeof v === "string" ? v : JSON.stringify(v));
   const keys = Object.keys(response);
-  if (keys.length === 1 && keys[0] === "output") return { text: asText(response.output), isError: false };
-  if (keys.length === 1 && keys[0] === "error") return { text: asText(response.error), isError: true };
+  if (keys.length === 1 && keys[0] === "output") {
+    return { text: asText(response.output), isError: false };
+  }
+  if (keys.length === 1 && keys[0] === "error") {
+    return { text: asText(response.error), isError: true };
+  }
   return { text: keys.length ? JSON.stringify(response) : "", isError: false };
 }
 

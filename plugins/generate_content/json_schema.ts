@@ -32,7 +32,9 @@ export function fromOpenApi(schema: Schema): Schema {
   for (const [key, value] of Object.entries(schema)) {
     switch (key) {
       case "type":
-        if (typeof value === "string" && value !== "TYPE_UNSPECIFIED") out.type = value.toLowerCase();
+        if (typeof value === "string" && value !== "TYPE_UNSPECIFIED") {
+          out.type = value.toLowerCase();
+        }
         break;
       case "properties":
         out.properties = mapValues(value, fromOpenApi);

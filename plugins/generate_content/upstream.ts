@@ -22,9 +22,14 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Record<strin
     throw unsupported("n", ctx.route, "several candidates (n > 1) cannot be returned");
   }
   const body: Record<string, unknown> = { contents: encodeMessages(req.messages, ctx) };
-  if (req.system.length) body.systemInstruction = { parts: req.system.map((p) => ({ text: p.text })) };
-  if (req.tools?.length) body.tools = [{ functionDeclarations: req.tools.map(encodeTool) }];
-  if (req.toolChoice) body.toolConfig = { functionCallingConfig: encodeToolChoice(req.toolChoice) };
+  const system = plainText(req.system);
+  if (system.length) body.systemInstruction = { parts: system };
+  if (req.tools?.length) {
+    body.tools = [{ functionDeclarations: req.tools.map(encodeTool) }];
+    if (req.toolChoice) {
+      body.toolConfig = { functionCallingConfig: encodeToolChoice(req.toolChoice) };
+    }
+  }
   const config = generationConfig(req);
   if (Object.keys(config).length) body.generationConfig = config;
   return body;
@@ -48,7 +53,7 @@ function encodeMessages(messages: ir.Message[], ctx: EncodeContext): Content[] {
   for (const msg of messages) {
     const role = msg.role === "assistant" ? "model" : "user";
     const parts = msg.role === "system"
-      ? [{ text: SYSTEM_NOTE }, ...msg.parts.flatMap((p) => (p.type === "text" ? [{ text: p.text }] : []))]
+      ? systemAsUserText(msg)
       : msg.parts.flatMap((p) => encodePart(p, names, ctx));
     if (!parts.length) continue;
     const last = contents.at(-1);
@@ -62,15 +67,29 @@ function encodeMessages(messages: ir.Message[], ctx: EncodeContext): Content[] {
   return contents;
 }
 
+/** Non-empty text parts: Gemini rejects empty ones. */
+const plainText = (parts: ir.Part[]): Part[] =>
+  parts.flatMap((p) => (p.type === "text" && p.text ? [{ text: p.text }] : []));
+
+function systemAsUserText(msg: ir.Message): Part[] {
+  const text = plainText(msg.parts);
+  return text.length ? [{ text: SYSTEM_NOTE }, ...text] : [];
+}
+
 /** Function responses must open the turn that answers the calls; other user parts follow. */
 function responsesFirst(content: Content) {
   const isResponse = (p: Part) => "functionResponse" in p;
-  content.parts = [...content.parts.filter(isResponse), ...content.parts.filter((p) => !isResponse(p))];
+  content.parts = [
+    ...content.parts.filter(isResponse),
+    ...content.parts.filter((p) => !isResponse(p)),
+  ];
 }
 
 function signFirstCall(content: Content) {
   const calls = content.parts.filter((p) => "functionCall" in p);
-  if (calls.length && !calls.some((p) => p.thoughtSignature)) calls[0].thoughtSignature = SKIP_SIGNATURE;
+  if (calls.length && !calls.some((p) => p.thoughtSignature)) {
+    calls[0].thoughtSignature = SKIP_SIGNATURE;
+  }
 }
 
 /** Gemini's function responses need the function's name; results elsewhere carry only ids. */
@@ -113,7 +132,11 @@ function encodePart(p: ir.Part, names: Map<string, string>, ctx: EncodeContext):
   }
 }
 
-function functionResponse(p: ir.ToolResultPart, names: Map<string, string>, ctx: EncodeContext): Part {
+function functionResponse(
+  p: ir.ToolResultPart,
+  names: Map<string, string>,
+  ctx: EncodeContext,
+): Part {
   const name = p.name ?? names.get(p.callId);
   if (name === undefined) {
     throw badRequest(

@@ -1,6 +1,7 @@
 /** Mappings the Anthropic Messages decoders and encoders share (both directions). */
 import type * as ir from "../../src/ir.ts";
 import { type ErrorKind, kindForStatus } from "../../src/errors.ts";
+import { carrySignature } from "../../src/signature.ts";
 
 export const FAMILY: ir.Family = "anthropic";
 
@@ -110,12 +111,26 @@ export function errorFromType(type: unknown): { status: number; kind: ErrorKind 
 export const CUSTOM_INPUT_KEY = "input";
 
 /**
- * Anthropic has no signature slot on text or tool_use blocks, so a Gemini thought signature
- * on such a part rides in an empty `thinking` block placed right after the part. This tells
- * whether a decoded thinking part is such a carrier.
+ * Anthropic has no signature slot on text or tool_use blocks, so a foreign signature on such a
+ * part (a Gemini thought signature) rides in an empty `thinking` block right after the part,
+ * marked `attached:` after the family, where no real signature can collide with it (the
+ * Responses codec marks its carriers the same way).
  */
-export const isPartSignatureCarrier = (p: ir.ThinkingPart): boolean =>
-  p.text === "" && p.signature?.family === "gemini";
+const ATTACHED = "attached:";
+
+/** The empty thinking block after a text or tool_use block that carries the part's signature. */
+export function attachedSignatureBlocks(sig: ir.Signature | undefined): Tagged[] {
+  // Anthropic itself never signs text or tool calls.
+  if (!sig || sig.family === FAMILY) return [];
+  const carried = carrySignature({ family: sig.family, value: ATTACHED + sig.value }, FAMILY);
+  return [{ type: "thinking", thinking: "", signature: carried }];
+}
+
+/** The part signature a replayed carrier block holds, when the signature is one. */
+export function readAttached(sig: ir.Signature): ir.Signature | undefined {
+  if (sig.family === FAMILY || !sig.value.startsWith(ATTACHED)) return undefined;
+  return { family: sig.family, value: sig.value.slice(ATTACHED.length) };
+}
 
 /** Arguments are a JSON string in the IR and an object here; `{raw}` keeps what does not parse. */
 export function toolInput(part: ir.ToolCallPart): Obj {

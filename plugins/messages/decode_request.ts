@@ -3,7 +3,7 @@ import type * as ir from "../../src/ir.ts";
 import type { z } from "zod";
 import { badRequest } from "../../src/errors.ts";
 import { readSignature } from "../../src/signature.ts";
-import { FAMILY, isPartSignatureCarrier } from "./common.ts";
+import { FAMILY, readAttached } from "./common.ts";
 import {
   type documentBlock,
   type imageBlock,
@@ -36,7 +36,8 @@ export function decodeRequest(body: Record<string, unknown>, model: string): ir.
     maxTokens: req.max_tokens,
     stream: req.stream === true,
   };
-  if (req.tools?.length) out.tools = req.tools.map((t, i) => decodeTool(t, `tools[${i}]`));
+  const tools = decodeTools(req.tools ?? []);
+  if (tools.length) out.tools = tools;
   if (req.tool_choice) Object.assign(out, decodeToolChoice(req.tool_choice));
   const reasoning = decodeReasoning(req);
   if (reasoning) out.reasoning = reasoning;
@@ -107,16 +108,14 @@ function decodeMessage(role: string, content: string | Block[], path: string): i
 }
 
 /**
- * Puts a Gemini signature carried by an empty thinking block (see `isPartSignatureCarrier`)
- * back on the text or tool call it follows. Returns whether the part was consumed.
+ * Puts a signature replayed in a carrier block (see `attachedSignatureBlocks`) back on the
+ * text or tool call before it. Returns whether the part was such a carrier.
  */
 function attachCarrier(last: ir.Message | undefined, role: string, part: ir.Part): boolean {
-  if (part.type !== "thinking" || !isPartSignatureCarrier(part) || last?.role !== role) {
-    return false;
-  }
-  const target = last.parts.at(-1);
-  if ((target?.type !== "text" && target?.type !== "tool_call") || target.signature) return false;
-  target.signature = part.signature;
+  const sig = part.type === "thinking" && part.signature && readAttached(part.signature);
+  if (!sig) return false;
+  const target = last?.role === role ? last.parts.at(-1) : undefined;
+  if (target?.type === "text" || target?.type === "tool_call") target.signature = sig;
   return true;
 }
 
@@ -207,6 +206,18 @@ function decodeToolResult(block: Block, path: string): ir.ToolResultPart {
   return part;
 }
 
+/**
+ * Tool search only defers loading definitions; on a converted route every tool is simply
+ * loaded up front, so the search tool goes and `defer_loading` is ignored.
+ */
+const TOOL_SEARCH = /^tool_search_tool_/;
+
+function decodeTools(tools: ToolParam[]): ir.Tool[] {
+  return tools.flatMap((t, i) =>
+    TOOL_SEARCH.test(t.type ?? "") ? [] : [decodeTool(t, `tools[${i}]`)]
+  );
+}
+
 function decodeTool(tool: ToolParam, path: string): ir.Tool {
   if (tool.type && tool.type !== "custom") {
     throw invalid(
@@ -215,9 +226,6 @@ function decodeTool(tool: ToolParam, path: string): ir.Tool {
     );
   }
   if (!tool.input_schema) throw invalid(`${path}.input_schema`, "required");
-  if (tool.defer_loading) {
-    throw invalid(`${path}.defer_loading`, "deferred tools need Anthropic's tool search");
-  }
   const out: ir.Tool = { name: tool.name, parameters: tool.input_schema };
   const description = describeTool(tool);
   if (description) out.description = description;

@@ -14,12 +14,14 @@ interface Turn {
 
 export function encodeRequest(req: ir.Request, ctx: EncodeContext): Obj {
   rejectInexpressible(req, ctx);
-  const body: Obj = { model: ctx.model };
+  const thinking = encodeThinking(req, ctx);
+  const body: Obj = {
+    model: ctx.model,
+    max_tokens: thinking?.maxTokens ?? req.maxTokens ?? ctx.defaultMaxTokens,
+  };
   const system = encodeSystem(req);
   if (system.length) body.system = system;
   body.messages = encodeMessages(req.messages, ctx);
-  const thinking = encodeThinking(req, ctx);
-  body.max_tokens = thinking?.maxTokens ?? req.maxTokens ?? ctx.defaultMaxTokens;
   if (thinking) body.thinking = thinking.config;
   const outputConfig = encodeOutputConfig(req, thinking?.effort);
   if (outputConfig) body.output_config = outputConfig;
@@ -56,7 +58,7 @@ function rejectInexpressible(req: ir.Request, ctx: EncodeContext) {
     throw unsupported(
       "response_format",
       ctx.route,
-      "JSON mode without a schema (json_object) cannot be expressed; use json_schema",
+      "JSON mode without a schema cannot be expressed",
     );
   }
 }
@@ -194,8 +196,9 @@ const CUSTOM_TOOL_SCHEMA = {
 function encodeTool(tool: ir.Tool): Obj {
   const schema = tool.kind === "custom" ? CUSTOM_TOOL_SCHEMA : tool.parameters ?? {};
   // Anthropic requires an object schema; parameterless functions often send none.
-  const out: Obj = { name: tool.name, input_schema: { type: "object", properties: {}, ...schema } };
+  const out: Obj = { name: tool.name };
   if (tool.description) out.description = tool.description;
+  out.input_schema = { type: "object", properties: {}, ...schema };
   if (tool.strict !== undefined) out.strict = tool.strict;
   return withCache(out, tool);
 }
@@ -237,7 +240,7 @@ interface Thinking {
 
 /**
  * IR reasoning → `thinking`. Anthropic refuses thinking together with a forced tool choice,
- * so forcing a tool wins and thinking is left off.
+ * so forcing a tool wins and thinking is left off (as it is when max_tokens is too small).
  */
 function encodeThinking(req: ir.Request, ctx: EncodeContext): Thinking | undefined {
   const r = req.reasoning;
@@ -252,26 +255,29 @@ function encodeThinking(req: ir.Request, ctx: EncodeContext): Thinking | undefin
     const effort = r.effort === "minimal" ? "low" : r.effort;
     return { config: { type: "adaptive", ...display }, effort };
   }
-  const budget = Math.max(MIN_BUDGET, r.budgetTokens ?? BUDGET_BY_EFFORT[r.effort ?? "medium"]);
-  if (req.maxTokens === undefined) {
-    // No client limit: the default allowance is for the answer, the budget comes on top.
-    const config = { type: "enabled", budget_tokens: budget, ...display };
-    return { config, maxTokens: ctx.defaultMaxTokens + budget };
-  }
-  if (req.maxTokens <= MIN_BUDGET) {
-    throw unsupported(
-      "max_tokens",
-      ctx.route,
-      `thinking needs max_tokens above ${MIN_BUDGET} (got ${req.maxTokens})`,
-    );
-  }
-  // The budget counts toward max_tokens and must stay below it.
-  const config = {
-    type: "enabled",
-    budget_tokens: Math.min(budget, req.maxTokens - 1),
-    ...display,
-  };
+  const budget = budgetTokens(r.budgetTokens, r.effort, req.maxTokens);
+  if (budget === undefined) return undefined;
+  const config = { type: "enabled", budget_tokens: budget, ...display };
+  // Without a client limit the default allowance is for the answer; the budget comes on top.
+  if (req.maxTokens === undefined) return { config, maxTokens: ctx.defaultMaxTokens + budget };
   return { config };
+}
+
+/**
+ * The thinking budget: the explicit one, or the effort level's. It counts toward max_tokens
+ * and must stay below it; an effort-derived budget takes at most half, leaving the answer
+ * room. Anthropic's minimum is 1024, so a client limit too small for that means no thinking.
+ */
+function budgetTokens(
+  explicit: number | undefined,
+  effort: keyof typeof BUDGET_BY_EFFORT | undefined,
+  maxTokens: number | undefined,
+): number | undefined {
+  const wanted = explicit ?? BUDGET_BY_EFFORT[effort ?? "medium"];
+  if (maxTokens === undefined) return Math.max(MIN_BUDGET, wanted);
+  const cap = explicit === undefined ? Math.floor(maxTokens / 2) : maxTokens - 1;
+  const budget = Math.max(MIN_BUDGET, Math.min(wanted, cap));
+  return budget < maxTokens ? budget : undefined;
 }
 
 function encodeOutputConfig(req: ir.Request, effort: string | undefined): Obj | undefined {

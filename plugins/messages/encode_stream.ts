@@ -9,6 +9,7 @@ import { errorBody, GatewayError, kindForStatus } from "../../src/errors.ts";
 import { carrySignature } from "../../src/signature.ts";
 import { type SseEvent, typedEvent } from "../../src/sse.ts";
 import {
+  attachedSignatureBlocks,
   CUSTOM_INPUT_KEY,
   FAMILY,
   messageId,
@@ -18,7 +19,7 @@ import {
   toolUseId,
   usageFromIr,
 } from "./common.ts";
-import { redactedThinkingBlock, signatureCarrier } from "./response.ts";
+import { redactedThinkingBlock } from "./response.ts";
 
 type Emit = (data: Tagged) => void;
 
@@ -70,11 +71,13 @@ export function encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent
     if (carrier) emitCarrier(emit, carrier);
   }
 
-  /** A complete empty thinking block holding a text/tool part's signature. */
+  /** The carrier block of a text/tool part's signature, streamed like any thinking block. */
   function emitCarrier(emit: Emit, sig: ir.Signature) {
-    const { index } = startBlock(emit, -1, { type: "thinking", thinking: "", signature: "" });
-    delta(emit, index, { type: "signature_delta", signature: signatureCarrier(sig).signature });
-    emit({ type: "content_block_stop", index });
+    for (const { signature } of attachedSignatureBlocks(sig)) {
+      const { index } = startBlock(emit, -1, { type: "thinking", thinking: "", signature: "" });
+      delta(emit, index, { type: "signature_delta", signature });
+      emit({ type: "content_block_stop", index });
+    }
   }
 
   function startPart(emit: Emit, e: Extract<ir.StreamEvent, { type: "part_start" }>) {

@@ -3,6 +3,7 @@ import type * as ir from "../../src/ir.ts";
 import type { ClientContext, DecodeContext } from "../../src/codec.ts";
 import { carrySignature } from "../../src/signature.ts";
 import {
+  attachedSignatureBlocks,
   CUSTOM_INPUT_KEY,
   FAMILY,
   finishFromStopReason,
@@ -49,14 +50,14 @@ function decodeBlock(b: Obj, ctx: DecodeContext): ir.Part | undefined {
   }
 }
 
-export function thinkingPart(text: string, signature: string): ir.ThinkingPart {
+function thinkingPart(text: string, signature: string): ir.ThinkingPart {
   const part: ir.ThinkingPart = { type: "thinking", text };
   if (signature) part.signature = { family: FAMILY, value: signature };
   return part;
 }
 
 /** A tool call; calls to the request's custom tools unwrap their `{"input": text}` object. */
-export function toolCallPart(
+function toolCallPart(
   id: string,
   name: string,
   json: string,
@@ -98,13 +99,6 @@ export function encodeResponse(res: ir.Response, ctx: ClientContext): Obj {
   };
 }
 
-/** An empty thinking block carrying a foreign part signature (see `isPartSignatureCarrier`). */
-export const signatureCarrier = (sig: ir.Signature): Tagged => ({
-  type: "thinking",
-  thinking: "",
-  signature: carrySignature(sig, FAMILY),
-});
-
 export const redactedThinkingBlock = (data: string, family: ir.Family): Tagged => ({
   type: "redacted_thinking",
   data: carrySignature({ family, value: data }, FAMILY),
@@ -115,8 +109,8 @@ function encodeBlocks(part: ir.Part): Obj[] {
   switch (part.type) {
     case "text": {
       const text = { type: "text", text: part.text };
-      if (part.signature) return [text, signatureCarrier(part.signature)];
-      return part.text ? [text] : [];
+      const carrier = attachedSignatureBlocks(part.signature);
+      return part.text || carrier.length ? [text, ...carrier] : [];
     }
     case "thinking":
       return [{
@@ -133,7 +127,7 @@ function encodeBlocks(part: ir.Part): Obj[] {
         name: part.name,
         input: toolInput(part),
       };
-      return part.signature ? [block, signatureCarrier(part.signature)] : [block];
+      return [block, ...attachedSignatureBlocks(part.signature)];
     }
   }
   return [];

@@ -4,6 +4,7 @@
  * passthrough routes working); the known variants are checked field by field.
  */
 import { z } from "zod";
+import { formatPath } from "../../src/config.ts";
 import { badRequest } from "../../src/errors.ts";
 
 type Schema = z.ZodType<Record<string, unknown>>;
@@ -81,7 +82,7 @@ export const midConversationSystemBlock = z.looseObject({
 });
 
 /** A content block: known types are checked, others (server-tool blocks, new ones) pass. */
-export const contentBlock: z.ZodType<{ type: string } & Record<string, unknown>> = tagged(() => ({
+const contentBlock: z.ZodType<{ type: string } & Record<string, unknown>> = tagged(() => ({
   text: textBlock,
   image: imageBlock,
   document: documentBlock,
@@ -102,10 +103,10 @@ export const toolResultBlock = z.looseObject({
 
 const content = z.union([z.string(), z.array(contentBlock)], stringOrArray);
 
-export const messageParam = z.looseObject({ role: z.string(), content });
+const messageParam = z.looseObject({ role: z.string(), content });
 
 /** Custom tools have no `type` (or `"custom"`); server tools carry a versioned `type`. */
-export const toolParam = z.looseObject({
+const toolParam = z.looseObject({
   type: z.string().nullish(),
   name: z.string(),
   description: z.string().optional(),
@@ -113,23 +114,22 @@ export const toolParam = z.looseObject({
   strict: z.boolean().optional(),
   eager_input_streaming: z.boolean().nullish(),
   input_examples: z.array(jsonObject).optional(),
-  defer_loading: z.boolean().optional(),
   cache_control: cacheControl,
 });
 
-export const toolChoiceParam = z.looseObject({
+const toolChoiceParam = z.looseObject({
   type: z.string(),
   name: z.string().optional(),
   disable_parallel_tool_use: z.boolean().optional(),
 });
 
-export const thinkingParam = z.looseObject({
+const thinkingParam = z.looseObject({
   type: z.string(),
   budget_tokens: z.number().int().optional(),
   display: z.string().nullish(),
 });
 
-export const outputConfigParam = z.looseObject({
+const outputConfigParam = z.looseObject({
   effort: z.string().nullish(),
   format: z.looseObject({ type: z.string(), schema: jsonObject.optional() }).nullish(),
 });
@@ -157,15 +157,6 @@ export const requestSchema = z.looseObject({
 });
 
 export type MessagesRequest = z.infer<typeof requestSchema>;
-
-/** `["messages", 2, "content"]` → `messages[2].content`. */
-export function formatPath(path: readonly PropertyKey[]): string {
-  return path.reduce<string>(
-    (out, key) =>
-      typeof key === "number" ? `${out}[${key}]` : out ? `${out}.${String(key)}` : String(key),
-    "",
-  );
-}
 
 /** Parses a client body; throws a 400 naming the first bad field (e.g. `messages[2].content`). */
 export function parseRequest(body: unknown): MessagesRequest {

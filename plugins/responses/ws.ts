@@ -12,13 +12,7 @@ import { errorBody, GatewayError } from "../../src/errors.ts";
 import { FORWARD_REQUEST_HEADERS, modelOf, pickHeaders } from "../../src/http.ts";
 import type * as ir from "../../src/ir.ts";
 import { logAccess } from "../../src/log.ts";
-import {
-  endTap,
-  localEvents,
-  localId,
-  resolveRoute,
-  upstreamEvents,
-} from "../../src/pipeline.ts";
+import { endTap, localEvents, localId, resolveRoute, upstreamEvents } from "../../src/pipeline.ts";
 import type { Resolved } from "../../src/router.ts";
 import { responsesCodec } from "./codec.ts";
 import { checkStatefulFields, isPassthroughRoute } from "./endpoints.ts";
@@ -29,9 +23,11 @@ const IDLE_LIMIT_MS = 70 * 60_000;
 const TERMINAL = ["response.completed", "response.incomplete", "response.failed"];
 
 export const responsesWebSocket: Handler = (ctx) => {
+  // The upgrade consumes the request, headers included: copy what frames need first.
+  const headers = new Headers(ctx.req.headers);
   // Deno pings after 30 s of silence and drops peers that stop answering.
   const { socket, response } = Deno.upgradeWebSocket(ctx.req, { idleTimeout: 60 });
-  new ResponsesSocket(ctx, socket);
+  new ResponsesSocket(ctx, headers, socket);
   return Promise.resolve(response);
 };
 
@@ -66,8 +62,12 @@ class ResponsesSocket {
   private upstream?: UpstreamSocket;
   private idle?: ReturnType<typeof setTimeout>;
 
-  constructor(private readonly ctx: RequestContext, private readonly socket: WebSocket) {
-    this.req = new Request(ctx.req.url, { headers: ctx.req.headers, signal: this.closed.signal });
+  constructor(
+    private readonly ctx: RequestContext,
+    headers: Headers,
+    private readonly socket: WebSocket,
+  ) {
+    this.req = new Request(ctx.req.url, { headers, signal: this.closed.signal });
     socket.onmessage = (e) => this.onFrame(e.data);
     socket.onclose = () => this.shutdown();
     socket.onerror = () => this.shutdown();
@@ -148,7 +148,11 @@ class ResponsesSocket {
 
   private async relay(r: Resolved, json: Record<string, unknown>, text: string) {
     if (!this.upstream) {
-      this.upstream = await UpstreamSocket.open(r, pickHeaders(this.req.headers, FORWARD_REQUEST_HEADERS), this);
+      this.upstream = await UpstreamSocket.open(
+        r,
+        pickHeaders(this.req.headers, FORWARD_REQUEST_HEADERS),
+        this,
+      );
     } else if (this.upstream.provider !== r.provider.name) {
       throw new GatewayError(
         400,
@@ -157,7 +161,11 @@ class ResponsesSocket {
         "model",
       );
     }
-    this.upstream.send(r.route.model ? JSON.stringify({ ...json, type: "response.create", model: r.upstreamModel }) : text);
+    this.upstream.send(
+      r.route.model
+        ? JSON.stringify({ ...json, type: "response.create", model: r.upstreamModel })
+        : text,
+    );
   }
 
   /** Runs one response through the IR; the socket remembers it for `previous_response_id`. */
@@ -185,7 +193,11 @@ class ResponsesSocket {
       : await upstreamEvents(ctx, r, req);
     const tap = endTap(ctx.record);
     const frames = events.pipeThrough(tap.stream).pipeThrough(
-      responsesCodec.encodeStream({ model: ctx.record.model!, compaction: req.compaction }),
+      responsesCodec.encodeStream({
+        model: ctx.record.model!,
+        compaction: req.compaction,
+        tools: req.tools,
+      }),
     );
     let done: { id: string; output: unknown[] } | undefined;
     try {
@@ -207,7 +219,14 @@ class ResponsesSocket {
 
   private emptyResponse(ctx: RequestContext): ir.Response {
     const { id, now } = localId(ctx);
-    return { id, model: ctx.record.model!, created: now, parts: [], finish: "stop", usage: { inputTokens: 0, outputTokens: 0 } };
+    return {
+      id,
+      model: ctx.record.model!,
+      created: now,
+      parts: [],
+      finish: "stop",
+      usage: { inputTokens: 0, outputTokens: 0 },
+    };
   }
 }
 
@@ -219,7 +238,11 @@ function interrupted(message: string): GatewayError {
 class UpstreamSocket {
   private inFlight = 0;
 
-  private constructor(readonly provider: string, private readonly ws: WebSocket, client: ResponsesSocket) {
+  private constructor(
+    readonly provider: string,
+    private readonly ws: WebSocket,
+    client: ResponsesSocket,
+  ) {
     ws.onmessage = (e) => {
       const text = typeof e.data === "string" ? e.data : "";
       if (TERMINAL.some((t) => text.includes(`"type":"${t}"`)) || text.includes('"type":"error"')) {
@@ -229,7 +252,9 @@ class UpstreamSocket {
     };
     ws.onclose = () => {
       if (this.inFlight > 0) {
-        client.send(errorFrame(interrupted("the upstream WebSocket closed before the response ended")));
+        client.send(
+          errorFrame(interrupted("the upstream WebSocket closed before the response ended")),
+        );
       }
       client.close();
     };
@@ -242,7 +267,13 @@ class UpstreamSocket {
     const { promise, resolve, reject } = Promise.withResolvers<UpstreamSocket>();
     const timer = setTimeout(() => {
       ws.close();
-      reject(new GatewayError(504, "timeout", `upstream WebSocket did not open within ${r.provider.timeouts.connect_ms} ms`));
+      reject(
+        new GatewayError(
+          504,
+          "timeout",
+          `upstream WebSocket did not open within ${r.provider.timeouts.connect_ms} ms`,
+        ),
+      );
     }, r.provider.timeouts.connect_ms);
     ws.onopen = () => {
       clearTimeout(timer);
@@ -250,7 +281,13 @@ class UpstreamSocket {
     };
     ws.onerror = () => {
       clearTimeout(timer);
-      reject(new GatewayError(502, "upstream", `could not open the upstream WebSocket of ${r.provider.name}`));
+      reject(
+        new GatewayError(
+          502,
+          "upstream",
+          `could not open the upstream WebSocket of ${r.provider.name}`,
+        ),
+      );
     };
     return promise;
   }

@@ -41,7 +41,7 @@ function blockPlans(reply: Reply): BlockPlan[] {
   }
   if (reply.text !== undefined) {
     plans.push({
-      block: { type: "text", text: reply.text, citations: null },
+      block: { type: "text", text: reply.text },
       start: { type: "text", text: "" },
       deltas: pieces(reply.text, 3).map((text) => ({ type: "text_delta", text })),
     });

@@ -1,0 +1,18 @@
+/** OpenAI Chat Completions, as the client's format and as a provider's API. */
+import type { Codec } from "../../src/codec.ts";
+import { decodeRequest } from "./decode_request.ts";
+import { decodeStream } from "./decode_stream.ts";
+import { encodeRequest } from "./encode_request.ts";
+import { encodeStream } from "./encode_stream.ts";
+import { decodeResponse, encodeResponse } from "./response.ts";
+
+export const chatCodec: Codec = {
+  api: "chat",
+  decodeRequest,
+  encodeResponse,
+  encodeStream,
+  path: () => "/chat/completions",
+  encodeRequest,
+  decodeResponse,
+  decodeStream,
+};

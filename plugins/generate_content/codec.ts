@@ -1,0 +1,20 @@
+/**
+ * The Gemini generateContent format (`/v1beta/models/{model}:generateContent`): Gemini CLI and
+ * @google/genai as clients, the Gemini API as an upstream.
+ */
+import type { Codec } from "../../src/codec.ts";
+import { decodeResponse, encodeResponse } from "./response.ts";
+import { decodeRequest } from "./ingress.ts";
+import { decodeStream, encodeStream } from "./stream.ts";
+import { encodeRequest, path } from "./upstream.ts";
+
+export const geminiCodec: Codec = {
+  api: "generate-content",
+  decodeRequest,
+  encodeResponse,
+  encodeStream,
+  path,
+  encodeRequest,
+  decodeResponse,
+  decodeStream,
+};

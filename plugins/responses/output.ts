@@ -1,0 +1,155 @@
+/** Client-facing Responses shapes, shared by the JSON answer and the stream. */
+import type { ClientContext } from "../../src/codec.ts";
+import type * as ir from "../../src/ir.ts";
+import { compactionContent } from "./compaction.ts";
+import { toWireUsage } from "./usage.ts";
+
+export type ItemStatus = "in_progress" | "completed";
+
+/** What every `response` object repeats. */
+export interface ResponseMeta {
+  id: string;
+  createdAt: number;
+  model: string;
+}
+
+export const responseId = (irId: string) => (irId.startsWith("resp_") ? irId : `resp_${irId}`);
+
+/** Item ids derive from the response id and the item's output index, so they are stable. */
+export const itemId = (prefix: string, respId: string, outputIndex: number) =>
+  `${prefix}_${respId.slice("resp_".length)}_${outputIndex}`;
+
+export const outputText = (text: string) => ({
+  type: "output_text",
+  annotations: [],
+  logprobs: [],
+  text,
+});
+
+export const messageItem = (id: string, status: ItemStatus, content: unknown[]) => ({
+  id,
+  type: "message",
+  status,
+  content,
+  role: "assistant",
+});
+
+export const reasoningItem = (id: string, text: string, encrypted?: string) => ({
+  id,
+  type: "reasoning",
+  summary: text ? [{ type: "summary_text", text }] : [],
+  ...(encrypted && { encrypted_content: encrypted }),
+});
+
+export const compactionItem = (id: string, summary: string) => ({
+  id,
+  type: "compaction",
+  encrypted_content: compactionContent(summary),
+});
+
+export interface CallInfo {
+  /** The IR tool-call id: the client's `call_id`. */
+  id: string;
+  name: string;
+  kind?: "function" | "custom";
+}
+
+export const callPrefix = (call: CallInfo) => (call.kind === "custom" ? "ctc" : "fc");
+
+/** A tool call as Codex dispatches it: custom tools take free text, functions JSON. */
+export function toolCallItem(
+  id: string,
+  call: CallInfo,
+  payload: string,
+  status: ItemStatus,
+  namespace: string | undefined,
+) {
+  const ns = namespace === undefined ? {} : { namespace };
+  return call.kind === "custom"
+    ? {
+      id,
+      type: "custom_tool_call",
+      status,
+      call_id: call.id,
+      input: payload,
+      name: call.name,
+      ...ns,
+    }
+    : {
+      id,
+      type: "function_call",
+      status,
+      arguments: payload,
+      call_id: call.id,
+      name: call.name,
+      ...ns,
+    };
+}
+
+/** Tool name → the namespace its calls must name (Codex dispatches by both). */
+export function toolNamespaces(ctx: ClientContext): Map<string, string> {
+  return new Map(ctx.tools?.flatMap((t) => (t.namespace ? [[t.name, t.namespace]] : [])));
+}
+
+/** How a finish reason ends a response. */
+export function terminalOf(finish: ir.FinishReason) {
+  switch (finish) {
+    case "length":
+      return incomplete("max_output_tokens");
+    case "content_filter":
+      return incomplete("content_filter");
+    case "error":
+      return {
+        event: "response.failed",
+        status: "failed",
+        incomplete_details: null,
+        error: {
+          code: "server_error",
+          message: "the upstream model ended the response with an error",
+        },
+      } as const;
+    default:
+      return {
+        event: "response.completed",
+        status: "completed",
+        incomplete_details: null,
+        error: null,
+      } as const;
+  }
+}
+
+const incomplete = (reason: string) => ({
+  event: "response.incomplete",
+  status: "incomplete",
+  incomplete_details: { reason },
+  error: null,
+} as const);
+
+export type Terminal = ReturnType<typeof terminalOf>;
+
+/** The `response` object; `end` is absent while it is in progress. */
+export function responseObject(
+  meta: ResponseMeta,
+  output: unknown[],
+  end?: Terminal,
+  usage?: ir.Usage,
+) {
+  return {
+    id: meta.id,
+    object: "response",
+    created_at: meta.createdAt,
+    status: end?.status ?? "in_progress",
+    error: end?.error ?? null,
+    incomplete_details: end?.incomplete_details ?? null,
+    instructions: null,
+    metadata: {},
+    model: meta.model,
+    output,
+    parallel_tool_calls: true,
+    temperature: null,
+    tool_choice: "auto",
+    tools: [],
+    top_p: null,
+    usage: end ? toWireUsage(usage) : null,
+  };
+}

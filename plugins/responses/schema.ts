@@ -1,0 +1,207 @@
+/**
+ * The Responses request body as clients send it (the HTTP body, or a WebSocket
+ * `response.create` frame without its `type`). Strict about the types of the fields the
+ * gateway reads, loose about everything else so new and vendor fields (e.g. Codex's
+ * `internal_chat_message_metadata_passthrough`) pass through to passthrough routes untouched.
+ */
+import { z } from "zod";
+import { badRequest } from "../../src/errors.ts";
+
+const str = z.string();
+const optStr = z.string().nullish();
+const jsonObject = z.record(z.string(), z.unknown());
+
+/**
+ * An object validated by the schema its `type` selects. Unknown types pass untouched: the
+ * passthrough relays them, and the decoder says which ones it cannot convert.
+ */
+function byType(schemas: Record<string, z.ZodType>, defaultType?: string) {
+  const type = defaultType === undefined ? str : str.optional();
+  return z.looseObject({ type }).superRefine((value, ctx) => {
+    const schema = schemas[value.type ?? defaultType ?? ""];
+    const result = schema?.safeParse(value);
+    for (const issue of result?.error?.issues ?? []) ctx.addIssue({ ...issue });
+  });
+}
+
+export const textPart = z.looseObject({ text: str });
+export const refusalPart = z.looseObject({ refusal: str });
+export const imagePart = z.looseObject({ image_url: optStr, file_id: optStr, detail: optStr });
+export const filePart = z.looseObject({
+  file_id: optStr,
+  file_data: optStr,
+  file_url: optStr,
+  filename: optStr,
+});
+const contentPart = byType({
+  input_text: textPart,
+  output_text: textPart,
+  refusal: refusalPart,
+  input_image: imagePart,
+  input_file: filePart,
+});
+/** Message content and tool output: a string or content parts. */
+const content = z.union([str, z.array(contentPart)]);
+
+export const functionTool = z.looseObject({
+  name: str,
+  description: optStr,
+  parameters: jsonObject.nullish(),
+  strict: z.boolean().nullish(),
+});
+export const customTool = z.looseObject({
+  name: str,
+  description: optStr,
+  format: z.looseObject({ type: str, syntax: optStr, definition: optStr }).nullish(),
+});
+export const namespaceTool = z.looseObject({
+  name: str,
+  description: optStr,
+  tools: z.array(byType({ function: functionTool, custom: customTool })),
+});
+const tool = byType({ function: functionTool, custom: customTool, namespace: namespaceTool });
+
+export const messageItem = z.looseObject({
+  role: z.enum(["user", "assistant", "system", "developer"]),
+  content,
+});
+export const functionCallItem = z.looseObject({
+  call_id: str,
+  name: str,
+  arguments: str,
+  namespace: optStr,
+});
+export const customToolCallItem = z.looseObject({
+  call_id: str,
+  name: str,
+  input: str,
+  namespace: optStr,
+});
+export const toolOutputItem = z.looseObject({ call_id: str, output: content });
+export const reasoningItem = z.looseObject({
+  summary: z.array(textPart).optional(),
+  content: z.array(textPart).nullish(),
+  encrypted_content: optStr,
+});
+export const compactionItem = z.looseObject({ encrypted_content: str });
+export const additionalToolsItem = z.looseObject({ tools: z.array(tool) });
+
+/** Input items; a `{role, content}` object without `type` is a message. */
+const inputItem = byType({
+  message: messageItem,
+  function_call: functionCallItem,
+  custom_tool_call: customToolCallItem,
+  function_call_output: toolOutputItem,
+  custom_tool_call_output: toolOutputItem,
+  reasoning: reasoningItem,
+  compaction: compactionItem,
+  compaction_summary: compactionItem,
+  additional_tools: additionalToolsItem,
+}, "message");
+
+export const namedChoice = z.looseObject({ name: str });
+export const allowedTools = z.looseObject({
+  mode: z.enum(["auto", "required"]),
+  tools: z.array(z.looseObject({ type: str, name: optStr })),
+});
+const toolChoice = z.union([
+  z.enum(["none", "auto", "required"]),
+  byType({
+    function: namedChoice,
+    custom: namedChoice,
+    allowed_tools: allowedTools,
+  }),
+]);
+
+export const jsonSchemaFormat = z.looseObject({
+  name: str,
+  schema: jsonObject,
+  strict: z.boolean().nullish(),
+  description: optStr,
+});
+
+export const requestSchema = z.looseObject({
+  model: str.optional(),
+  input: z.union([str, z.array(inputItem)]).optional(),
+  instructions: optStr,
+  tools: z.array(tool).nullish(),
+  tool_choice: toolChoice.nullish(),
+  parallel_tool_calls: z.boolean().nullish(),
+  reasoning: z.looseObject({ effort: optStr, summary: optStr, generate_summary: optStr })
+    .nullish(),
+  max_output_tokens: z.int().nullish(),
+  temperature: z.number().nullish(),
+  top_p: z.number().nullish(),
+  text: z.looseObject({ format: byType({ json_schema: jsonSchemaFormat }).nullish() }).nullish(),
+  metadata: z.record(z.string(), z.string()).nullish(),
+  safety_identifier: optStr,
+  user: optStr,
+  stream: z.boolean().nullish(),
+  store: z.boolean().nullish(),
+  include: z.array(str).nullish(),
+  previous_response_id: optStr,
+  background: z.boolean().nullish(),
+  generate: z.boolean().nullish(),
+  conversation: z.union([str, z.looseObject({ id: str })]).nullish(),
+});
+
+export type ResponsesRequest = z.infer<typeof requestSchema>;
+
+/** A value `requestSchema` already validated, typed by the schema its `type` selected. */
+export const validated = <T extends z.ZodType>(value: unknown, _schema: T) => value as z.infer<T>;
+export type InputItem = Exclude<ResponsesRequest["input"], string | undefined>[number];
+export type Tool = NonNullable<ResponsesRequest["tools"]>[number];
+export type Content = z.infer<typeof content>;
+export type ContentPart = z.infer<typeof contentPart>;
+
+/** `input[2].content` from a zod path. */
+function fieldPath(path: readonly PropertyKey[]): string {
+  return path.reduce<string>(
+    (out, key) =>
+      typeof key === "number" ? `${out}[${key}]` : out ? `${out}.${String(key)}` : String(key),
+    "",
+  );
+}
+
+/** What an issue expected, in words. */
+function expectation(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case "invalid_type":
+      return `expected ${issue.expected}`;
+    case "invalid_value":
+      return `expected ${issue.values.map((v) => JSON.stringify(v)).join(" or ")}`;
+    default:
+      return issue.message;
+  }
+}
+
+/**
+ * The issue to report: inside a union, the branch that got deepest into the value (so a bad
+ * part names its own field); when no branch got past the top, what each branch expected.
+ */
+function describe(issue: z.core.$ZodIssue): { path: PropertyKey[]; message: string } {
+  if (issue.code !== "invalid_union" || issue.errors.length === 0) {
+    return { path: issue.path, message: expectation(issue) };
+  }
+  const branches = issue.errors.map((errors) => describe(errors[0]));
+  const deepest = branches.reduce((a, b) => (b.path.length > a.path.length ? b : a));
+  if (deepest.path.length > 0) {
+    return { path: [...issue.path, ...deepest.path], message: deepest.message };
+  }
+  const expected = new Set(branches.map((b) => b.message.replace(/^expected /, "")));
+  return { path: issue.path, message: `expected ${[...expected].join(" or ")}` };
+}
+
+/** The typed request, or a 400 naming the first bad field (e.g. `input[2].content`). */
+export function parseRequest(body: unknown): ResponsesRequest {
+  const result = requestSchema.safeParse(body);
+  if (result.success) return result.data;
+  const { path, message } = describe(result.error.issues[0]);
+  const field = fieldPath(path);
+  throw badRequest(`${field || "request body"}: ${message}`, field || undefined);
+}
+
+/** Validates a client body; the core calls it on every Responses request, passthrough too. */
+export function validateRequest(body: unknown): Record<string, unknown> {
+  return parseRequest(body);
+}

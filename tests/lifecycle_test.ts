@@ -1,0 +1,174 @@
+/** The gateway as a process: startup, graceful shutdown, and the bundled single file. */
+import assert from "node:assert/strict";
+import { setAccessLogSink } from "../src/log.ts";
+import { createGateway, createHandler } from "../src/server.ts";
+import { anthropicHeaders, bodies, KEY, mockConfig, openaiHeaders, post } from "./helpers.ts";
+import { startMockUpstream } from "./mock/upstream.ts";
+
+interface Gateway {
+  url: string;
+  process: Deno.ChildProcess;
+  /** Everything the process wrote to stdout (access log lines), once it exited. */
+  output(): Promise<{ code: number; stdout: string; stderr: string }>;
+}
+
+/** Starts `deno run <entry>` on a free port and waits for its listening line. */
+async function spawnGateway(
+  entry: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<Gateway> {
+  const process = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-net", "--allow-env", "--allow-read", entry, ...args],
+    env: { ...env, PORT: "0" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const stdout = new Response(process.stdout).text();
+  const reader = process.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  let stderr = "";
+  let url: string | undefined;
+  while (!url) {
+    const { done, value } = await reader.read();
+    if (done) throw new Error(`gateway exited before listening:\n${stderr}`);
+    stderr += value;
+    url = stderr.match(/listening on (http:\/\/[\d.]+:\d+)/)?.[1];
+  }
+  const rest = (async () => {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return stderr;
+      stderr += value;
+    }
+  })();
+  return {
+    url,
+    process,
+    async output() {
+      const { code } = await process.status;
+      return { code, stdout: await stdout, stderr: await rest };
+    },
+  };
+}
+
+async function writeConfig(upstreamUrl: string, grace: number): Promise<string> {
+  const cfg = await mockConfig(upstreamUrl);
+  const path = await Deno.makeTempFile({ suffix: ".yaml" });
+  // JSON is valid YAML.
+  await Deno.writeTextFile(path, JSON.stringify({ ...cfg, shutdown_grace_s: grace }));
+  return path;
+}
+
+Deno.test("shutdown: SIGTERM drains in-flight streams, refuses new connections, exits 0", async () => {
+  const upstream = await startMockUpstream();
+  const config = await writeConfig(upstream.url, 20);
+  try {
+    const gw = await spawnGateway("main.ts", ["--config", config], {});
+    const res = await post(
+      `${gw.url}/v1/messages`,
+      anthropicHeaders(),
+      bodies.messages("msg-slow", true),
+    );
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = (await reader.read()).value ?? "";
+    gw.process.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 200));
+    await assert.rejects(fetch(`${gw.url}/healthz`), "new connections are refused");
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+    assert.match(text, /event: message_stop/, "the in-flight stream finished normally");
+    assert.doesNotMatch(text, /upstream_interrupted/);
+    const out = await gw.output();
+    assert.equal(out.code, 0);
+    assert.match(out.stderr, /SIGTERM, draining/);
+    const access = out.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const line = access.find((l) => l.endpoint === "messages");
+    assert.equal(line.status, 200);
+    assert.equal(line.key, "team-a");
+    assert.equal(line.model, "msg-slow");
+    assert.equal(line.provider, "anthropic");
+    assert.equal(typeof line.duration_ms, "number");
+    assert.equal(typeof line.ttfb_ms, "number");
+  } finally {
+    await upstream.close();
+    await Deno.remove(config);
+  }
+});
+
+Deno.test("shutdown: the drain is bounded by shutdown_grace_s", async () => {
+  const upstream = await startMockUpstream();
+  const config = await writeConfig(upstream.url, 1);
+  try {
+    const gw = await spawnGateway("main.ts", ["--config", config], {});
+    const res = await post(
+      `${gw.url}/v1/messages`,
+      anthropicHeaders(),
+      bodies.messages("msg-stall", true),
+    );
+    const reader = res.body!.getReader();
+    await reader.read();
+    const started = performance.now();
+    gw.process.kill("SIGINT");
+    const out = await gw.output();
+    assert.equal(out.code, 0);
+    assert.ok(performance.now() - started < 5_000, "exited after the grace period");
+    await reader.cancel().catch(() => {});
+  } finally {
+    await upstream.close();
+    await Deno.remove(config);
+  }
+});
+
+Deno.test("shutdown: while draining, /readyz is 503 and new requests get 503", async () => {
+  const gw = await createGateway(await mockConfig("http://127.0.0.1:9"));
+  const handler = createHandler(gw);
+  const previous = setAccessLogSink(() => {});
+  const ready = await handler(new Request("http://x/readyz"));
+  assert.equal(ready.status, 200);
+  await ready.body?.cancel();
+  gw.draining = true;
+  const unready = await handler(new Request("http://x/readyz"));
+  assert.equal(unready.status, 503);
+  await unready.body?.cancel();
+  const res = await handler(
+    new Request("http://x/v1/chat/completions", {
+      method: "POST",
+      headers: openaiHeaders(),
+      body: JSON.stringify(bodies.chat("demo-x")),
+    }),
+  );
+  assert.equal(res.status, 503);
+  assert.match((await res.json()).error.message, /shutting down/);
+  setAccessLogSink(previous);
+});
+
+Deno.test("bundle: `deno bundle` output starts and serves the demo provider", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const bundle = await new Deno.Command(Deno.execPath(), {
+      args: ["bundle", "--platform=deno", "-o", `${dir}/gateway.js`, "main.ts"],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(bundle.code, 0, new TextDecoder().decode(bundle.stderr));
+    const gw = await spawnGateway(`${dir}/gateway.js`, [], { GATEWAY_API_KEYS: KEY });
+    assert.deepEqual(await (await fetch(`${gw.url}/healthz`)).json(), { status: "ok" });
+    const res = await post(`${gw.url}/v1/chat/completions`, openaiHeaders(), {
+      model: "demo-1",
+      messages: [{ role: "user", content: "bundled" }],
+    });
+    assert.equal(res.status, 200);
+    assert.match(
+      (await res.json()).choices[0].message.content,
+      /demo provider\. You said: bundled/,
+    );
+    gw.process.kill("SIGTERM");
+    assert.equal((await gw.output()).code, 0);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
