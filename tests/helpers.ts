@@ -124,3 +124,88 @@ export const bodies = {
   }),
   gemini: () => ({ contents: [{ role: "user", parts: [{ text: "hi there" }] }] }),
 };
+
+/** One client format: its endpoint, key header and a minimal body. */
+export interface Ingress {
+  name: "chat" | "responses" | "messages" | "gemini";
+  /** Path for a model; Gemini's carries the model and the action. */
+  path: (model: string, stream: boolean) => string;
+  headers: Record<string, string>;
+  body: (model: string, stream: boolean) => unknown;
+  /** A model on the route whose provider speaks this same format (passthrough). */
+  model: string;
+}
+
+export const INGRESS: Ingress[] = [
+  {
+    name: "chat",
+    path: () => "/v1/chat/completions",
+    headers: openaiHeaders(),
+    body: (m, s) => ({
+      ...bodies.chat(m, s),
+      ...(s && { stream_options: { include_usage: true } }),
+    }),
+    model: "chat-text",
+  },
+  {
+    name: "responses",
+    path: () => "/v1/responses",
+    headers: openaiHeaders(),
+    body: bodies.responses,
+    model: "pt-text",
+  },
+  {
+    name: "messages",
+    path: () => "/v1/messages",
+    headers: anthropicHeaders(),
+    body: bodies.messages,
+    model: "msg-text",
+  },
+  {
+    name: "gemini",
+    path: (m, s) =>
+      `/v1beta/models/${m}${s ? ":streamGenerateContent?alt=sse" : ":generateContent"}`,
+    headers: googleHeaders(),
+    body: () => bodies.gemini(),
+    model: "gem-text",
+  },
+];
+
+export type WsEvent = Record<string, unknown>;
+/** A frame, or a function of the responses so far (to chain `previous_response_id`). */
+type Frame = unknown | ((done: WsEvent[][]) => unknown);
+
+/** Sends frames one response at a time over one client WebSocket; returns each one's events. */
+export async function wsExchange(
+  url: string,
+  frames: Frame[],
+  headers: Record<string, string> = { authorization: `Bearer ${KEY}` },
+): Promise<WsEvent[][]> {
+  const ws = new WebSocket(url.replace(/^http/, "ws") + "/v1/responses", { headers });
+  const done: WsEvent[][] = [];
+  let current: WsEvent[] = [];
+  const { promise, resolve, reject } = Promise.withResolvers<void>();
+  let next = 0;
+  const sendNext = () => {
+    if (next >= frames.length) return ws.close();
+    const f = frames[next++];
+    ws.send(JSON.stringify(typeof f === "function" ? f(done) : f));
+  };
+  ws.onopen = sendNext;
+  ws.onmessage = (e) => {
+    const event = JSON.parse(e.data);
+    current.push(event);
+    if (/^(response\.(completed|incomplete|failed)|error)$/.test(event.type)) {
+      done.push(current);
+      current = [];
+      sendNext();
+    }
+  };
+  ws.onclose = () => resolve();
+  ws.onerror = (e) => reject(e);
+  await promise;
+  return done;
+}
+
+export const lastResponseId = (done: WsEvent[][]) =>
+  (done.at(-1)!.at(-1)!.response as { id: string }).id;

@@ -5,11 +5,20 @@ import {
   bodies,
   googleHeaders,
   type Harness,
-  KEY,
+  INGRESS,
+  type Ingress,
+  lastResponseId,
   openaiHeaders,
   post,
   startHarness,
+  type WsEvent,
+  wsExchange,
 } from "./helpers.ts";
+
+const urls = (h: Harness, c: Ingress, model: string, stream: boolean) => ({
+  gateway: h.url + c.path(model, stream),
+  direct: h.upstream.url + c.path(model, stream),
+});
 
 /** Vendor ids and timestamps differ per call; everything else must be byte-identical. */
 function normalize(text: string): string {
@@ -19,68 +28,10 @@ function normalize(text: string): string {
     .replace(/"responseId":\s*"[^"]*"/g, '"responseId":"X"');
 }
 
-interface Case {
-  name: string;
-  path: (model: string) => string;
-  upstreamPath: (model: string) => string;
-  headers: Record<string, string>;
-  body: (model: string, stream: boolean) => unknown;
-  model: string;
-}
-
-const CASES: Case[] = [
-  {
-    name: "chat",
-    path: () => "/v1/chat/completions",
-    upstreamPath: () => "/v1/chat/completions",
-    headers: openaiHeaders(),
-    body: (m, s) => ({
-      ...bodies.chat(m, s),
-      ...(s && { stream_options: { include_usage: true } }),
-    }),
-    model: "chat-text",
-  },
-  {
-    name: "responses",
-    path: () => "/v1/responses",
-    upstreamPath: () => "/v1/responses",
-    headers: openaiHeaders(),
-    body: bodies.responses,
-    model: "pt-text",
-  },
-  {
-    name: "messages",
-    path: () => "/v1/messages",
-    upstreamPath: () => "/v1/messages",
-    headers: anthropicHeaders(),
-    body: bodies.messages,
-    model: "msg-text",
-  },
-  {
-    name: "gemini",
-    path: (m) => `/v1beta/models/${m}`,
-    upstreamPath: (m) => `/v1beta/models/${m}`,
-    headers: googleHeaders(),
-    body: () => bodies.gemini(),
-    model: "gem-text",
-  },
-];
-
-const geminiAction = (stream: boolean) =>
-  stream ? ":streamGenerateContent?alt=sse" : ":generateContent";
-
-function urls(h: Harness, c: Case, model: string, stream: boolean) {
-  const suffix = c.name === "gemini" ? geminiAction(stream) : "";
-  return {
-    gateway: `${h.url}${c.path(model)}${suffix}`,
-    direct: `${h.upstream.url}${c.upstreamPath(model)}${suffix}`,
-  };
-}
-
 Deno.test("passthrough: each format relays bytes unchanged, stream and not", async (t) => {
   const h = await startHarness();
   try {
-    for (const c of CASES) {
+    for (const c of INGRESS) {
       for (const stream of [false, true]) {
         await t.step(`${c.name} ${stream ? "stream" : "json"}`, async () => {
           const u = urls(h, c, c.model, stream);
@@ -163,7 +114,7 @@ Deno.test("passthrough: each format relays bytes unchanged, stream and not", asy
 Deno.test("passthrough: provider errors keep their status and envelope", async () => {
   const h = await startHarness();
   try {
-    for (const c of CASES) {
+    for (const c of INGRESS) {
       const model = c.model.replace("text", "err429");
       const u = urls(h, c, model, false);
       const res = await post(u.gateway, c.headers, c.body(model, false));
@@ -179,7 +130,7 @@ Deno.test("passthrough: provider errors keep their status and envelope", async (
 Deno.test("passthrough: an upstream cut mid-stream ends with upstream_interrupted + [DONE]", async (t) => {
   const h = await startHarness();
   try {
-    for (const c of CASES) {
+    for (const c of INGRESS) {
       await t.step(c.name, async () => {
         const model = c.model.replace("text", "cut");
         const u = urls(h, c, model, true);
@@ -202,7 +153,7 @@ Deno.test("passthrough: an upstream cut mid-stream ends with upstream_interrupte
 Deno.test("passthrough: a stalled upstream is cut by the idle timeout", async () => {
   const h = await startHarness({ idle_ms: 200, first_byte_ms: 200 });
   try {
-    for (const c of CASES) {
+    for (const c of INGRESS) {
       const model = c.model.replace("text", "stall");
       const u = urls(h, c, model, true);
       const started = performance.now();
@@ -220,7 +171,7 @@ Deno.test("passthrough: a stalled upstream is cut by the idle timeout", async ()
 Deno.test("passthrough: client disconnect aborts the upstream request", async () => {
   const h = await startHarness();
   try {
-    for (const c of CASES) {
+    for (const c of INGRESS) {
       const before = h.upstream.aborted;
       const model = c.model.replace("text", "slow");
       const u = urls(h, c, model, true);
@@ -244,45 +195,6 @@ Deno.test("passthrough: client disconnect aborts the upstream request", async ()
     await h.close();
   }
 });
-
-type WsEvent = Record<string, unknown>;
-/** A frame, or a function of the responses so far (to chain `previous_response_id`). */
-type Frame = unknown | ((done: WsEvent[][]) => unknown);
-
-/** Sends frames one response at a time over one client WebSocket; returns each one's events. */
-export async function wsExchange(
-  url: string,
-  frames: Frame[],
-  headers: Record<string, string> = { authorization: `Bearer ${KEY}` },
-): Promise<WsEvent[][]> {
-  const ws = new WebSocket(url.replace(/^http/, "ws") + "/v1/responses", { headers });
-  const done: WsEvent[][] = [];
-  let current: WsEvent[] = [];
-  const { promise, resolve, reject } = Promise.withResolvers<void>();
-  let next = 0;
-  const sendNext = () => {
-    if (next >= frames.length) return ws.close();
-    const f = frames[next++];
-    ws.send(JSON.stringify(typeof f === "function" ? f(done) : f));
-  };
-  ws.onopen = sendNext;
-  ws.onmessage = (e) => {
-    const event = JSON.parse(e.data);
-    current.push(event);
-    if (/^(response\.(completed|incomplete|failed)|error)$/.test(event.type)) {
-      done.push(current);
-      current = [];
-      sendNext();
-    }
-  };
-  ws.onclose = () => resolve();
-  ws.onerror = (e) => reject(e);
-  await promise;
-  return done;
-}
-
-export const lastResponseId = (done: WsEvent[][]) =>
-  (done.at(-1)!.at(-1)!.response as { id: string }).id;
 
 Deno.test("passthrough: Responses WebSocket relays frames on one upstream socket", async () => {
   const h = await startHarness();

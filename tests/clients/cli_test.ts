@@ -13,7 +13,11 @@ import { type Config, validateConfig } from "../../src/config.ts";
 import { setAccessLogSink } from "../../src/log.ts";
 import { createGateway, createHandler } from "../../src/server.ts";
 import { KEY, mockConfig } from "../helpers.ts";
-import { type MockUpstream, type RecordedRequest, startMockUpstream } from "../mock/upstream.ts";
+import {
+  type MockUpstream,
+  type RecordedRequest,
+  startMockUpstream,
+} from "../mock/upstream.ts";
 
 const BIN = new URL("./node_modules/.bin/", import.meta.url).pathname;
 /** Upper bound of one CLI run; the process group is killed when it expires. */
@@ -23,7 +27,9 @@ const PROMPT = "say hi";
 
 function installed(): boolean {
   try {
-    return ["claude", "gemini", "codex"].every((c) => Deno.statSync(BIN + c).isFile);
+    return ["claude", "gemini", "codex"].every((c) =>
+      Deno.statSync(BIN + c).isFile
+    );
   } catch {
     return false;
   }
@@ -222,7 +228,8 @@ function codex(url: string, args: string[]): Promise<RunResult> {
 // Checks
 // ---------------------------------------------------------------------------------------------
 
-const tail = (text: string, n = 1500) => text.length > n ? "…" + text.slice(-n) : text;
+const tail = (text: string, n = 1500) =>
+  text.length > n ? "…" + text.slice(-n) : text;
 
 /** What a failed assertion shows: the CLI's output, the gateway's log, the upstream calls. */
 function report(
@@ -236,7 +243,9 @@ function report(
     "\n",
   );
   return [
-    `exit ${r.code}${r.timedOut ? ` (killed after ${RUN_TIMEOUT_MS} ms)` : ""}, ${r.ms} ms`,
+    `exit ${r.code}${
+      r.timedOut ? ` (killed after ${RUN_TIMEOUT_MS} ms)` : ""
+    }, ${r.ms} ms`,
     `--- stdout\n${tail(r.stdout)}`,
     `--- stderr\n${tail(r.stderr)}`,
     `--- gateway access log\n${tail(logs, 3000)}`,
@@ -244,9 +253,8 @@ function report(
   ].join("\n");
 }
 
-/** The mock's reply prefix for the provider a model prefix routes to. */
+/** The mock's vendor name for the provider a model prefix routes to. */
 function vendorOf(model: string): string {
-  const prefix = model.split("-")[0];
   const vendors: Record<string, string> = {
     msg: "messages",
     chat: "chat",
@@ -255,7 +263,7 @@ function vendorOf(model: string): string {
     gem: "gemini",
     gemini: "gemini",
   };
-  return vendors[prefix];
+  return vendors[model.split("-")[0]];
 }
 
 /** The provider path a model's generation request must arrive at on the mock. */
@@ -272,13 +280,20 @@ function providerPath(model: string): RegExp {
   }
 }
 
+/**
+ * What a run must show. `text`: stdout has the mock's "Hello from <vendor> mock: …say hi".
+ * `tool`: the mock first calls the client's first tool with arguments that tool rejects; the
+ * client sends the error back as a tool result in the provider's format, and the mock answers
+ * "Tool said: …" only if it recognises that result, so stdout proves the whole round trip.
+ */
+type Expect = "text" | "tool" | "none";
+
 interface Case {
   name: string;
   run: (url: string) => Promise<RunResult>;
   /** Model whose provider must have answered (decides reply text and provider path). */
   model: string;
-  /** Whether stdout must carry the mock's reply (default true). */
-  reply?: boolean;
+  expect: Expect;
   /** Where the provider must have been called (default: the model's generation endpoint). */
   path?: RegExp;
   /** Extra checks on this run's upstream requests and output. */
@@ -296,7 +311,7 @@ async function runCase(c: Case, h: ClientHarness): Promise<void> {
   );
   assert.equal(r.timedOut, false, `${c.name}: timed out\n${why()}`);
   assert.equal(r.code, 0, `${c.name}: non-zero exit\n${why()}`);
-  if (c.reply !== false) {
+  if (c.expect === "text") {
     const reply = `Hello from ${vendorOf(c.model)} mock:`;
     assert.ok(
       r.stdout.includes(reply),
@@ -307,6 +322,12 @@ async function runCase(c: Case, h: ClientHarness): Promise<void> {
       `${c.name}: the reply does not echo "${PROMPT}" (the mock echoes the last user text ` +
         `the provider saw)\n${why()}`,
     );
+  } else if (c.expect === "tool") {
+    assert.ok(
+      r.stdout.includes("Tool said:"),
+      `${c.name}: stdout lacks the mock's "Tool said:" (the tool result did not come back to ` +
+        `the provider in its format)\n${why()}`,
+    );
   }
   const path = c.path ?? providerPath(c.model);
   const hits = reqs.filter((q) => path.test(q.path));
@@ -314,67 +335,84 @@ async function runCase(c: Case, h: ClientHarness): Promise<void> {
     hits.length > 0,
     `${c.name}: nothing reached the mock at ${path}\n${why()}`,
   );
-  const models = hits.map((q) => q.json?.model).filter((m) => m !== undefined && m !== c.model);
+  const models = hits.map((q) => q.json?.model).filter((m) =>
+    m !== undefined && m !== c.model
+  );
   assert.deepEqual(models, [], `${c.name}: upstream model differs\n${why()}`);
   c.check?.(reqs, r, h);
 }
 
+const ROUTES = ["msg", "chat", "resp", "gem"];
+
 function claudeCases(): Case[] {
-  return ["msg-text-cli", "chat-text-cli", "resp-text-cli", "gem-text-cli"].map(
-    (model) => ({
-      name: `claude -p "${PROMPT}" --model ${model}`,
-      model,
-      run: (url) => claude(url, ["--model", model, PROMPT]),
-    }),
-  );
+  const cases: Case[] = [];
+  for (const expect of ["text", "tool"] as const) {
+    for (const route of ROUTES) {
+      const model = `${route}-${expect}-cli`;
+      cases.push({
+        name: `claude -p "${PROMPT}" --model ${model}`,
+        model,
+        expect,
+        run: (url) => claude(url, ["--model", model, PROMPT]),
+      });
+    }
+  }
+  cases.push({
+    name: 'claude -p "/context" --model msg-text-context (count_tokens)',
+    model: "msg-text-context",
+    expect: "none",
+    path: /^\/v1\/messages\/count_tokens$/,
+    run: (url) => claude(url, ["--model", "msg-text-context", "/context"]),
+    check(reqs, r) {
+      // Claude Code falls back to a local estimate when count_tokens fails: only the
+      // provider's own record proves the gateway served them.
+      const counts = reqs.filter((q) => q.path === "/v1/messages/count_tokens");
+      assert.ok(
+        counts.length >= 5,
+        `/context: ${counts.length} count_tokens request(s) reached the provider (Claude Code ` +
+          `2.1.197 sends ~14)\n${reqs.map((q) => q.path).join("\n")}\n${
+            tail(r.stdout)
+          }`,
+      );
+      assert.ok(
+        r.stdout.includes("Context Usage"),
+        `/context: no usage table\n${tail(r.stdout)}`,
+      );
+    },
+  });
+  return cases;
 }
 
-const contextCase: Case = {
-  name: 'claude -p "/context" --model msg-text-context',
-  model: "msg-text-context",
-  reply: false,
-  path: /^\/v1\/messages\/count_tokens$/,
-  run: (url) => claude(url, ["--model", "msg-text-context", "/context"]),
-  check(reqs, r) {
-    // Claude Code falls back to a local estimate when count_tokens fails: only the provider's
-    // own log proves the gateway served them.
-    const counts = reqs.filter((q) => q.path === "/v1/messages/count_tokens");
-    assert.ok(
-      counts.length >= 5,
-      `/context: ${counts.length} count_tokens request(s) reached the provider ` +
-        `(Claude Code 2.1.197 sends ~14)\n${reqs.map((q) => q.path).join("\n")}\n${tail(r.stdout)}`,
-    );
-    assert.ok(
-      r.stdout.includes("Context Usage"),
-      `/context: no usage table\n${tail(r.stdout)}`,
-    );
-  },
-};
-
 function geminiCases(): Case[] {
-  const cases: Case[] = [
-    "gem-text-cli",
-    "msg-text-cli",
-    "chat-text-cli",
-    "resp-text-cli",
-  ].map((
-    model,
-  ) => ({
-    name: `gemini -m ${model} -p "${PROMPT}"`,
-    model,
-    run: (url) => gemini(url, ["-m", model, "-p", PROMPT]),
-  }));
+  const cases: Case[] = [];
+  for (const expect of ["text", "tool"] as const) {
+    for (const route of ["gem", "msg", "chat", "resp"]) {
+      const model = `${route}-${expect}-cli`;
+      cases.push({
+        name: `gemini -m ${model} -p "${PROMPT}"`,
+        model,
+        expect,
+        run: (url) => gemini(url, ["-m", model, "-p", PROMPT]),
+      });
+    }
+  }
   cases.push({
-    name: `gemini -p "${PROMPT}" (no -m: router ${GEMINI_ROUTER_MODEL}, then default model)`,
+    name:
+      `gemini -p "${PROMPT}" (no -m: router ${GEMINI_ROUTER_MODEL}, then default model)`,
     model: GEMINI_DEFAULT_MODEL,
+    expect: "text",
     run: (url) => gemini(url, ["-p", PROMPT]),
     check(reqs) {
       // The JSON router call went through the gateway (renamed to the err400 scenario) as a
-      // non-streaming generateContent, then the CLI fell back to its default model.
+      // non-streaming generateContent; the CLI then fell back to its default model.
       const router = reqs.filter((q) => q.path.endsWith(":generateContent"));
       assert.ok(
-        router.some((q) => q.path === "/v1beta/models/gem-err400-router:generateContent"),
-        `router call did not reach the provider: ${reqs.map((q) => q.path).join(", ")}`,
+        router.some((q) =>
+          q.path === "/v1beta/models/gem-err400-router:generateContent"
+        ),
+        `router call did not reach the provider: ${
+          reqs.map((q) => q.path).join(", ")
+        }`,
       );
       const config = router[0]?.json?.generationConfig ?? {};
       assert.equal(
@@ -387,36 +425,69 @@ function geminiCases(): Case[] {
   return cases;
 }
 
+/** Frames of the provider-side sockets for one model. */
+const framesFor = (h: ClientHarness, model: string) =>
+  h.upstream.wsFrames.map((f) => JSON.parse(f)).filter((f) =>
+    f.model === model
+  );
+
 function codexCases(): Case[] {
-  return [
+  // Codex 0.169.0 declares the hosted tool {"type":"web_search"} by default; the
+  // `web_search="disabled"` variants show whether the rest of a converted route works.
+  const noWebSearch = ["-c", 'web_search="disabled"'];
+  const cases: Case[] = [
     {
       name: `codex exec -m pt-text-cli "${PROMPT}" (WebSocket passthrough)`,
       model: "pt-text-cli",
+      expect: "text",
       run: (url) => codex(url, ["-m", "pt-text-cli", PROMPT]),
       check(reqs, _r, h) {
-        const upgrades = reqs.filter((q) => q.method === "GET" && q.path === "/v1/responses");
-        assert.ok(
-          upgrades.length > 0,
-          "no WebSocket upgrade reached the provider",
+        const upgrades = reqs.filter((q) =>
+          q.method === "GET" && q.path === "/v1/responses"
         );
-        const frames = h.upstream.wsFrames.map((f) => JSON.parse(f));
-        const mine = frames.filter((f) => f.model === "pt-text-cli");
+        assert.equal(
+          upgrades.length,
+          1,
+          "expected one provider WebSocket per client socket",
+        );
+        const frames = framesFor(h, "pt-text-cli");
         assert.ok(
-          mine.some((f) => f.generate === false),
-          "the prewarm (generate:false) frame did not reach the provider",
+          frames.some((f) => f.generate === false),
+          "the prewarm frame did not arrive",
         );
         assert.ok(
-          mine.some((f) => typeof f.previous_response_id === "string"),
+          frames.some((f) => typeof f.previous_response_id === "string"),
           "the turn chained by previous_response_id did not reach the provider",
         );
       },
     },
     {
-      name: `codex exec -m msg-text-cli "${PROMPT}" (WebSocket converted to Messages)`,
-      model: "msg-text-cli",
-      run: (url) => codex(url, ["-m", "msg-text-cli", PROMPT]),
+      name:
+        `codex exec -m pt-tool-cli "${PROMPT}" (WebSocket passthrough, tool round trip)`,
+      model: "pt-tool-cli",
+      expect: "tool",
+      run: (url) => codex(url, ["-m", "pt-tool-cli", PROMPT]),
     },
   ];
+  for (const route of ["msg", "chat", "gem"]) {
+    cases.push({
+      name:
+        `codex exec -m ${route}-text-cli "${PROMPT}" (WebSocket converted, defaults)`,
+      model: `${route}-text-cli`,
+      expect: "text",
+      run: (url) => codex(url, ["-m", `${route}-text-cli`, PROMPT]),
+    });
+  }
+  for (const model of ["msg-text-cli", "msg-tool-cli", "chat-tool-cli"]) {
+    cases.push({
+      name:
+        `codex exec -m ${model} "${PROMPT}" (WebSocket converted, web_search disabled)`,
+      model,
+      expect: model.includes("tool") ? "tool" : "text",
+      run: (url) => codex(url, [...noWebSearch, "-m", model, PROMPT]),
+    });
+  }
+  return cases;
 }
 
 Deno.test({
@@ -425,16 +496,13 @@ Deno.test({
   async fn(t) {
     const h = await startClientHarness();
     try {
-      const cases = [
-        ...claudeCases(),
-        contextCase,
-        ...geminiCases(),
-        ...codexCases(),
-      ];
+      const cases = [...claudeCases(), ...geminiCases(), ...codexCases()];
       // CLI_TESTS=a,b runs only the runs whose name contains one of the words (e.g. gemini).
       const only = Deno.env.get("CLI_TESTS")?.split(",").filter(Boolean) ?? [];
       for (
-        const c of cases.filter((c) => !only.length || only.some((w) => c.name.includes(w)))
+        const c of cases.filter((c) =>
+          !only.length || only.some((w) => c.name.includes(w))
+        )
       ) {
         await t.step(c.name, () => runCase(c, h));
       }
