@@ -14,6 +14,12 @@ export interface EncodeContext {
   route: string;
   /** `max_tokens` for targets that require one when the client sent none. */
   defaultMaxTokens: number;
+  /**
+   * Sampling hints that only tune randomness (`top_k`, `seed`) are dropped, not rejected, when
+   * the target lacks them (Gemini CLI sends `topK` on every call); their client-side names are
+   * collected here and reported in the `x-gateway-dropped-params` response header.
+   */
+  dropped?: string[];
 }
 
 /** Deterministic inputs for decoders (tests pin them). */

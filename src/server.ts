@@ -56,13 +56,14 @@ function findEndpoint(req: Request, path: string): Endpoint {
   );
 }
 
-/** Notes time to first byte and logs once the body has been sent (or the client left). */
+/** Logs a response; for streams, once the body has been sent (or the client left). */
 function logWhenDone(res: Response, record: AccessRecord, started: number): Response {
   const finish = () => {
     record.duration_ms = Math.round(performance.now() - started);
     logAccess(record);
   };
-  if (!res.body || res.status === 101) {
+  // Only streams are wrapped: re-streaming a fixed body would cost Deno's fast path.
+  if (!res.body || res.headers.get("x-accel-buffering") !== "no") {
     record.ttfb_ms = Math.round(performance.now() - started);
     finish();
     return res;

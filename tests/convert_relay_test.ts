@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  bodies,
   type Harness,
   INGRESS,
   lastResponseId,
@@ -131,6 +132,25 @@ Deno.test("converted: the Responses WebSocket chains turns onto its own last res
     // The warm-up never reached the provider; the turn did, once, as Anthropic messages.
     const calls = h.upstream.requests.filter((r) => r.path === "/v1/messages");
     assert.equal(calls.length, 1);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("converted: sampling hints the target lacks are dropped and reported", async () => {
+  const h = await startHarness();
+  try {
+    const gemini = INGRESS.find((c) => c.name === "gemini")!;
+    const res = await post(h.url + gemini.path("chat-text", false), gemini.headers, {
+      ...bodies.gemini(),
+      generationConfig: { temperature: 1, topP: 0.95, topK: 64 },
+    });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("x-gateway-dropped-params"), "top_k");
+    await res.body?.cancel();
+    const sent = JSON.parse(h.upstream.requests.at(-1)!.body);
+    assert.equal(sent.top_k, undefined);
+    assert.equal(sent.top_p, 0.95);
   } finally {
     await h.close();
   }

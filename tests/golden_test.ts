@@ -3,7 +3,8 @@
  * expected output per target format. `deno task golden:update` rewrites the expectations
  * (review them in the diff).
  *
- * - requests/<ingress>/<case>.json = {model, body} → <case>.<target>.json = {path, body} | {error}
+ * - requests/<ingress>/<case>.json = {model, body} → <case>.<target>.json =
+ *   {path, body, dropped?} | {error}
  * - responses/<upstream>/<case>.json = upstream body → <case>.<ingress>.json = client body
  * - streams/<upstream>/<case>.sse = upstream SSE → <case>.<ingress>.sse = client SSE
  */
@@ -67,8 +68,14 @@ Deno.test("golden: request conversion", async (t) => {
             model: "upstream-model",
             route: `"test-*" → up (${target})`,
             defaultMaxTokens: 4096,
+            dropped: [] as string[],
           };
-          out = { path: codec.path(ctx.model, req.stream), body: codec.encodeRequest(req, ctx) };
+          const body = codec.encodeRequest(req, ctx);
+          out = {
+            path: codec.path(ctx.model, req.stream),
+            body,
+            ...(ctx.dropped.length && { dropped: ctx.dropped }),
+          };
         } catch (e) {
           if (!(e instanceof GatewayError)) throw e;
           out = { error: { status: e.status, message: e.message } };

@@ -397,6 +397,13 @@ Deno.test({
             events.some((e) => e.event === "close" && e.code === 1000),
             JSON.stringify(events),
           );
+          // Passthrough opened the provider's WebSocket with the provider's key.
+          const upgrade = mock.requests.findLast((r: { method: string; path: string }) =>
+            r.method === "GET" && r.path === "/v1/responses"
+          );
+          assert.ok(upgrade, "the mock saw the WebSocket upgrade");
+          assert.equal(upgrade.headers["authorization"], `Bearer ${PROVIDER_KEY}`);
+          assert.ok(mock.wsFrames.some((f: string) => f.includes('"response.create"')));
         },
       );
 

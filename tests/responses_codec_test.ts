@@ -133,6 +133,7 @@ Deno.test("decodeRequest rejects what needs a responses upstream or server state
     () => codec.decodeRequest({ input: "x", conversation: "conv_1" }, "m"),
     /^conversation: /,
   );
+  rejects(() => codec.decodeRequest({ input: "x", prompt: { id: "pmpt_1" } }, "m"), /^prompt: /);
   rejects(
     () => codec.decodeRequest({ input: [{ type: "item_reference", id: "msg_1" }] }, "m"),
     /^input\[0\]: item_reference/,
@@ -277,11 +278,13 @@ Deno.test("encodeRequest rejects what Responses cannot express, naming field and
   const base: ir.Request = { model: "m", system: [], messages: [], stream: false };
   rejects(
     () => codec.encodeRequest({ ...base, stop: ["END"] }, ENCODE),
-    `stop sequences by the upstream of route "gpt-*" → up (responses) (field: stop)`,
+    `stop sequences are not supported by the upstream of route "gpt-*" → up (responses) (field: stop)`,
     "stop",
   );
   rejects(() => codec.encodeRequest({ ...base, n: 2 }, ENCODE), /\(field: n\)$/);
-  rejects(() => codec.encodeRequest({ ...base, topK: 5 }, ENCODE), /\(field: top_k\)$/);
+  const dropped: string[] = [];
+  codec.encodeRequest({ ...base, topK: 5, seed: 1 }, { ...ENCODE, dropped });
+  assert.deepEqual(dropped, ["seed", "top_k"], "sampling hints are dropped and reported");
   const audio: ir.Message = { role: "user", parts: [{ type: "audio", data: "AA", format: "wav" }] };
   rejects(
     () => codec.encodeRequest({ ...base, messages: [audio] }, ENCODE),

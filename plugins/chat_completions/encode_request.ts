@@ -38,7 +38,7 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Obj {
 }
 
 function rejectInexpressible(req: ir.Request, ctx: EncodeContext) {
-  if (req.topK !== undefined) throw unsupported("top_k", ctx.route, "top_k is not supported");
+  if (req.topK !== undefined) ctx.dropped?.push("top_k");
   // One choice per response is all the IR (and every other format) can carry back.
   if ((req.n ?? 1) > 1) {
     throw unsupported("n", ctx.route, "n > 1 (several choices) is not supported");

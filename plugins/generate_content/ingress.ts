@@ -43,7 +43,7 @@ export function decodeRequest(body: Record<string, unknown>, model: string): ir.
     n: gen.candidateCount,
     reasoning: decodeThinking(gen.thinkingConfig),
     responseFormat: decodeResponseFormat(gen),
-    // The action in the URL decides streaming; the core sets this for :streamGenerateContent.
+    // The URL's action (`:streamGenerateContent`) decides streaming; the pipeline sets it.
     stream: false,
     // Gemini responses always carry usageMetadata.
     streamUsage: true,
@@ -161,14 +161,7 @@ function decodePart(
     return decodeFunctionResponse(part.functionResponse, pairing, `${field}.functionResponse`);
   }
   if (part.thought) return readThought(part.text ?? "", part.thoughtSignature);
-  if (part.inlineData) {
-    const { mimeType, data } = part.inlineData;
-    return decodeMedia(
-      mimeType,
-      { kind: "base64", mediaType: mimeType, data },
-      `${field}.inlineData`,
-    );
-  }
+  if (part.inlineData) return decodeInlineData(part.inlineData, `${field}.inlineData`);
   if (part.fileData) return decodeFileData(part.fileData, `${field}.fileData`);
   if (part.text || signature) {
     return { type: "text", text: part.text ?? "", ...(signature && { signature }) };
@@ -198,11 +191,7 @@ function decodeFunctionResponse(
   const media = (fr.parts ?? []).map((p, k) => {
     const at = `${field}.parts[${k}]`;
     const decoded = p.inlineData
-      ? decodeMedia(
-        p.inlineData.mimeType,
-        { kind: "base64", mediaType: p.inlineData.mimeType, data: p.inlineData.data },
-        `${at}.inlineData`,
-      )
+      ? decodeInlineData(p.inlineData, `${at}.inlineData`)
       : p.fileData
       ? decodeFileData(p.fileData, `${at}.fileData`)
       : undefined;
@@ -248,6 +237,11 @@ function decodeMedia(
   if (type === "video") throw geminiOnly(field, "video inputs");
   if (type === "audio") throw geminiOnly(field, "audio file URIs");
   return { type: "document", source };
+}
+
+function decodeInlineData(blob: NonNullable<GeminiPart["inlineData"]>, field: string) {
+  const { mimeType, data } = blob;
+  return decodeMedia(mimeType, { kind: "base64", mediaType: mimeType, data }, field);
 }
 
 /** Only public http(s) URLs mean something to another vendor. */

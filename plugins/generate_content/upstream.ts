@@ -30,6 +30,8 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Record<strin
       body.toolConfig = { functionCallingConfig: encodeToolChoice(req.toolChoice) };
     }
   }
+  // Gemini cannot forbid parallel calls: the hint is dropped, and reported as dropped.
+  if (req.parallelToolCalls === false) ctx.dropped?.push("parallel_tool_calls");
   const config = generationConfig(req);
   if (Object.keys(config).length) body.generationConfig = config;
   return body;
@@ -109,7 +111,10 @@ function withSignature(part: Part, sig: ir.Signature | undefined): Part {
 function encodePart(p: ir.Part, names: Map<string, string>, ctx: EncodeContext): Part[] {
   switch (p.type) {
     case "text":
-      return p.text || p.signature ? [withSignature({ text: p.text }, p.signature)] : [];
+      // Gemini rejects empty text unless it carries one of its own signatures.
+      return p.text || signatureFor(p.signature, FAMILY)
+        ? [withSignature({ text: p.text }, p.signature)]
+        : [];
     case "image":
     case "document":
       return [inlineData(p, ctx)];

@@ -30,9 +30,13 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Obj {
     const choice = encodeToolChoice(req);
     if (choice) body.tool_choice = choice;
   }
-  Object.assign(body, encodeSampling(req, thinking !== undefined && !thinking.disabled));
+  Object.assign(
+    body,
+    encodeSampling(req, thinking !== undefined && !thinking.disabled, ctx.dropped),
+  );
   if (req.stop?.length) body.stop_sequences = req.stop;
-  // `metadata.user_id` is Anthropic's only metadata key; other metadata and `seed` are dropped.
+  if (req.seed !== undefined) ctx.dropped?.push("seed");
+  // `metadata.user_id` is Anthropic's only metadata key; other metadata is dropped.
   if (req.user) body.metadata = { user_id: req.user };
   if (req.cacheControl) body.cache_control = req.cacheControl;
   if (req.stream) body.stream = true;
@@ -239,8 +243,23 @@ interface Thinking {
 }
 
 /**
- * IR reasoning → `thinking`. Anthropic refuses thinking together with a forced tool choice,
- * so forcing a tool wins and thinking is left off (as it is when max_tokens is too small).
+ * With thinking on, Anthropic requires the last assistant turn of a tool loop to start with
+ * its signed thinking block. History written by another model or format (or by a client that
+ * strips thoughts, like Gemini CLI) lacks it, so that request must go without thinking.
+ */
+function toolTurnLacksThinking(messages: ir.Message[]): boolean {
+  const last = messages.findLast((m) => m.role === "assistant");
+  if (!last?.parts.some((p) => p.type === "tool_call")) return false;
+  return !last.parts.some((p) =>
+    (p.type === "thinking" && signatureFor(p.signature, "anthropic") !== undefined) ||
+    (p.type === "redacted_thinking" && p.family === "anthropic")
+  );
+}
+
+/**
+ * IR reasoning → `thinking`. Thinking is left off (and reported as dropped) where Anthropic
+ * would refuse it: with a forced tool choice, a max_tokens too small for the minimum budget,
+ * or a tool loop whose last assistant turn carries no Anthropic thinking block.
  */
 function encodeThinking(req: ir.Request, ctx: EncodeContext): Thinking | undefined {
   const r = req.reasoning;
@@ -248,14 +267,25 @@ function encodeThinking(req: ir.Request, ctx: EncodeContext): Thinking | undefin
   if (r.disabled || r.effort === "none" || r.budgetTokens === 0) {
     return { config: { type: "disabled" }, disabled: true };
   }
+  const thinking = enabledThinking(req, r, ctx);
+  if (!thinking) ctx.dropped?.push("thinking");
+  return thinking;
+}
+
+function enabledThinking(
+  req: ir.Request,
+  r: ir.Reasoning,
+  ctx: EncodeContext,
+): Thinking | undefined {
   const forced = req.toolChoice?.type === "required" || req.toolChoice?.type === "tool";
-  if (forced) return undefined;
+  if (forced || toolTurnLacksThinking(req.messages)) return undefined;
   const display = r.includeThoughts === false ? { display: "omitted" } : {};
   if (r.adaptive || (r.budgetTokens ?? 0) < 0) {
     const effort = r.effort === "minimal" ? "low" : r.effort;
     return { config: { type: "adaptive", ...display }, effort };
   }
-  const budget = budgetTokens(r.budgetTokens, r.effort, req.maxTokens);
+  const effort = r.effort === "none" ? undefined : r.effort; // "none" was handled by the caller
+  const budget = budgetTokens(r.budgetTokens, effort, req.maxTokens);
   if (budget === undefined) return undefined;
   const config = { type: "enabled", budget_tokens: budget, ...display };
   // Without a client limit the default allowance is for the answer; the budget comes on top.
@@ -292,10 +322,15 @@ function encodeOutputConfig(req: ir.Request, effort: string | undefined): Obj | 
  * Anthropic rejects `temperature` and `top_k` with thinking on, and `top_p` below 0.95; those
  * are left off then (clients such as Gemini CLI send them along with thinking by default).
  */
-function encodeSampling(req: ir.Request, thinking: boolean): Obj {
+function encodeSampling(req: ir.Request, thinking: boolean, dropped?: string[]): Obj {
   const out: Obj = {};
-  if (req.temperature !== undefined && !thinking) out.temperature = req.temperature;
-  if (req.topK !== undefined && !thinking) out.top_k = req.topK;
-  if (req.topP !== undefined && (!thinking || req.topP >= 0.95)) out.top_p = req.topP;
+  const keep = (name: string, value: number | undefined, allowed: boolean) => {
+    if (value === undefined) return;
+    if (allowed) out[name] = value;
+    else dropped?.push(name);
+  };
+  keep("temperature", req.temperature, !thinking);
+  keep("top_k", req.topK, !thinking);
+  keep("top_p", req.topP, !thinking || (req.topP ?? 1) >= 0.95);
   return out;
 }

@@ -43,10 +43,11 @@ type MediaPart = ir.TextPart | ir.ImagePart | ir.DocumentPart;
 
 export function decodeRequest(body: Record<string, unknown>, model: string): ir.Request {
   const req = parseRequest(body);
-  if (req.conversation != null) {
+  for (const field of ["conversation", "prompt"] as const) {
+    if (req[field] == null) continue;
     throw badRequest(
-      "conversation: stored conversations need the provider's server state; use a passthrough route or send the full input",
-      "conversation",
+      `${field}: stored ${field}s need the provider's server state; use a passthrough route or send the full input`,
+      field,
     );
   }
   const input = new InputDecoder();
@@ -135,9 +136,16 @@ function formatOf(format: { type?: string }): ir.ResponseFormat {
 
 const userText = (text: string): ir.Message => ({ role: "user", parts: [{ type: "text", text }] });
 
+/** How to leave out a hosted tool a client sends by default. */
+const HOSTED_TOOL_HINTS: Record<string, string> = {
+  web_search: ' (Codex sends it unless configured with web_search = "disabled")',
+};
+
 const hostedTool = (type: string, path: string) =>
   badRequest(
-    `${path}: hosted tool "${type}" cannot be converted to another API format; hosted tools need a responses upstream`,
+    `${path}: hosted tool "${type}" cannot be converted to another API format; hosted tools need a responses upstream${
+      HOSTED_TOOL_HINTS[type] ?? ""
+    }`,
     path,
   );
 

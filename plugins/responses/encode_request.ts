@@ -1,8 +1,9 @@
 /**
  * IR → a Responses provider's request. Stateless (`store: false`): the whole conversation
  * goes in `input`, and OpenAI reasoning is replayed from its `encrypted_content`, which is
- * asked for whenever reasoning is on. Features Responses lacks (stop sequences, several
- * choices, seed, penalties, top_k, audio) are rejected, never dropped.
+ * asked for whenever reasoning is on. Features Responses lacks that change the output (stop
+ * sequences, several choices, penalties, audio) are rejected; randomness hints it lacks
+ * (`seed`, `top_k`) are dropped and reported in `ctx.dropped`.
  */
 import type { EncodeContext } from "../../src/codec.ts";
 import { unsupported } from "../../src/errors.ts";
@@ -12,7 +13,7 @@ import { signatureFor } from "../../src/signature.ts";
 type Item = Record<string, unknown>;
 
 export function encodeRequest(req: ir.Request, ctx: EncodeContext): Record<string, unknown> {
-  rejectInexpressible(req, ctx.route);
+  rejectInexpressible(req, ctx);
   const reasoning = reasoningOf(req.reasoning);
   const instructions = req.system.map((p) => p.text).join("\n\n");
   const body: Record<string, unknown> = {
@@ -36,20 +37,28 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Record<strin
   }
   if (req.responseFormat) body.text = { format: formatOf(req.responseFormat) };
   if (req.metadata) body.metadata = req.metadata;
-  // OpenAI caps the end-user id at 64 characters; a longer one (Claude Code's) is advisory.
+  // OpenAI caps the end-user id at 64 characters; a longer one (Claude Code's) is dropped.
   if (req.user && req.user.length <= 64) body.safety_identifier = req.user;
+  else if (req.user) ctx.dropped?.push("user");
   body.store = false;
   body.stream = req.stream;
   return body;
 }
 
-function rejectInexpressible(req: ir.Request, route: string) {
-  if (req.stop?.length) throw unsupported("stop", route, "stop sequences");
-  if (req.n !== undefined && req.n > 1) throw unsupported("n", route, "several choices (n > 1)");
-  if (req.seed !== undefined) throw unsupported("seed", route, "seed");
-  if (req.topK !== undefined) throw unsupported("top_k", route, "top_k");
-  if (req.presencePenalty) throw unsupported("presence_penalty", route, "presence_penalty");
-  if (req.frequencyPenalty) throw unsupported("frequency_penalty", route, "frequency_penalty");
+function rejectInexpressible(req: ir.Request, ctx: EncodeContext) {
+  const route = ctx.route;
+  if (req.stop?.length) throw unsupported("stop", route, "stop sequences are not supported");
+  if (req.n !== undefined && req.n > 1) {
+    throw unsupported("n", route, "several choices (n > 1) are not supported");
+  }
+  if (req.presencePenalty) {
+    throw unsupported("presence_penalty", route, "presence_penalty is not supported");
+  }
+  if (req.frequencyPenalty) {
+    throw unsupported("frequency_penalty", route, "frequency_penalty is not supported");
+  }
+  if (req.seed !== undefined) ctx.dropped?.push("seed");
+  if (req.topK !== undefined) ctx.dropped?.push("top_k");
 }
 
 /** Token budgets (Anthropic, Gemini) become the nearest effort. */
@@ -176,7 +185,7 @@ class InputEncoder {
       case "redacted_thinking":
         return this.reasoning("", part.family === "openai" ? part.data : undefined);
       case "audio":
-        throw unsupported(at, this.route, "audio input");
+        throw unsupported(at, this.route, "audio input is not supported");
     }
   }
 
@@ -195,7 +204,9 @@ class InputEncoder {
     if (part.type === "text") {
       return { type: role === "assistant" ? "output_text" : "input_text", text: part.text };
     }
-    if (role === "assistant") throw unsupported(at, this.route, `${part.type}s in assistant turns`);
+    if (role === "assistant") {
+      throw unsupported(at, this.route, `${part.type}s in assistant turns are not supported`);
+    }
     return part.type === "image" ? imagePart(part) : filePart(part);
   }
 

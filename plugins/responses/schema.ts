@@ -143,6 +143,7 @@ export const requestSchema = z.looseObject({
   background: z.boolean().nullish(),
   generate: z.boolean().nullish(),
   conversation: z.union([str, z.looseObject({ id: str })]).nullish(),
+  prompt: z.looseObject({ id: str }).nullish(),
 });
 
 export type ResponsesRequest = z.infer<typeof requestSchema>;

@@ -13,11 +13,7 @@ import { type Config, validateConfig } from "../../src/config.ts";
 import { setAccessLogSink } from "../../src/log.ts";
 import { createGateway, createHandler } from "../../src/server.ts";
 import { KEY, mockConfig } from "../helpers.ts";
-import {
-  type MockUpstream,
-  type RecordedRequest,
-  startMockUpstream,
-} from "../mock/upstream.ts";
+import { type MockUpstream, type RecordedRequest, startMockUpstream } from "../mock/upstream.ts";
 
 const BIN = new URL("./node_modules/.bin/", import.meta.url).pathname;
 /** Upper bound of one CLI run; the process group is killed when it expires. */
@@ -27,9 +23,7 @@ const PROMPT = "say hi";
 
 function installed(): boolean {
   try {
-    return ["claude", "gemini", "codex"].every((c) =>
-      Deno.statSync(BIN + c).isFile
-    );
+    return ["claude", "gemini", "codex"].every((c) => Deno.statSync(BIN + c).isFile);
   } catch {
     return false;
   }
@@ -228,8 +222,7 @@ function codex(url: string, args: string[]): Promise<RunResult> {
 // Checks
 // ---------------------------------------------------------------------------------------------
 
-const tail = (text: string, n = 1500) =>
-  text.length > n ? "…" + text.slice(-n) : text;
+const tail = (text: string, n = 1500) => text.length > n ? "…" + text.slice(-n) : text;
 
 /** What a failed assertion shows: the CLI's output, the gateway's log, the upstream calls. */
 function report(
@@ -243,9 +236,7 @@ function report(
     "\n",
   );
   return [
-    `exit ${r.code}${
-      r.timedOut ? ` (killed after ${RUN_TIMEOUT_MS} ms)` : ""
-    }, ${r.ms} ms`,
+    `exit ${r.code}${r.timedOut ? ` (killed after ${RUN_TIMEOUT_MS} ms)` : ""}, ${r.ms} ms`,
     `--- stdout\n${tail(r.stdout)}`,
     `--- stderr\n${tail(r.stderr)}`,
     `--- gateway access log\n${tail(logs, 3000)}`,
@@ -298,6 +289,8 @@ interface Case {
   path?: RegExp;
   /** Extra checks on this run's upstream requests and output. */
   check?: (reqs: RecordedRequest[], r: RunResult, h: ClientHarness) => void;
+  /** The gateway must refuse this run with a 400 whose message matches (nothing goes up). */
+  rejected?: RegExp;
 }
 
 async function runCase(c: Case, h: ClientHarness): Promise<void> {
@@ -310,6 +303,20 @@ async function runCase(c: Case, h: ClientHarness): Promise<void> {
     `  ${c.name}: exit ${r.code}, ${r.ms} ms, ${reqs.length} upstream request(s)`,
   );
   assert.equal(r.timedOut, false, `${c.name}: timed out\n${why()}`);
+  if (c.rejected) {
+    assert.notEqual(r.code, 0, `${c.name}: expected the CLI to fail\n${why()}`);
+    assert.match(
+      r.stdout + r.stderr,
+      c.rejected,
+      `${c.name}: the error is not shown\n${why()}`,
+    );
+    assert.equal(
+      reqs.length,
+      0,
+      `${c.name}: a rejected request reached the provider`,
+    );
+    return;
+  }
   assert.equal(r.code, 0, `${c.name}: non-zero exit\n${why()}`);
   if (c.expect === "text") {
     const reply = `Hello from ${vendorOf(c.model)} mock:`;
@@ -335,9 +342,7 @@ async function runCase(c: Case, h: ClientHarness): Promise<void> {
     hits.length > 0,
     `${c.name}: nothing reached the mock at ${path}\n${why()}`,
   );
-  const models = hits.map((q) => q.json?.model).filter((m) =>
-    m !== undefined && m !== c.model
-  );
+  const models = hits.map((q) => q.json?.model).filter((m) => m !== undefined && m !== c.model);
   assert.deepEqual(models, [], `${c.name}: upstream model differs\n${why()}`);
   c.check?.(reqs, r, h);
 }
@@ -370,9 +375,7 @@ function claudeCases(): Case[] {
       assert.ok(
         counts.length >= 5,
         `/context: ${counts.length} count_tokens request(s) reached the provider (Claude Code ` +
-          `2.1.197 sends ~14)\n${reqs.map((q) => q.path).join("\n")}\n${
-            tail(r.stdout)
-          }`,
+          `2.1.197 sends ~14)\n${reqs.map((q) => q.path).join("\n")}\n${tail(r.stdout)}`,
       );
       assert.ok(
         r.stdout.includes("Context Usage"),
@@ -397,8 +400,7 @@ function geminiCases(): Case[] {
     }
   }
   cases.push({
-    name:
-      `gemini -p "${PROMPT}" (no -m: router ${GEMINI_ROUTER_MODEL}, then default model)`,
+    name: `gemini -p "${PROMPT}" (no -m: router ${GEMINI_ROUTER_MODEL}, then default model)`,
     model: GEMINI_DEFAULT_MODEL,
     expect: "text",
     run: (url) => gemini(url, ["-p", PROMPT]),
@@ -407,12 +409,8 @@ function geminiCases(): Case[] {
       // non-streaming generateContent; the CLI then fell back to its default model.
       const router = reqs.filter((q) => q.path.endsWith(":generateContent"));
       assert.ok(
-        router.some((q) =>
-          q.path === "/v1beta/models/gem-err400-router:generateContent"
-        ),
-        `router call did not reach the provider: ${
-          reqs.map((q) => q.path).join(", ")
-        }`,
+        router.some((q) => q.path === "/v1beta/models/gem-err400-router:generateContent"),
+        `router call did not reach the provider: ${reqs.map((q) => q.path).join(", ")}`,
       );
       const config = router[0]?.json?.generationConfig ?? {};
       assert.equal(
@@ -427,13 +425,12 @@ function geminiCases(): Case[] {
 
 /** Frames of the provider-side sockets for one model. */
 const framesFor = (h: ClientHarness, model: string) =>
-  h.upstream.wsFrames.map((f) => JSON.parse(f)).filter((f) =>
-    f.model === model
-  );
+  h.upstream.wsFrames.map((f) => JSON.parse(f)).filter((f) => f.model === model);
 
 function codexCases(): Case[] {
-  // Codex 0.169.0 declares the hosted tool {"type":"web_search"} by default; the
-  // `web_search="disabled"` variants show whether the rest of a converted route works.
+  // Codex 0.169.0 declares the hosted tool {"type":"web_search"} by default. Hosted tools the
+  // target lacks are refused with a 400 naming them (product rule), which Codex prints; with
+  // `web_search="disabled"` a converted route works end to end.
   const noWebSearch = ["-c", 'web_search="disabled"'];
   const cases: Case[] = [
     {
@@ -442,9 +439,7 @@ function codexCases(): Case[] {
       expect: "text",
       run: (url) => codex(url, ["-m", "pt-text-cli", PROMPT]),
       check(reqs, _r, h) {
-        const upgrades = reqs.filter((q) =>
-          q.method === "GET" && q.path === "/v1/responses"
-        );
+        const upgrades = reqs.filter((q) => q.method === "GET" && q.path === "/v1/responses");
         assert.equal(
           upgrades.length,
           1,
@@ -462,8 +457,7 @@ function codexCases(): Case[] {
       },
     },
     {
-      name:
-        `codex exec -m pt-tool-cli "${PROMPT}" (WebSocket passthrough, tool round trip)`,
+      name: `codex exec -m pt-tool-cli "${PROMPT}" (WebSocket passthrough, tool round trip)`,
       model: "pt-tool-cli",
       expect: "tool",
       run: (url) => codex(url, ["-m", "pt-tool-cli", PROMPT]),
@@ -471,17 +465,16 @@ function codexCases(): Case[] {
   ];
   for (const route of ["msg", "chat", "gem"]) {
     cases.push({
-      name:
-        `codex exec -m ${route}-text-cli "${PROMPT}" (WebSocket converted, defaults)`,
+      name: `codex exec -m ${route}-text-cli "${PROMPT}" (converted, web_search on: refused)`,
       model: `${route}-text-cli`,
-      expect: "text",
+      expect: "none",
+      rejected: /hosted tool \\?"web_search\\?"/,
       run: (url) => codex(url, ["-m", `${route}-text-cli`, PROMPT]),
     });
   }
   for (const model of ["msg-text-cli", "msg-tool-cli", "chat-tool-cli"]) {
     cases.push({
-      name:
-        `codex exec -m ${model} "${PROMPT}" (WebSocket converted, web_search disabled)`,
+      name: `codex exec -m ${model} "${PROMPT}" (WebSocket converted, web_search disabled)`,
       model,
       expect: model.includes("tool") ? "tool" : "text",
       run: (url) => codex(url, [...noWebSearch, "-m", model, PROMPT]),
@@ -500,9 +493,7 @@ Deno.test({
       // CLI_TESTS=a,b runs only the runs whose name contains one of the words (e.g. gemini).
       const only = Deno.env.get("CLI_TESTS")?.split(",").filter(Boolean) ?? [];
       for (
-        const c of cases.filter((c) =>
-          !only.length || only.some((w) => c.name.includes(w))
-        )
+        const c of cases.filter((c) => !only.length || only.some((w) => c.name.includes(w)))
       ) {
         await t.step(c.name, () => runCase(c, h));
       }
