@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { parse as parseYaml } from "yaml";
+import { formatPath } from "./validate.ts";
 
 export const PROVIDER_APIS = ["chat", "responses", "messages", "generate-content", "demo"] as const;
 export type ProviderApi = typeof PROVIDER_APIS[number];
@@ -97,14 +98,6 @@ export type ProviderConfig = Config["providers"][number];
 export type RouteConfig = Config["routes"][number];
 
 export class ConfigError extends Error {}
-
-/** `a.b[2].c` from a zod/issue path. */
-export function formatPath(path: readonly PropertyKey[]): string {
-  return path.reduce<string>(
-    (acc, k) => typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${String(k)}` : String(k),
-    "",
-  );
-}
 
 /**
  * `${VAR}` is not valid inside YAML flow mappings (`{key: ${KEY}}`, as the docs write it), so

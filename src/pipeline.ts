@@ -103,8 +103,11 @@ export async function passthrough(
   ctx: RequestContext,
   g: Pick<Generation, "ingress" | "body" | "stream" | "passthroughPath">,
   r: Resolved,
-  path = g.passthroughPath?.(r.upstreamModel) ?? g.ingress.path(r.upstreamModel, g.stream),
+  /** Another endpoint of the same API (compact, count_tokens); default: generation. */
+  otherPath?: string,
 ): Promise<Response> {
+  const path = otherPath ?? g.passthroughPath?.(r.upstreamModel) ??
+    g.ingress.path(r.upstreamModel, g.stream);
   const { json, raw } = g.body;
   const renamed = r.route.model !== undefined && typeof json.model === "string";
   const up = await callUpstream({
@@ -119,6 +122,7 @@ export async function passthrough(
   if (!g.stream || !up.res.ok) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
     const body = await new Response(guardBody(up, r.provider.timeouts, false)).arrayBuffer();
+    if (up.res.ok && !otherPath) ctx.record.usage = usageOf(g.ingress, body, ctx);
     return new Response(body, { status: up.res.status, headers });
   }
   const body = guardBody(up, r.provider.timeouts, true);
@@ -130,6 +134,16 @@ export async function passthrough(
     }),
     { status: up.res.status, headers },
   );
+}
+
+/** Token usage of a relayed JSON response, for the access log (undefined if unreadable). */
+function usageOf(codec: Codec, body: ArrayBuffer, ctx: RequestContext): ir.Usage | undefined {
+  try {
+    const json = JSON.parse(new TextDecoder().decode(body));
+    return codec.decodeResponse(json, { now: 0, id: idFor(ctx) }).usage;
+  } catch {
+    return undefined; // an unexpected body is relayed as is; only the log lacks usage
+  }
 }
 
 /** Calls a provider of another format with the IR request; throws its errors re-wrapped. */

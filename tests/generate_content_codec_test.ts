@@ -47,7 +47,7 @@ Deno.test("validateRequest names the first bad field", () => {
   );
   rejects(
     () => validateRequest({ contents: [{ role: "assistant", parts: [] }] }),
-    /^contents\[0\]\.role: expected one of "user"\|"model"$/,
+    /^contents\[0\]\.role: expected "user" or "model"$/,
   );
   rejects(
     () => validateRequest({ generationConfig: { topK: 1.5 } }),

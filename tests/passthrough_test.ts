@@ -246,3 +246,44 @@ Deno.test("WebSocket: the upgrade is authenticated", async () => {
     await h.close();
   }
 });
+
+Deno.test("access log: one line per request with route, provider and usage", async () => {
+  const h = await startHarness();
+  try {
+    const pt = await post(
+      `${h.url}/v1/chat/completions`,
+      openaiHeaders(),
+      bodies.chat("chat-text"),
+    );
+    await pt.body?.cancel();
+    const conv = await post(
+      `${h.url}/v1/messages`,
+      anthropicHeaders(),
+      bodies.messages("chat-text", true),
+    );
+    await conv.text();
+    const [a, b] = h.logs.filter((l) => l.model === "chat-text");
+    assert.equal(a.endpoint, "chat");
+    assert.equal(a.passthrough, true);
+    assert.equal(a.provider, "oai-chat");
+    assert.deepEqual(a.usage, {
+      inputTokens: 11,
+      cacheReadTokens: 3,
+      cacheWriteTokens: 2,
+      outputTokens: 7,
+      reasoningTokens: 0,
+    });
+    assert.equal(b.endpoint, "messages");
+    assert.equal(b.passthrough, false);
+    assert.equal(b.status, 200);
+    assert.equal((b.usage as { inputTokens: number }).inputTokens, 11);
+    for (const l of [a, b]) {
+      assert.match(String(l.route), /→ oai-chat \(chat\)/);
+      assert.equal(typeof l.duration_ms, "number");
+      assert.equal(typeof l.ttfb_ms, "number");
+      assert.equal(l.key, "team-a");
+    }
+  } finally {
+    await h.close();
+  }
+});

@@ -35,7 +35,7 @@ Deno.test("validateRequest names the first bad field", () => {
   rejects(
     () =>
       validateRequest({ input: [{ role: "user", content: [{ type: "input_text", text: 5 }] }] }),
-    "input[0].content[0].text: expected string",
+    "input[0].content[0].text: expected string, received number",
     "input[0].content[0].text",
   );
   rejects(
@@ -47,18 +47,18 @@ Deno.test("validateRequest names the first bad field", () => {
       validateRequest({
         input: [{ type: "function_call", call_id: 1, name: "f", arguments: "{}" }],
       }),
-    "input[0].call_id: expected string",
+    "input[0].call_id: expected string, received number",
   );
   rejects(
     () =>
       validateRequest({
         tools: [{ type: "namespace", name: "functions", tools: [{ type: "function" }] }],
       }),
-    "tools[0].tools[0].name: expected string",
+    "tools[0].tools[0].name: required",
   );
   rejects(() => validateRequest({ tool_choice: "sometimes" }), /^tool_choice: expected "none" or/);
   rejects(() => validateRequest({ max_output_tokens: 1.5 }), /^max_output_tokens: /);
-  rejects(() => validateRequest([]), "request body: expected object");
+  rejects(() => validateRequest([]), "body: expected object, received array");
 });
 
 Deno.test("validateRequest lets unknown items, parts and fields through", () => {

@@ -6,7 +6,8 @@
 import type { DecodeContext } from "../../src/codec.ts";
 import type * as ir from "../../src/ir.ts";
 import type { SseEvent } from "../../src/sse.ts";
-import { type ChatChunk, chunkSchema, describeIssues, type ToolCallDelta } from "./schema.ts";
+import { describeIssues } from "../../src/validate.ts";
+import { type ChatChunk, chunkSchema, type ToolCallDelta } from "./schema.ts";
 import { finishToIr, readToolCallSignature, reasoningText, toolCallId, usageToIr } from "./wire.ts";
 
 type Out = TransformStreamDefaultController<ir.StreamEvent>;

@@ -5,7 +5,7 @@
  * (the converting decoder rejects the ones it cannot express); known variants are strict.
  */
 import { z } from "zod";
-import { badRequest } from "../../src/errors.ts";
+import { parseBody } from "../../src/validate.ts";
 
 type Loose = z.ZodType<{ type: string } & Record<string, unknown>>;
 
@@ -292,66 +292,9 @@ export const chunkSchema = z.looseObject({
 });
 export type ChatChunk = z.infer<typeof chunkSchema>;
 
-// ---- issue reporting ----
-
-/** `["messages", 2, "content"]` → `messages[2].content`. */
-export function formatPath(path: readonly PropertyKey[]): string {
-  return path.reduce<string>(
-    (out, key) =>
-      typeof key === "number" ? `${out}[${key}]` : out ? `${out}.${String(key)}` : String(key),
-    "",
-  );
-}
-
-type Issue = z.core.$ZodIssue;
-
-/** What a value that fits no branch of a union should have been, e.g. `string or array`. */
-const expectedOf = (issue: Issue): string =>
-  issue.code === "invalid_type"
-    ? issue.expected
-    : issue.code === "invalid_value"
-    ? issue.values.join(" or ")
-    : "?";
-
-/**
- * The most specific problem behind an issue: a union whose value has the right shape for one
- * branch reports that branch's nested issue; one that fits no branch says what was expected.
- */
-function explain(
-  issue: Issue,
-  prefix: readonly PropertyKey[] = [],
-): { path: string; text: string } {
-  const path = formatPath([...prefix, ...issue.path]);
-  if (issue.code === "invalid_union" && issue.errors.length > 0) {
-    const nested = issue.errors.find((branch) => branch.some((i) => i.path.length > 0));
-    if (nested) return explain(nested[0], [...prefix, ...issue.path]);
-    return { path, text: `expected ${issue.errors.flat().map(expectedOf).join(" or ")}` };
-  }
-  if (issue.code === "invalid_union" && "options" in issue && Array.isArray(issue.options)) {
-    return { path, text: `expected one of ${issue.options.join(", ")}` };
-  }
-  if (issue.code === "invalid_type") {
-    const missing = issue.message.endsWith("received undefined");
-    return { path, text: missing ? "required" : `expected ${issue.expected}` };
-  }
-  if (issue.code === "invalid_value") {
-    return { path, text: `expected one of ${issue.values.join(", ")}` };
-  }
-  return { path, text: issue.message };
-}
-
-/** The first issue as `<path>: <problem>`, with the path alone for OpenAI's `param`. */
-export function describeIssues(error: z.ZodError): { path: string; message: string } {
-  const { path, text } = explain(error.issues[0]);
-  return { path: path || "body", message: `${path || "body"}: ${text}` };
-}
-
 /** Parses a client body; throws a 400 naming the first bad field (e.g. `messages[2].content`). */
 export function parseRequest(body: unknown): ChatRequest {
-  const result = requestSchema.safeParse(body);
-  if (result.success) return result.data;
-  const { path, message } = describeIssues(result.error);
-  throw badRequest(message, path);
+  return parseBody(requestSchema, body);
 }
 
 export function validateRequest(body: unknown): Record<string, unknown> {

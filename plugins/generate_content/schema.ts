@@ -5,7 +5,7 @@
  * curl examples); each object maps those to camelCase for the keys it models.
  */
 import { z } from "zod";
-import { badRequest } from "../../src/errors.ts";
+import { parseBody } from "../../src/validate.ts";
 
 const toCamel = (key: string) => key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 
@@ -122,23 +122,9 @@ export type GeminiPart = z.infer<typeof part>;
 export type GeminiFunctionDeclaration = z.infer<typeof functionDeclaration>;
 export type GeminiGenerationConfig = z.infer<typeof generationConfig>;
 
-/** `contents[2].parts[0].text` from a zod issue path. */
-function fieldPath(path: readonly PropertyKey[]): string {
-  let out = "";
-  for (const key of path) {
-    out += typeof key === "number" ? `[${key}]` : `${out ? "." : ""}${String(key)}`;
-  }
-  return out || "body";
-}
-
 /** The typed, camelCased request; throws a 400 naming the first bad field. */
 export function parseRequest(body: unknown): GeminiRequest {
-  const result = requestSchema.safeParse(body);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const field = fieldPath(issue.path);
-  const detail = issue.message.replace(/^Invalid (input|option): /, "");
-  throw badRequest(`${field}: ${detail}`, field);
+  return parseBody(requestSchema, body);
 }
 
 export function validateRequest(body: unknown): Record<string, unknown> {

@@ -4,8 +4,7 @@
  * passthrough routes working); the known variants are checked field by field.
  */
 import { z } from "zod";
-import { formatPath } from "../../src/config.ts";
-import { badRequest } from "../../src/errors.ts";
+import { parseBody } from "../../src/validate.ts";
 
 type Schema = z.ZodType<Record<string, unknown>>;
 
@@ -160,13 +159,7 @@ export type MessagesRequest = z.infer<typeof requestSchema>;
 
 /** Parses a client body; throws a 400 naming the first bad field (e.g. `messages[2].content`). */
 export function parseRequest(body: unknown): MessagesRequest {
-  const result = requestSchema.safeParse(body);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const path = formatPath(issue.path) || "body";
-  const detail = issue.message.replace(/^Invalid input: /, "");
-  const message = detail.endsWith("received undefined") ? "required" : detail;
-  throw badRequest(`${path}: ${message}`, path);
+  return parseBody(requestSchema, body);
 }
 
 export function validateRequest(body: unknown): Record<string, unknown> {

@@ -5,7 +5,7 @@
  * `internal_chat_message_metadata_passthrough`) pass through to passthrough routes untouched.
  */
 import { z } from "zod";
-import { badRequest } from "../../src/errors.ts";
+import { parseBody } from "../../src/validate.ts";
 
 const str = z.string();
 const optStr = z.string().nullish();
@@ -155,51 +155,9 @@ export type Tool = NonNullable<ResponsesRequest["tools"]>[number];
 export type Content = z.infer<typeof content>;
 export type ContentPart = z.infer<typeof contentPart>;
 
-/** `input[2].content` from a zod path. */
-function fieldPath(path: readonly PropertyKey[]): string {
-  return path.reduce<string>(
-    (out, key) =>
-      typeof key === "number" ? `${out}[${key}]` : out ? `${out}.${String(key)}` : String(key),
-    "",
-  );
-}
-
-/** What an issue expected, in words. */
-function expectation(issue: z.core.$ZodIssue): string {
-  switch (issue.code) {
-    case "invalid_type":
-      return `expected ${issue.expected}`;
-    case "invalid_value":
-      return `expected ${issue.values.map((v) => JSON.stringify(v)).join(" or ")}`;
-    default:
-      return issue.message;
-  }
-}
-
-/**
- * The issue to report: inside a union, the branch that got deepest into the value (so a bad
- * part names its own field); when no branch got past the top, what each branch expected.
- */
-function describe(issue: z.core.$ZodIssue): { path: PropertyKey[]; message: string } {
-  if (issue.code !== "invalid_union" || issue.errors.length === 0) {
-    return { path: issue.path, message: expectation(issue) };
-  }
-  const branches = issue.errors.map((errors) => describe(errors[0]));
-  const deepest = branches.reduce((a, b) => (b.path.length > a.path.length ? b : a));
-  if (deepest.path.length > 0) {
-    return { path: [...issue.path, ...deepest.path], message: deepest.message };
-  }
-  const expected = new Set(branches.map((b) => b.message.replace(/^expected /, "")));
-  return { path: issue.path, message: `expected ${[...expected].join(" or ")}` };
-}
-
 /** The typed request, or a 400 naming the first bad field (e.g. `input[2].content`). */
 export function parseRequest(body: unknown): ResponsesRequest {
-  const result = requestSchema.safeParse(body);
-  if (result.success) return result.data;
-  const { path, message } = describe(result.error.issues[0]);
-  const field = fieldPath(path);
-  throw badRequest(`${field || "request body"}: ${message}`, field || undefined);
+  return parseBody(requestSchema, body);
 }
 
 /** Validates a client body; the core calls it on every Responses request, passthrough too. */

@@ -1,0 +1,61 @@
+/**
+ * Request validation shared by every format: a zod schema per format, one way to report the
+ * first bad field (`messages[2].content: expected string or array`) as a 400 in any dialect.
+ */
+import type { z } from "zod";
+import { badRequest } from "./errors.ts";
+
+/** `["messages", 2, "content"]` → `messages[2].content`. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  return path.reduce<string>(
+    (out, key) =>
+      typeof key === "number" ? `${out}[${key}]` : out ? `${out}.${String(key)}` : String(key),
+    "",
+  );
+}
+
+type Issue = z.core.$ZodIssue;
+
+/** What an issue expected, in words ("expected string, received number", "required"). */
+function expectation(issue: Issue): string {
+  const message = issue.message.replace(/^Invalid (input|option): /, "");
+  if (issue.code === "invalid_type" && message.endsWith("received undefined")) return "required";
+  if (issue.code === "invalid_value") {
+    return `expected ${issue.values.map((v) => JSON.stringify(v)).join(" or ")}`;
+  }
+  return message;
+}
+
+/**
+ * The issue to report: inside a union, the branch that got deepest into the value (so a bad
+ * part names its own field); when no branch got past the top, what each branch expected.
+ */
+function explain(issue: Issue): { path: PropertyKey[]; message: string } {
+  if (issue.code !== "invalid_union" || issue.errors.length === 0) {
+    return { path: issue.path, message: expectation(issue) };
+  }
+  const branches = issue.errors.map((errors) => explain(errors[0]));
+  const deepest = branches.reduce((a, b) => (b.path.length > a.path.length ? b : a));
+  if (deepest.path.length > 0) {
+    return { path: [...issue.path, ...deepest.path], message: deepest.message };
+  }
+  const expected = new Set(
+    branches.map((b) => b.message.replace(/^expected /, "").replace(/, received \w+$/, "")),
+  );
+  return { path: issue.path, message: `expected ${[...expected].join(" or ")}` };
+}
+
+/** The first issue as `<path>: <problem>`, and the path alone (OpenAI's `param`). */
+export function describeIssues(error: z.ZodError): { path: string; message: string } {
+  const { path, message } = explain(error.issues[0]);
+  const field = formatPath(path) || "body";
+  return { path: field, message: `${field}: ${message}` };
+}
+
+/** Parses a client body; throws a 400 naming the first bad field. */
+export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
+  const result = schema.safeParse(body);
+  if (result.success) return result.data;
+  const { path, message } = describeIssues(result.error);
+  throw badRequest(message, path);
+}
