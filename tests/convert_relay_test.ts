@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  assertDisconnectAborts,
   bodies,
   type Harness,
   INGRESS,
@@ -84,22 +85,7 @@ Deno.test("converted: client disconnect aborts the upstream request", async () =
   const h = await startHarness();
   try {
     for (const { c, api, model } of pairs("slow")) {
-      const before = h.upstream.aborted;
-      const ctrl = new AbortController();
-      const res = await fetch(h.url + c.path(model, true), {
-        method: "POST",
-        headers: c.headers,
-        body: JSON.stringify(c.body(model, true)),
-        signal: ctrl.signal,
-      });
-      const reader = res.body!.getReader();
-      await reader.read();
-      ctrl.abort();
-      await reader.cancel().catch(() => {});
-      for (let i = 0; i < 50 && h.upstream.aborted === before; i++) {
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      assert.equal(h.upstream.aborted, before + 1, `${c.name} ← ${api}`);
+      await assertDisconnectAborts(h, c, model, `${c.name} ← ${api}`);
     }
   } finally {
     await h.close();

@@ -1,3 +1,4 @@
+import assert from "node:assert/strict";
 /** Shared test fixtures: an in-process gateway on loopback in front of the mock upstream. */
 import { type Config, validateConfig } from "../src/config.ts";
 import { setAccessLogSink } from "../src/log.ts";
@@ -64,12 +65,18 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+export interface HarnessOptions {
+  /** Provider timeouts (e.g. short idle timeouts for stall tests). */
+  timeouts?: Record<string, number>;
+  /** Routes tried after the standard ones (e.g. a CLI's own default model names). */
+  extraRoutes?: Config["routes"];
+}
+
 /** Starts the mock upstream and a gateway (in this process) configured for it. */
-export async function startHarness(
-  timeouts: Record<string, number> = {},
-): Promise<Harness> {
+export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
   const upstream = await startMockUpstream();
-  const config = await mockConfig(upstream.url, timeouts);
+  const config = await mockConfig(upstream.url, opts.timeouts);
+  config.routes.push(...(opts.extraRoutes ?? []));
   const gw = await createGateway(config);
   const logs: Record<string, unknown>[] = [];
   const previous = setAccessLogSink((line) => logs.push(JSON.parse(line)));
@@ -209,3 +216,26 @@ export async function wsExchange(
 
 export const lastResponseId = (done: WsEvent[][]) =>
   (done.at(-1)!.at(-1)!.response as { id: string }).id;
+
+/**
+ * Starts a stream, reads its first chunk, then disconnects; resolves once the mock provider
+ * has seen its request aborted (or fails after a second).
+ */
+export async function assertDisconnectAborts(h: Harness, c: Ingress, model: string, label: string) {
+  const before = h.upstream.aborted;
+  const ctrl = new AbortController();
+  const res = await fetch(h.url + c.path(model, true), {
+    method: "POST",
+    headers: c.headers,
+    body: JSON.stringify(c.body(model, true)),
+    signal: ctrl.signal,
+  });
+  const reader = res.body!.getReader();
+  await reader.read();
+  ctrl.abort();
+  await reader.cancel().catch(() => {});
+  for (let i = 0; i < 50 && h.upstream.aborted === before; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.equal(h.upstream.aborted, before + 1, `${label}: the provider saw the abort`);
+}

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import {
   anthropicHeaders,
+  assertDisconnectAborts,
   bodies,
   googleHeaders,
   type Harness,
@@ -151,7 +152,7 @@ Deno.test("passthrough: an upstream cut mid-stream ends with upstream_interrupte
 });
 
 Deno.test("passthrough: a stalled upstream is cut by the idle timeout", async () => {
-  const h = await startHarness({ idle_ms: 200, first_byte_ms: 200 });
+  const h = await startHarness({ timeouts: { idle_ms: 200, first_byte_ms: 200 } });
   try {
     for (const c of INGRESS) {
       const model = c.model.replace("text", "stall");
@@ -172,24 +173,7 @@ Deno.test("passthrough: client disconnect aborts the upstream request", async ()
   const h = await startHarness();
   try {
     for (const c of INGRESS) {
-      const before = h.upstream.aborted;
-      const model = c.model.replace("text", "slow");
-      const u = urls(h, c, model, true);
-      const ctrl = new AbortController();
-      const res = await fetch(u.gateway, {
-        method: "POST",
-        headers: c.headers,
-        body: JSON.stringify(c.body(model, true)),
-        signal: ctrl.signal,
-      });
-      const reader = res.body!.getReader();
-      await reader.read();
-      ctrl.abort();
-      await reader.cancel().catch(() => {});
-      for (let i = 0; i < 50 && h.upstream.aborted === before; i++) {
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      assert.equal(h.upstream.aborted, before + 1, `${c.name}: upstream saw the abort`);
+      await assertDisconnectAborts(h, c, c.model.replace("text", "slow"), c.name);
     }
   } finally {
     await h.close();

@@ -9,11 +9,8 @@
  * How each CLI is aimed at the gateway: docs/real-clients.md (see also tests/clients/README.md).
  */
 import assert from "node:assert/strict";
-import { type Config, validateConfig } from "../../src/config.ts";
-import { setAccessLogSink } from "../../src/log.ts";
-import { createGateway, createHandler } from "../../src/server.ts";
-import { KEY, mockConfig } from "../helpers.ts";
-import { type MockUpstream, type RecordedRequest, startMockUpstream } from "../mock/upstream.ts";
+import { type Harness, KEY, startHarness } from "../helpers.ts";
+import type { RecordedRequest } from "../mock/upstream.ts";
 
 const BIN = new URL("./node_modules/.bin/", import.meta.url).pathname;
 /** Upper bound of one CLI run; the process group is killed when it expires. */
@@ -37,55 +34,21 @@ function installed(): boolean {
 const GEMINI_ROUTER_MODEL = "gemini-3.5-flash-lite";
 const GEMINI_DEFAULT_MODEL = "gemini-3.1-pro-preview";
 
-interface ClientHarness {
-  url: string;
-  upstream: MockUpstream;
-  logs: Record<string, unknown>[];
-  close(): Promise<void>;
-}
-
 /**
- * The harness's routes (pt-*, resp-*, chat-*, msg-*, gem-* …) plus two for the Gemini CLI's own
- * model names: its JSON "router" model goes to the mock's `err400` scenario (the mock's text
+ * Beside the harness's routes (pt-*, resp-*, chat-*, msg-*, gem-* …), two for the Gemini CLI's
+ * own model names: its JSON "router" model goes to the mock's `err400` scenario (the mock's text
  * reply is not the JSON the router asks for, on which the CLI retries for ~90 s before falling
  * back; a 400 makes it fall back at once), and `gemini-*` goes to the Gemini provider as is.
  */
-async function clientConfig(upstream: string): Promise<Config> {
-  const base = await mockConfig(upstream);
-  return validateConfig({
-    ...base,
-    routes: [
-      ...base.routes,
-      {
-        models: [GEMINI_ROUTER_MODEL],
-        provider: "gemini",
-        model: "gem-err400-router",
-      },
-      { models: ["gemini-*"], provider: "gemini" },
-    ],
-  });
-}
-
-async function startClientHarness(): Promise<ClientHarness> {
-  const upstream = await startMockUpstream();
-  const gw = await createGateway(await clientConfig(upstream.url));
-  const logs: Record<string, unknown>[] = [];
-  const previous = setAccessLogSink((line) => logs.push(JSON.parse(line)));
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    createHandler(gw),
-  );
-  return {
-    url: `http://127.0.0.1:${server.addr.port}`,
-    upstream,
-    logs,
-    async close() {
-      await server.shutdown();
-      await upstream.close();
-      setAccessLogSink(previous);
-    },
-  };
-}
+const GEMINI_CLI_ROUTES = [
+  {
+    models: [GEMINI_ROUTER_MODEL],
+    provider: "gemini",
+    model: "gem-err400-router",
+    passthrough: false,
+  },
+  { models: ["gemini-*"], provider: "gemini", passthrough: false },
+];
 
 // ---------------------------------------------------------------------------------------------
 // Running a CLI
@@ -227,7 +190,7 @@ const tail = (text: string, n = 1500) => text.length > n ? "…" + text.slice(-n
 /** What a failed assertion shows: the CLI's output, the gateway's log, the upstream calls. */
 function report(
   r: RunResult,
-  h: ClientHarness,
+  h: Harness,
   logsFrom: number,
   reqs: RecordedRequest[],
 ): string {
@@ -288,12 +251,12 @@ interface Case {
   /** Where the provider must have been called (default: the model's generation endpoint). */
   path?: RegExp;
   /** Extra checks on this run's upstream requests and output. */
-  check?: (reqs: RecordedRequest[], r: RunResult, h: ClientHarness) => void;
+  check?: (reqs: RecordedRequest[], r: RunResult, h: Harness) => void;
   /** The gateway must refuse this run with a 400 whose message matches (nothing goes up). */
   rejected?: RegExp;
 }
 
-async function runCase(c: Case, h: ClientHarness): Promise<void> {
+async function runCase(c: Case, h: Harness): Promise<void> {
   const reqsFrom = h.upstream.requests.length;
   const logsFrom = h.logs.length;
   const r = await c.run(h.url);
@@ -424,7 +387,7 @@ function geminiCases(): Case[] {
 }
 
 /** Frames of the provider-side sockets for one model. */
-const framesFor = (h: ClientHarness, model: string) =>
+const framesFor = (h: Harness, model: string) =>
   h.upstream.wsFrames.map((f) => JSON.parse(f)).filter((f) => f.model === model);
 
 function codexCases(): Case[] {
@@ -487,7 +450,7 @@ Deno.test({
   name: "real CLIs through the gateway (claude, gemini, codex)",
   ignore: !installed(),
   async fn(t) {
-    const h = await startClientHarness();
+    const h = await startHarness({ extraRoutes: GEMINI_CLI_ROUTES });
     try {
       const cases = [...claudeCases(), ...geminiCases(), ...codexCases()];
       // CLI_TESTS=a,b runs only the runs whose name contains one of the words (e.g. gemini).
