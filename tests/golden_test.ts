@@ -7,6 +7,9 @@
  *   {path, body, dropped?} | {error}
  * - responses/<upstream>/<case>.json = upstream body → <case>.<ingress>.json = client body
  * - streams/<upstream>/<case>.sse = upstream SSE → <case>.<ingress>.sse = client SSE
+ *
+ * tests/golden_http_test.ts replays the response and stream fixtures through the running
+ * gateway from a loopback provider, so every converted pair is also checked end to end.
  */
 import assert from "node:assert/strict";
 import { CODECS } from "../plugins/registry.ts";
@@ -17,7 +20,7 @@ import { parseSse, serializeSse } from "../src/sse.ts";
 const ROOT = new URL("./golden/", import.meta.url);
 const UPDATE = Deno.env.get("GOLDEN_UPDATE") === "1";
 const APIS = Object.keys(CODECS) as Api[];
-const DECODE = { now: 1700000000, id: "gw_test" };
+const DECODE = { now: 1700000000, id: "gwtest" };
 const CLIENT = { model: "client-model" };
 
 function cases(dir: string, ext: string): { api: Api; name: string; file: URL }[] {
