@@ -36,8 +36,9 @@ async function main() {
   try {
     config = loadConfig(Deno.args);
   } catch (e) {
-    if (!(e instanceof ConfigError || e instanceof Deno.errors.NotFound)) throw e;
-    console.error(`gateway: ${e.message}`);
+    // Invalid config, or a file that cannot be read (missing, not permitted, a directory…).
+    const what = e instanceof ConfigError ? "" : "cannot read the config: ";
+    console.error(`gateway: ${what}${(e as Error).message}`);
     Deno.exit(2);
   }
   if (env("GATEWAY_ACCESS_LOG") === "off") setAccessLogSink(() => {});
@@ -50,13 +51,16 @@ async function main() {
   }, createHandler(gw));
 
   let stopping = false;
+  const sleep = (s: number) => new Promise((resolve) => setTimeout(resolve, s * 1000));
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    // Unready first (and new requests get 503) so health checks can move traffic away, then
+    // close the listener and give in-flight streams a bounded time to finish.
     gw.draining = true;
     console.error(`gateway: ${signal}, draining for up to ${config.shutdown_grace_s} s`);
-    const grace = new Promise((resolve) => setTimeout(resolve, config.shutdown_grace_s * 1000));
-    await Promise.race([server.shutdown(), grace]);
+    await sleep(config.shutdown_delay_s);
+    await Promise.race([server.shutdown(), sleep(config.shutdown_grace_s)]);
     Deno.exit(0);
   };
   Deno.addSignalListener("SIGTERM", () => stop("SIGTERM"));

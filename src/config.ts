@@ -10,9 +10,9 @@ export const PROVIDER_APIS = ["chat", "responses", "messages", "generate-content
 export type ProviderApi = typeof PROVIDER_APIS[number];
 
 const timeoutsSchema = z.strictObject({
-  /** Until response headers of a streaming request (providers send them at once). */
+  /** Until an upstream WebSocket is open (connect + handshake). */
   connect_ms: z.number().int().positive().default(15_000),
-  /** Until the first body byte (non-streaming: until the response headers). */
+  /** Until the response headers, and again until a stream's first body byte. */
   first_byte_ms: z.number().int().positive().default(300_000),
   /** Longest silence between two chunks of a stream. */
   idle_ms: z.number().int().positive().default(300_000),
@@ -49,7 +49,9 @@ export const configSchema = z.strictObject({
   keys: z.array(keySchema).min(1),
   providers: z.array(providerSchema).min(1),
   routes: z.array(routeSchema).min(1),
-  /** Seconds a draining shutdown waits for in-flight streams. */
+  /** Seconds between turning unready (/readyz 503) and closing the listener on shutdown. */
+  shutdown_delay_s: z.number().min(0).default(0),
+  /** Seconds a draining shutdown then waits for in-flight streams. */
   shutdown_grace_s: z.number().min(0).default(10),
 });
 

@@ -10,6 +10,7 @@ export type ErrorKind =
   | "authentication"
   | "permission"
   | "not_found"
+  | "model_not_found"
   | "request_too_large"
   | "rate_limit"
   | "upstream"
@@ -63,6 +64,7 @@ const OPENAI_TYPE: Record<ErrorKind, string> = {
   authentication: "invalid_request_error",
   permission: "permission_error",
   not_found: "invalid_request_error",
+  model_not_found: "invalid_request_error",
   request_too_large: "invalid_request_error",
   rate_limit: "rate_limit_error",
   upstream: "server_error",
@@ -73,7 +75,7 @@ const OPENAI_TYPE: Record<ErrorKind, string> = {
 
 const OPENAI_CODE: Partial<Record<ErrorKind, string>> = {
   authentication: "invalid_api_key",
-  not_found: "model_not_found",
+  model_not_found: "model_not_found",
   rate_limit: "rate_limit_exceeded",
   upstream_interrupted: "upstream_interrupted",
 };
@@ -83,6 +85,7 @@ const ANTHROPIC_TYPE: Record<ErrorKind, string> = {
   authentication: "authentication_error",
   permission: "permission_error",
   not_found: "not_found_error",
+  model_not_found: "not_found_error",
   request_too_large: "request_too_large",
   rate_limit: "rate_limit_error",
   upstream: "api_error",
@@ -96,6 +99,7 @@ const GOOGLE_STATUS: Record<ErrorKind, string> = {
   authentication: "UNAUTHENTICATED",
   permission: "PERMISSION_DENIED",
   not_found: "NOT_FOUND",
+  model_not_found: "NOT_FOUND",
   request_too_large: "INVALID_ARGUMENT",
   rate_limit: "RESOURCE_EXHAUSTED",
   upstream: "INTERNAL",

@@ -10,28 +10,42 @@ export interface JsonBody {
   raw: string;
 }
 
+const tooLarge = () =>
+  new GatewayError(413, "request_too_large", `request body exceeds ${MAX_BODY_BYTES} bytes`);
+
+/** The body as text, refusing (without buffering further) once it passes the limit. */
+async function readLimited(req: Request): Promise<string> {
+  if (Number(req.headers.get("content-length") ?? 0) > MAX_BODY_BYTES) throw tooLarge();
+  if (!req.body) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of req.body) {
+    size += chunk.byteLength;
+    if (size > MAX_BODY_BYTES) throw tooLarge();
+    chunks.push(chunk);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.byteLength;
+  }
+  return new TextDecoder().decode(bytes);
+}
+
+/** Where JSON.parse gave up, without quoting the body (it may hold a prompt). */
+function jsonErrorPosition(e: unknown): string {
+  const at = String((e as Error).message).match(/position (\d+)/)?.[1];
+  return at ? ` (at character ${at})` : "";
+}
+
 export async function readJsonBody(req: Request): Promise<JsonBody> {
-  const length = Number(req.headers.get("content-length") ?? 0);
-  if (length > MAX_BODY_BYTES) {
-    throw new GatewayError(
-      413,
-      "request_too_large",
-      `request body exceeds ${MAX_BODY_BYTES} bytes`,
-    );
-  }
-  const raw = await req.text();
-  if (raw.length > MAX_BODY_BYTES) {
-    throw new GatewayError(
-      413,
-      "request_too_large",
-      `request body exceeds ${MAX_BODY_BYTES} bytes`,
-    );
-  }
+  const raw = await readLimited(req);
   let json: unknown;
   try {
     json = JSON.parse(raw);
   } catch (e) {
-    throw badRequest(`request body is not valid JSON: ${(e as Error).message}`);
+    throw badRequest(`request body is not valid JSON${jsonErrorPosition(e)}`);
   }
   if (!json || typeof json !== "object" || Array.isArray(json)) {
     throw badRequest("request body must be a JSON object");

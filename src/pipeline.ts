@@ -19,6 +19,8 @@ import type * as ir from "./ir.ts";
 import {
   callUpstream,
   guardBody,
+  sseEnd,
+  type StreamEnd,
   upstreamError,
   type UpstreamResponse,
   watchEndMarker,
@@ -26,6 +28,17 @@ import {
 } from "./relay.ts";
 import type { Resolved } from "./router.ts";
 import { parseSse, serializeSse, type SseEvent } from "./sse.ts";
+
+/** A non-SSE stream framing. */
+export interface Framing {
+  contentType: string;
+  /** Converted streams: client events to wire text. */
+  serializer(): TransformStream<SseEvent, string>;
+  /** How a converted stream ends. */
+  end: StreamEnd;
+  /** How a relayed stream ends (the upstream writes its own normal ending). */
+  relayedEnd: StreamEnd;
+}
 
 export interface Generation {
   ingress: Codec;
@@ -36,10 +49,8 @@ export interface Generation {
   checkRoute?: (r: Resolved) => void;
   /** Passthrough upstream path when it is not `ingress.path()` (Gemini JSON-array streams). */
   passthroughPath?: (upstreamModel: string) => string;
-  /** Wire framing of converted client streams; SSE by default. */
-  serializer?: () => TransformStream<SseEvent, string>;
-  /** Content type of that framing when it is not SSE. */
-  contentType?: string;
+  /** The client stream's framing when it is not SSE (Gemini without `alt=sse`). */
+  framing?: Framing;
   /** Extra client-encoder context from the endpoint (e.g. chat `streamUsage`). */
   client?: Omit<ClientContext, "model">;
 }
@@ -101,7 +112,7 @@ const idFor = (ctx: RequestContext) => ctx.requestId.replace(/[^A-Za-z0-9]/g, ""
 /** Same format on both sides: bytes in, bytes out; only the model may be renamed. */
 export async function passthrough(
   ctx: RequestContext,
-  g: Pick<Generation, "ingress" | "body" | "stream" | "passthroughPath">,
+  g: Pick<Generation, "ingress" | "body" | "stream" | "passthroughPath" | "framing">,
   r: Resolved,
   /** Another endpoint of the same API (compact, count_tokens); default: generation. */
   otherPath?: string,
@@ -114,7 +125,6 @@ export async function passthrough(
     provider: r.provider,
     path,
     body: renamed ? JSON.stringify({ ...json, model: r.upstreamModel }) : raw,
-    stream: g.stream,
     forward: pickHeaders(ctx.req.headers, FORWARD_REQUEST_HEADERS),
     signal: ctx.req.signal,
   });
@@ -127,10 +137,13 @@ export async function passthrough(
   }
   const body = guardBody(up, r.provider.timeouts, true);
   const watch = watchEndMarker(END_MARKERS[g.ingress.api]);
-  for (const [k, v] of Object.entries(STREAM_HEADERS)) headers.set(k, v);
+  // The provider's own content type stands (a Gemini JSON-array stream is not SSE).
+  for (const [k, v] of Object.entries(STREAM_HEADERS)) if (!headers.has(k)) headers.set(k, v);
+  headers.set("x-accel-buffering", "no");
+  const end = g.framing?.relayedEnd ?? sseEnd(ctx.dialect);
   return new Response(
-    withInterruption(body.pipeThrough(watch.stream), watch.ended, ctx.dialect, (i) => {
-      ctx.record.interrupted = i;
+    withInterruption(body.pipeThrough(watch.stream), watch.ended, end, () => {
+      ctx.record.interrupted = true;
     }),
     { status: up.res.status, headers },
   );
@@ -164,10 +177,9 @@ async function callConverted(
     provider: r.provider,
     path: target.path(r.upstreamModel, req.stream),
     body: JSON.stringify(body),
-    stream: req.stream,
     signal: ctx.req.signal,
   });
-  if (!up.res.ok) throw await upstreamError(up.res);
+  if (!up.res.ok) throw await upstreamError(up);
   return { ...up, dropped };
 }
 
@@ -259,13 +271,14 @@ function streamToClient(
   const bytes = events
     .pipeThrough(tap.stream)
     .pipeThrough(g.ingress.encodeStream(client))
-    .pipeThrough((g.serializer ?? serializeSse)())
+    .pipeThrough(g.framing?.serializer() ?? serializeSse())
     .pipeThrough(new TextEncoderStream());
-  const body = withInterruption(bytes, tap.ended, ctx.dialect, (i) => {
-    ctx.record.interrupted = i;
+  const end = g.framing?.end ?? sseEnd(ctx.dialect);
+  const body = withInterruption(bytes, tap.ended, end, () => {
+    ctx.record.interrupted = true;
   });
-  const headers = { ...STREAM_HEADERS, ...(g.contentType && { "content-type": g.contentType }) };
-  return new Response(body, { headers });
+  const framing = g.framing && { "content-type": g.framing.contentType };
+  return new Response(body, { headers: { ...STREAM_HEADERS, ...framing } });
 }
 
 /** Answers without a provider call (e.g. a Responses warm-up with `generate: false`). */

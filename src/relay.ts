@@ -33,7 +33,6 @@ export interface UpstreamRequest {
   /** Appended to the provider's base_url. */
   path: string;
   body: string;
-  stream: boolean;
   /** Allow-listed client headers to forward. */
   forward?: Headers;
   /** The client's request signal: its disconnect aborts the upstream call. */
@@ -44,6 +43,8 @@ export interface UpstreamResponse {
   res: Response;
   /** Aborts the upstream request (used when the client disconnects or a timer fires). */
   abort: (reason?: unknown) => void;
+  /** Stops watching the client's signal, once the body is done with. */
+  release: () => void;
 }
 
 export function upstreamUrl(provider: ProviderConfig, path: string): string {
@@ -54,15 +55,18 @@ function timeoutError(what: string, ms: number): GatewayError {
   return new GatewayError(504, "timeout", `upstream ${what} within ${ms} ms`);
 }
 
-/** Sends a request upstream and waits for its response headers (bounded by a timeout). */
+/**
+ * Sends a request upstream and waits for its response headers, at most `first_byte_ms`
+ * (Deno's fetch exposes no separate connect phase; a refused connection fails at once).
+ */
 export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse> {
-  const t = r.provider.timeouts;
+  if (r.signal.aborted) throw new ClientGone();
+  const headersMs = r.provider.timeouts.first_byte_ms;
   const ctrl = new AbortController();
   const abort = (reason?: unknown) => ctrl.abort(reason);
   const onClientAbort = () => abort(new ClientGone());
   r.signal.addEventListener("abort", onClientAbort, { once: true });
-  // Streams get their headers as soon as the provider accepts; other responses only when done.
-  const headersMs = r.stream ? t.connect_ms : t.first_byte_ms;
+  const release = () => r.signal.removeEventListener("abort", onClientAbort);
   const timer = setTimeout(
     () => abort(timeoutError("sent no response headers", headersMs)),
     headersMs,
@@ -80,9 +84,9 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
       body: r.body,
       signal: ctrl.signal,
     });
-    return { res, abort };
+    return { res, abort, release };
   } catch (e) {
-    r.signal.removeEventListener("abort", onClientAbort);
+    release();
     const reason = ctrl.signal.reason;
     if (reason instanceof ClientGone || reason instanceof GatewayError) throw reason;
     throw new GatewayError(502, "upstream", `upstream ${r.provider.name} unreachable: ${e}`);
@@ -92,9 +96,10 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
 }
 
 /** Reads an upstream error response and re-wraps it as a GatewayError (status kept). */
-export async function upstreamError(res: Response): Promise<GatewayError> {
-  const text = await res.text().catch(() => "");
-  return fromProviderError(res.status, text, pickHeaders(res.headers, RETRY_HEADERS));
+export async function upstreamError(up: UpstreamResponse): Promise<GatewayError> {
+  const text = await up.res.text().catch(() => "");
+  up.release();
+  return fromProviderError(up.res.status, text, pickHeaders(up.res.headers, RETRY_HEADERS));
 }
 
 /**
@@ -118,12 +123,16 @@ export function guardBody(
       });
       try {
         const { done, value } = await Promise.race([reader.read(), timedOut]);
-        if (done) controller.close();
-        else controller.enqueue(value);
+        if (done) {
+          up.release();
+          return controller.close();
+        }
+        controller.enqueue(value);
         waitMs = timeouts.idle_ms;
         what = "went idle";
       } catch (e) {
         up.abort(e);
+        up.release();
         reader.cancel().catch(() => {});
         controller.error(e);
       } finally {
@@ -132,6 +141,7 @@ export function guardBody(
     },
     cancel(reason) {
       up.abort(new ClientGone(String(reason)));
+      up.release();
       return reader.cancel(reason).catch(() => {});
     },
   }, { highWaterMark: 0 });
@@ -150,44 +160,59 @@ export function interruptionEvent(dialect: Dialect, message: string): string {
   return dialect === "anthropic" ? `event: error\ndata: ${data}\n\n` : `data: ${data}\n\n`;
 }
 
+/** How a client stream ends, in its framing. `sent`: whether any bytes went out before. */
+export interface StreamEnd {
+  /** Text after a complete stream. */
+  complete(sent: boolean): string;
+  /** Text that tells the client the upstream stopped before its end marker. */
+  interrupted(sent: boolean, why: string): string;
+}
+
+/** SSE framing: the interruption event, then `data: [DONE]`. */
+export function sseEnd(dialect: Dialect): StreamEnd {
+  return {
+    complete: () => "",
+    interrupted: (_, why) => interruptionEvent(dialect, why) + "data: [DONE]\n\n",
+  };
+}
+
 const encoder = new TextEncoder();
 
 /**
- * Relays an encoded client stream and, if the upstream stopped before its end marker (it
- * closed, failed or timed out), appends the interruption event and `data: [DONE]`.
+ * Relays an encoded client stream and ends it in its framing: normally, or — if the upstream
+ * stopped before its end marker (it closed, failed or timed out) — with the interruption.
  */
 export function withInterruption(
   source: ReadableStream<Uint8Array>,
   ended: () => boolean,
-  dialect: Dialect,
-  onDone: (interrupted: boolean) => void,
+  end: StreamEnd,
+  onInterrupted: () => void,
 ): ReadableStream<Uint8Array> {
   const reader = source.getReader();
-  const interrupt = (controller: ReadableStreamDefaultController<Uint8Array>, why: string) => {
-    controller.enqueue(encoder.encode(interruptionEvent(dialect, why) + "data: [DONE]\n\n"));
+  let sent = false;
+  const finish = (controller: ReadableStreamDefaultController<Uint8Array>, why?: string) => {
+    const text = why === undefined ? end.complete(sent) : end.interrupted(sent, why);
+    if (text) controller.enqueue(encoder.encode(text));
     controller.close();
-    onDone(true);
+    if (why !== undefined) onInterrupted();
   };
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
         const { done, value } = await reader.read();
-        if (!done) return controller.enqueue(value);
-        if (ended()) {
-          controller.close();
-          return onDone(false);
+        if (!done) {
+          sent = true;
+          return controller.enqueue(value);
         }
-        interrupt(controller, "the upstream closed the stream before its end");
+        finish(controller, ended() ? undefined : "the upstream closed the stream before its end");
       } catch (e) {
         if (e instanceof ClientGone) return controller.error(e);
-        const why = e instanceof GatewayError ? e.message : `upstream stream failed: ${e}`;
-        interrupt(controller, why);
+        // A failure after the end marker (e.g. a reset after [DONE]) lost nothing.
+        if (ended()) return finish(controller);
+        finish(controller, e instanceof GatewayError ? e.message : `upstream stream failed: ${e}`);
       }
     },
-    cancel(reason) {
-      onDone(true);
-      return reader.cancel(reason);
-    },
+    cancel: (reason) => reader.cancel(reason),
   }, { highWaterMark: 0 });
 }
 

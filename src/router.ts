@@ -1,6 +1,6 @@
 /** Model name → route → provider. First matching route wins; patterns are `*` globs. */
 import type { Config, ProviderConfig, RouteConfig } from "./config.ts";
-import { notFound } from "./errors.ts";
+import { GatewayError } from "./errors.ts";
 
 export interface Resolved {
   route: RouteConfig;
@@ -39,7 +39,12 @@ export class Router {
         };
       }
     }
-    throw notFound(`model "${model}" is not served by this gateway (no route matches it)`);
+    throw new GatewayError(
+      404,
+      "model_not_found",
+      `model "${model}" is not served by this gateway (no route matches it)`,
+      "model",
+    );
   }
 
   /** Model ids for GET /v1/models: every configured pattern, owned by its provider. */

@@ -3,12 +3,17 @@
  * errors in the client's dialect, client disconnects, and the Responses WebSocket's own state.
  */
 import assert from "node:assert/strict";
+import { validateConfig } from "../src/config.ts";
+import { setAccessLogSink } from "../src/log.ts";
+import { createGateway, createHandler } from "../src/server.ts";
 import {
   assertDisconnectAborts,
   bodies,
   type Harness,
   INGRESS,
+  KEY,
   lastResponseId,
+  openaiHeaders,
   post,
   startHarness,
   type WsEvent,
@@ -95,7 +100,7 @@ Deno.test("converted: client disconnect aborts the upstream request", async () =
 Deno.test("converted: the Responses WebSocket chains turns onto its own last response", async () => {
   const h = await startHarness();
   try {
-    const [warm, turn, stale] = await wsExchange(h.url, [
+    const [warm, turn, again, stale] = await wsExchange(h.url, [
       { type: "response.create", model: "msg-text", input: [], generate: false, store: false },
       (done: WsEvent[][]) => ({
         type: "response.create",
@@ -103,6 +108,12 @@ Deno.test("converted: the Responses WebSocket chains turns onto its own last res
         input: [{ type: "message", role: "user", content: "hello over ws" }],
         previous_response_id: lastResponseId(done),
         store: false,
+      }),
+      (done: WsEvent[][]) => ({
+        type: "response.create",
+        model: "msg-text",
+        input: [{ type: "message", role: "user", content: "and again" }],
+        previous_response_id: lastResponseId(done),
       }),
       { type: "response.create", model: "msg-text", input: "x", previous_response_id: "resp_x" },
     ]);
@@ -115,9 +126,17 @@ Deno.test("converted: the Responses WebSocket chains turns onto its own last res
     assert.match(JSON.stringify(turn.at(-1)), /Hello from messages mock: hello over ws/);
     assert.equal(stale.at(-1)!.type, "error");
     assert.equal((stale.at(-1)!.error as { code: string }).code, "previous_response_not_found");
-    // The warm-up never reached the provider; the turn did, once, as Anthropic messages.
+    assert.match(JSON.stringify(again.at(-1)), /Hello from messages mock: and again/);
+    // The warm-up never reached the provider; each turn did, as Anthropic messages, the second
+    // with the first turn's input and output expanded from the socket's own last response.
     const calls = h.upstream.requests.filter((r) => r.path === "/v1/messages");
-    assert.equal(calls.length, 1);
+    assert.equal(calls.length, 2);
+    const history = calls[1].json.messages.map((m: { role: string }) => m.role);
+    assert.deepEqual(history, ["user", "assistant", "user"]);
+    assert.match(
+      JSON.stringify(calls[1].json.messages[1]),
+      /Hello from messages mock: hello over ws/,
+    );
   } finally {
     await h.close();
   }
@@ -137,6 +156,108 @@ Deno.test("converted: sampling hints the target lacks are dropped and reported",
     const sent = JSON.parse(h.upstream.requests.at(-1)!.body);
     assert.equal(sent.top_k, undefined);
     assert.equal(sent.top_p, 0.95);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("timeouts: a silent provider gets a 504 in the client's dialect", async (t) => {
+  const h = await startHarness({ timeouts: { first_byte_ms: 200, idle_ms: 200 } });
+  // A provider that accepts the connection and never answers.
+  const silent = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (req) =>
+      new Promise<Response>((resolve) =>
+        req.signal.addEventListener("abort", () => resolve(new Response(null)))
+      ),
+  );
+  const gw = await createGateway(validateConfig({
+    keys: [{ name: "t", key: KEY }],
+    providers: [{
+      name: "silent",
+      api: "messages",
+      base_url: `http://127.0.0.1:${silent.addr.port}`,
+      timeouts: { first_byte_ms: 200 },
+    }],
+    routes: [{ models: ["*"], provider: "silent" }],
+  }));
+  const previous = setAccessLogSink(() => {});
+  try {
+    await t.step("no response headers", async () => {
+      const res = await createHandler(gw)(
+        new Request("http://gw/v1/chat/completions", {
+          method: "POST",
+          headers: openaiHeaders(),
+          body: JSON.stringify(bodies.chat("any")),
+        }),
+      );
+      assert.equal(res.status, 504);
+      assert.match((await res.json()).error.message, /sent no response headers within 200 ms/);
+    });
+    await t.step("a body that goes idle", async () => {
+      for (const model of ["chat-stall", "msg-stall"]) {
+        const chat = INGRESS.find((c) => c.name === "chat")!;
+        const res = await send(h, chat, model, false);
+        assert.equal(res.status, 504, model);
+        assert.match((await res.json()).error.message, /went idle within 200 ms/);
+      }
+    });
+  } finally {
+    setAccessLogSink(previous);
+    await silent.shutdown();
+    await h.close();
+  }
+});
+
+Deno.test("Gemini JSON-array streams end in-array, also when interrupted", async (t) => {
+  const h = await startHarness();
+  const gemini = INGRESS.find((c) => c.name === "gemini")!;
+  const array = (model: string) =>
+    post(`${h.url}/v1beta/models/${model}:streamGenerateContent`, gemini.headers, bodies.gemini());
+  try {
+    for (const model of ["gem-text", "chat-text", "msg-text"]) {
+      await t.step(`${model}: complete`, async () => {
+        const body = JSON.parse(await (await array(model)).text());
+        assert.ok(Array.isArray(body) && body.length > 1);
+        assert.ok(body.at(-1).candidates[0].finishReason);
+      });
+    }
+    for (const model of ["gem-cut", "chat-cut", "msg-cut"]) {
+      await t.step(`${model}: interrupted`, async () => {
+        const res = await array(model);
+        assert.match(res.headers.get("content-type") ?? "", /application\/json/);
+        const body = JSON.parse(await res.text());
+        assert.equal(body.at(-1).error.type, "upstream_interrupted");
+        assert.equal(body.at(-1).error.code, 502);
+      });
+    }
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("converted: a Responses warm-up (generate: false) is answered without the provider", async () => {
+  const h = await startHarness();
+  try {
+    for (const stream of [false, true]) {
+      const res = await post(`${h.url}/v1/responses`, openaiHeaders(), {
+        model: "msg-text",
+        input: [],
+        generate: false,
+        stream,
+      });
+      assert.equal(res.status, 200);
+      const text = await res.text();
+      if (stream) {
+        assert.match(text, /^event: response.created\n/);
+        assert.match(text, /event: response.completed\n/);
+      } else {
+        const body = JSON.parse(text);
+        assert.equal(body.status, "completed");
+        assert.deepEqual(body.output, []);
+      }
+    }
+    assert.equal(h.upstream.requests.length, 0);
   } finally {
     await h.close();
   }

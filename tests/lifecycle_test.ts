@@ -103,7 +103,8 @@ Deno.test("shutdown: the drain is bounded by shutdown_grace_s", async () => {
   const upstream = await startMockUpstream();
   const config = await writeConfig(upstream.url, 1);
   try {
-    const gw = await spawnGateway("main.ts", ["--config", config], {});
+    // This time the config comes from GATEWAY_CONFIG.
+    const gw = await spawnGateway("main.ts", [], { GATEWAY_CONFIG: config });
     const res = await post(
       `${gw.url}/v1/messages`,
       anthropicHeaders(),

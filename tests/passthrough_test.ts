@@ -271,3 +271,25 @@ Deno.test("access log: one line per request with route, provider and usage", asy
     await h.close();
   }
 });
+
+Deno.test("passthrough WebSocket: a cut or stalled provider socket is reported", async () => {
+  const h = await startHarness({ timeouts: { first_byte_ms: 300, idle_ms: 300 } });
+  try {
+    for (
+      const [model, why] of [["pt-cut", /closed before/], ["pt-stall", /went idle within 300 ms/]]
+    ) {
+      const [events] = await wsExchange(h.url, [{ type: "response.create", model, input: "x" }]);
+      const last = events.at(-1)! as {
+        type: string;
+        status: number;
+        error: { type: string; message: string };
+      };
+      assert.equal(last.type, "error", String(model));
+      assert.equal(last.status, 502);
+      assert.equal(last.error.type, "upstream_interrupted");
+      assert.match(last.error.message, why as RegExp);
+    }
+  } finally {
+    await h.close();
+  }
+});

@@ -235,6 +235,26 @@ Deno.test("errors: unknown model, bad JSON, bad field types, unknown paths", asy
         400,
       );
     });
+    await t.step("a bad body is never quoted back (it may hold a prompt)", async () => {
+      const res = await post(`${h.url}/v1/chat/completions`, openaiHeaders(), "secret prompt{");
+      assert.doesNotMatch(await openaiError(res, 400), /secret/);
+    });
+    await t.step("bodies over 32 MiB → 413, also without content-length", async () => {
+      const chunk = new Uint8Array(1024 * 1024).fill(32);
+      let sent = 0;
+      const body = new ReadableStream<Uint8Array>({
+        pull(c) {
+          if (sent++ < 40) c.enqueue(chunk);
+          else c.close();
+        },
+      });
+      const res = await fetch(`${h.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: openaiHeaders(),
+        body,
+      });
+      assert.match(await openaiError(res, 413), /exceeds/);
+    });
     await t.step("wrong field types → 400 naming the field", async () => {
       const chat = await post(`${h.url}/v1/chat/completions`, openaiHeaders(), {
         model: "chat-text",

@@ -2,7 +2,7 @@
 import type { Handler } from "../../src/context.ts";
 import { badRequest } from "../../src/errors.ts";
 import { readJsonBody } from "../../src/http.ts";
-import { generate } from "../../src/pipeline.ts";
+import { type Framing, generate } from "../../src/pipeline.ts";
 import type { SseEvent } from "../../src/sse.ts";
 import { geminiCodec } from "./codec.ts";
 import { validateRequest } from "./schema.ts";
@@ -26,17 +26,25 @@ function parsePath(pathname: string): { model: string; action: string } {
 }
 
 /** Without `alt=sse`, Google streams one JSON array whose elements arrive as they are made. */
-function jsonArray(): TransformStream<SseEvent, string> {
-  let first = true;
-  return new TransformStream({
-    transform(e, out) {
-      out.enqueue((first ? "[" : ",\r\n") + e.data);
-      first = false;
-    },
-    flush(out) {
-      out.enqueue(first ? "[]" : "]");
-    },
-  });
+const JSON_ARRAY: Framing = {
+  contentType: "application/json; charset=utf-8",
+  serializer: () => {
+    let first = true;
+    return new TransformStream<SseEvent, string>({
+      transform(e, out) {
+        out.enqueue((first ? "[" : ",\r\n") + e.data);
+        first = false;
+      },
+    });
+  },
+  end: { complete: (sent) => (sent ? "]" : "[]"), interrupted: interruptedElement },
+  relayedEnd: { complete: () => "", interrupted: interruptedElement },
+};
+
+/** The interruption as the array's last element, in Google's error shape (js-genai raises it). */
+function interruptedElement(sent: boolean, why: string): string {
+  const error = { code: 502, message: why, status: "UNAVAILABLE", type: "upstream_interrupted" };
+  return `${sent ? ",\r\n" : "["}${JSON.stringify({ error })}]`;
 }
 
 export const generateContent: Handler = async (ctx) => {
@@ -54,7 +62,6 @@ export const generateContent: Handler = async (ctx) => {
     passthroughPath: arrayStream
       ? (upstreamModel) => `${PREFIX}${upstreamModel}:streamGenerateContent`
       : undefined,
-    serializer: arrayStream ? jsonArray : undefined,
-    contentType: arrayStream ? "application/json; charset=utf-8" : undefined,
+    framing: arrayStream ? JSON_ARRAY : undefined,
   });
 };

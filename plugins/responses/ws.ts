@@ -148,11 +148,14 @@ class ResponsesSocket {
 
   private async relay(r: Resolved, json: Record<string, unknown>, text: string) {
     if (!this.upstream) {
-      this.upstream = await UpstreamSocket.open(
+      const upstream = await UpstreamSocket.open(
         r,
         pickHeaders(this.req.headers, FORWARD_REQUEST_HEADERS),
         this,
       );
+      // The client may have left while the provider's socket was opening.
+      if (this.closed.signal.aborted) return upstream.close();
+      this.upstream = upstream;
     } else if (this.upstream.provider !== r.provider.name) {
       throw new GatewayError(
         400,
@@ -238,26 +241,42 @@ function interrupted(message: string): GatewayError {
 class UpstreamSocket {
   private inFlight = 0;
 
+  /** Watches a response in flight: first-byte, then idle timeout between frames. */
+  private watchdog?: ReturnType<typeof setTimeout>;
+
   private constructor(
     readonly provider: string,
     private readonly ws: WebSocket,
-    client: ResponsesSocket,
+    private readonly timeouts: { first_byte_ms: number; idle_ms: number },
+    private readonly client: ResponsesSocket,
   ) {
     ws.onmessage = (e) => {
       const text = typeof e.data === "string" ? e.data : "";
       if (TERMINAL.some((t) => text.includes(`"type":"${t}"`)) || text.includes('"type":"error"')) {
         this.inFlight = Math.max(0, this.inFlight - 1);
       }
+      this.arm(timeouts.idle_ms, "went idle");
       client.send(text);
     };
-    ws.onclose = () => {
-      if (this.inFlight > 0) {
-        client.send(
-          errorFrame(interrupted("the upstream WebSocket closed before the response ended")),
-        );
-      }
-      client.close();
-    };
+    ws.onclose = () => this.interrupt("the upstream WebSocket closed before the response ended");
+  }
+
+  /** (Re)starts the watchdog while a response is in flight. */
+  private arm(ms: number, what: string) {
+    clearTimeout(this.watchdog);
+    if (this.inFlight === 0) return;
+    this.watchdog = setTimeout(() => {
+      this.interrupt(`upstream ${what} within ${ms} ms`);
+      this.close();
+    }, ms);
+  }
+
+  /** Ends the client socket, telling it first if a response was cut short. */
+  private interrupt(why: string) {
+    clearTimeout(this.watchdog);
+    if (this.inFlight > 0) this.client.send(errorFrame(interrupted(why)));
+    this.inFlight = 0;
+    this.client.close();
   }
 
   static open(r: Resolved, forward: Headers, client: ResponsesSocket): Promise<UpstreamSocket> {
@@ -277,7 +296,7 @@ class UpstreamSocket {
     }, r.provider.timeouts.connect_ms);
     ws.onopen = () => {
       clearTimeout(timer);
-      resolve(new UpstreamSocket(r.provider.name, ws, client));
+      resolve(new UpstreamSocket(r.provider.name, ws, r.provider.timeouts, client));
     };
     ws.onerror = () => {
       clearTimeout(timer);
@@ -294,10 +313,12 @@ class UpstreamSocket {
 
   send(text: string) {
     this.inFlight++;
+    this.arm(this.timeouts.first_byte_ms, "sent no data");
     this.ws.send(text);
   }
 
   close() {
+    clearTimeout(this.watchdog);
     if (this.ws.readyState <= WebSocket.OPEN) this.ws.close();
   }
 }
