@@ -262,3 +262,38 @@ Deno.test("converted: a Responses warm-up (generate: false) is answered without 
     await h.close();
   }
 });
+
+Deno.test("converted: Codex in-band compaction over the WebSocket, then its replay", async () => {
+  const h = await startHarness();
+  try {
+    const history = [{ type: "message", role: "user", content: "remember the word tangerine" }];
+    const [compacted] = await wsExchange(h.url, [{
+      type: "response.create",
+      model: "msg-text",
+      input: [...history, { type: "compaction_trigger" }],
+      store: false,
+    }]);
+    const done = compacted.at(-1)! as { type: string; response: { output: WsEvent[] } };
+    assert.equal(done.type, "response.completed");
+    assert.equal(done.response.output.length, 1, "exactly one output item");
+    const item = done.response.output[0] as { type: string; encrypted_content: string };
+    assert.equal(item.type, "compaction");
+    assert.match(item.encrypted_content, /^gwcmp1:/);
+    // The provider was asked for a summary of the history, with no tools to call.
+    assert.match(h.upstream.requests.at(-1)!.body, /tangerine/);
+
+    const [next] = await wsExchange(h.url, [{
+      type: "response.create",
+      model: "msg-text",
+      input: [item, { type: "message", role: "user", content: "what was the word?" }],
+      store: false,
+    }]);
+    assert.equal(next.at(-1)!.type, "response.completed");
+    const sent = h.upstream.requests.at(-1)!.json.messages;
+    assert.match(JSON.stringify(sent[0]), /Summary of the earlier conversation/);
+    // The summary is the mock's reply to the compaction request, carried back verbatim.
+    assert.match(JSON.stringify(sent[0]), /Hello from messages mock/);
+  } finally {
+    await h.close();
+  }
+});

@@ -205,6 +205,15 @@ Deno.test("passthrough: Responses WebSocket relays frames on one upstream socket
     assert.equal(upgrades.length, 1, "one upstream socket per client socket");
     assert.equal(upgrades[0].headers.authorization, "Bearer sk-provider-secret");
     assert.equal(h.upstream.wsFrames.length, 3);
+    // One access-log line per relayed response, written when the provider ended it.
+    const lines = h.logs.filter((l) => l.endpoint === "responses_ws");
+    assert.deepEqual(
+      lines.map((l) => l.status),
+      [101, 200, 200, 400],
+      "upgrade, then each response",
+    );
+    assert.equal((lines[2].usage as { inputTokens: number }).inputTokens, 11);
+    assert.equal(typeof lines[2].ttfb_ms, "number");
   } finally {
     await h.close();
   }

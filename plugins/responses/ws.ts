@@ -7,7 +7,7 @@
  * - Other routes convert each frame through the IR; the socket keeps its own last response so
  *   `previous_response_id` (Codex chains its turn onto its warm-up) expands to full input.
  */
-import type { Handler, RequestContext } from "../../src/context.ts";
+import type { AccessRecord, Handler, RequestContext } from "../../src/context.ts";
 import { errorBody, GatewayError } from "../../src/errors.ts";
 import { FORWARD_REQUEST_HEADERS, modelOf, pickHeaders } from "../../src/http.ts";
 import type * as ir from "../../src/ir.ts";
@@ -21,6 +21,8 @@ import { validateRequest } from "./schema.ts";
 /** Close a socket whose client has sent nothing for this long (server pings do not count). */
 const IDLE_LIMIT_MS = 70 * 60_000;
 const TERMINAL = ["response.completed", "response.incomplete", "response.failed"];
+/** Decoding a relayed terminal event only for its usage needs no ids or clock. */
+const NO_CONTEXT = { now: 0, id: "" };
 
 export const responsesWebSocket: Handler = (ctx) => {
   // The upgrade consumes the request, headers included: copy what frames need first.
@@ -129,11 +131,13 @@ class ResponsesSocket {
       record: { ...this.ctx.record, status: 200, model: undefined, usage: undefined },
     };
     const started = performance.now();
+    let relayed = false;
     try {
       const r = resolveRoute(ctx, modelOf(json));
       if (isPassthroughRoute(r)) {
         ctx.record.passthrough = true;
-        return await this.relay(r, json, data);
+        relayed = await this.relay(r, json, data, { record: ctx.record, started });
+        return;
       }
       if (json.background === true) checkStatefulFields(json, r);
       await this.convert(ctx, r, json);
@@ -141,12 +145,18 @@ class ResponsesSocket {
       ctx.record.status = e instanceof GatewayError ? e.status : 500;
       throw e;
     } finally {
-      ctx.record.duration_ms = Math.round(performance.now() - started);
-      logAccess(ctx.record);
+      // A relayed response is logged by the upstream socket when it ends.
+      if (!relayed) logResponse({ record: ctx.record, started });
     }
   }
 
-  private async relay(r: Resolved, json: Record<string, unknown>, text: string) {
+  /** Sends the frame to the provider's socket; false if the client left meanwhile. */
+  private async relay(
+    r: Resolved,
+    json: Record<string, unknown>,
+    text: string,
+    pending: Pending,
+  ): Promise<boolean> {
     if (!this.upstream) {
       const upstream = await UpstreamSocket.open(
         r,
@@ -154,7 +164,10 @@ class ResponsesSocket {
         this,
       );
       // The client may have left while the provider's socket was opening.
-      if (this.closed.signal.aborted) return upstream.close();
+      if (this.closed.signal.aborted) {
+        upstream.close();
+        return false;
+      }
       this.upstream = upstream;
     } else if (this.upstream.provider !== r.provider.name) {
       throw new GatewayError(
@@ -168,7 +181,9 @@ class ResponsesSocket {
       r.route.model
         ? JSON.stringify({ ...json, type: "response.create", model: r.upstreamModel })
         : text,
+      pending,
     );
+    return true;
   }
 
   /** Runs one response through the IR; the socket remembers it for `previous_response_id`. */
@@ -233,13 +248,25 @@ class ResponsesSocket {
   }
 }
 
+/** A response on its way, to be logged when it ends. */
+interface Pending {
+  record: AccessRecord;
+  started: number;
+}
+
+function logResponse(p: Pending) {
+  p.record.duration_ms = Math.round(performance.now() - p.started);
+  logAccess(p.record);
+}
+
 function interrupted(message: string): GatewayError {
   return new GatewayError(502, "upstream_interrupted", message);
 }
 
 /** The provider-side socket of a passthrough route; frames flow through untouched. */
 class UpstreamSocket {
-  private inFlight = 0;
+  /** Responses sent and not yet ended, oldest first (a socket runs them in order). */
+  private readonly pending: Pending[] = [];
 
   /** Watches a response in flight: first-byte, then idle timeout between frames. */
   private watchdog?: ReturnType<typeof setTimeout>;
@@ -252,8 +279,12 @@ class UpstreamSocket {
   ) {
     ws.onmessage = (e) => {
       const text = typeof e.data === "string" ? e.data : "";
+      const current = this.pending[0];
+      if (current && current.record.ttfb_ms === undefined) {
+        current.record.ttfb_ms = Math.round(performance.now() - current.started);
+      }
       if (TERMINAL.some((t) => text.includes(`"type":"${t}"`)) || text.includes('"type":"error"')) {
-        this.inFlight = Math.max(0, this.inFlight - 1);
+        this.end(text);
       }
       this.arm(timeouts.idle_ms, "went idle");
       client.send(text);
@@ -261,10 +292,24 @@ class UpstreamSocket {
     ws.onclose = () => this.interrupt("the upstream WebSocket closed before the response ended");
   }
 
+  /** Logs the oldest response with what its terminal event says (status, usage). */
+  private end(terminal: string) {
+    const done = this.pending.shift();
+    if (!done) return;
+    try {
+      const event = JSON.parse(terminal);
+      if (event.type === "error") done.record.status = event.status ?? 500;
+      else done.record.usage = responsesCodec.decodeResponse(event.response, NO_CONTEXT).usage;
+    } catch {
+      // an unreadable terminal event is relayed as is; only the log lacks its details
+    }
+    logResponse(done);
+  }
+
   /** (Re)starts the watchdog while a response is in flight. */
   private arm(ms: number, what: string) {
     clearTimeout(this.watchdog);
-    if (this.inFlight === 0) return;
+    if (this.pending.length === 0) return;
     this.watchdog = setTimeout(() => {
       this.interrupt(`upstream ${what} within ${ms} ms`);
       this.close();
@@ -274,8 +319,11 @@ class UpstreamSocket {
   /** Ends the client socket, telling it first if a response was cut short. */
   private interrupt(why: string) {
     clearTimeout(this.watchdog);
-    if (this.inFlight > 0) this.client.send(errorFrame(interrupted(why)));
-    this.inFlight = 0;
+    if (this.pending.length > 0) this.client.send(errorFrame(interrupted(why)));
+    for (const p of this.pending.splice(0)) {
+      Object.assign(p.record, { status: 502, interrupted: true, error: why });
+      logResponse(p);
+    }
     this.client.close();
   }
 
@@ -311,8 +359,8 @@ class UpstreamSocket {
     return promise;
   }
 
-  send(text: string) {
-    this.inFlight++;
+  send(text: string, pending: Pending) {
+    this.pending.push(pending);
     this.arm(this.timeouts.first_byte_ms, "sent no data");
     this.ws.send(text);
   }
