@@ -16,6 +16,7 @@ export interface Gateway {
 /** One access-log line. Never a key or a prompt. */
 export interface AccessRecord {
   request_id: string;
+  client_ip?: string;
   key?: string;
   method: string;
   endpoint: EndpointName | "unknown";

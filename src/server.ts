@@ -102,8 +102,21 @@ function logWhenDone(res: Response, record: AccessRecord, started: number): Resp
   });
 }
 
-export function createHandler(gw: Gateway): (req: Request) => Promise<Response> {
-  return async (req) => {
+/**
+ * The client's address: the first `X-Forwarded-For` hop (set by Kong, which sits in front),
+ * else the peer of this connection.
+ */
+function clientIp(req: Request, info?: Deno.ServeHandlerInfo): string | undefined {
+  const forwarded = req.headers.get("x-forwarded-for")?.split(",")[0].trim();
+  if (forwarded) return forwarded;
+  const addr = info?.remoteAddr;
+  return addr && "hostname" in addr ? addr.hostname : undefined;
+}
+
+export function createHandler(
+  gw: Gateway,
+): (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response> {
+  return async (req, info) => {
     const started = performance.now();
     const url = new URL(req.url);
     const requestId = requestIdOf(req);
@@ -113,6 +126,7 @@ export function createHandler(gw: Gateway): (req: Request) => Promise<Response> 
       method: req.method,
       endpoint: "unknown",
       path: url.pathname,
+      client_ip: clientIp(req, info),
     };
     let res: Response;
     try {

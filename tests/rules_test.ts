@@ -313,6 +313,14 @@ Deno.test("ops: /v1/models, /healthz, /readyz, request ids", async () => {
       ),
     );
     assert.deepEqual(await (await fetch(`${h.url}/healthz`)).json(), { status: "ok" });
+    const fwd = await fetch(`${h.url}/healthz`, {
+      headers: { "x-forwarded-for": "203.0.113.7, 10.0.0.1" },
+    });
+    await fwd.body?.cancel();
+    assert.equal(h.logs.at(-1)!.client_ip, "203.0.113.7", "Kong's X-Forwarded-For client");
+    const direct = await fetch(`${h.url}/healthz`);
+    await direct.body?.cancel();
+    assert.equal(h.logs.at(-1)!.client_ip, "127.0.0.1");
     const ready = await fetch(`${h.url}/readyz`, {
       headers: { "x-kong-request-id": "kong-abc-123" },
     });
