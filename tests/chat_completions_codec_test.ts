@@ -2,7 +2,8 @@
 import assert from "node:assert/strict";
 import { chatCodec } from "../plugins/chat_completions/codec.ts";
 import { validateRequest } from "../plugins/chat_completions/schema.ts";
-import { ERROR_PREFIX, MOVED_MEDIA_NOTE } from "../plugins/chat_completions/encode_request.ts";
+import { MOVED_MEDIA_NOTE } from "../plugins/chat_completions/encode_request.ts";
+import { TOOL_ERROR_PREFIX } from "../plugins/shared.ts";
 import type { ClientContext, EncodeContext } from "../src/codec.ts";
 import { GatewayError } from "../src/errors.ts";
 import type * as ir from "../src/ir.ts";
@@ -236,7 +237,7 @@ Deno.test("encodeRequest: media in tool results moves to a following user messag
   );
   assert.deepEqual(out.messages, [
     { role: "tool", tool_call_id: "c1", content: `shot\n${MOVED_MEDIA_NOTE}` },
-    { role: "tool", tool_call_id: "c2", content: `${ERROR_PREFIX}no` },
+    { role: "tool", tool_call_id: "c2", content: `${TOOL_ERROR_PREFIX}no` },
     {
       role: "user",
       content: [

@@ -70,6 +70,10 @@ Deno.test("validateRequest names the bad field", () => {
     () => validateRequest(body({ messages: nested })),
     /^messages\[0\]\.content\[0\]\.content\[0\]\.text: expected string/,
   );
+  rejects(
+    () => validateRequest(body({ messages: [{ role: "user", content: [{ type: "text" }] }] })),
+    /^messages\[0\]\.content\[0\]\.text: required$/,
+  );
 });
 
 Deno.test("validateRequest lets unknown block types and fields through (passthrough)", () => {
@@ -410,6 +414,15 @@ Deno.test("decodeStream: an in-stream error event becomes an IR error", async ()
     errorType: "overloaded",
     message: "Overloaded",
   }]);
+});
+
+Deno.test("decodeStream skips payloads that are not JSON objects", async () => {
+  const noise = ["null", "5", "not json"].map((data): SseEvent => ({ event: "ping", data }));
+  const events = await pipe(
+    [...noise, sse({ type: "message_start", message: { id: "msg_1", model: "m" } })],
+    codec.decodeStream(DEC),
+  );
+  assert.deepEqual(events.map((e) => e.type), ["start"]);
 });
 
 // ---- client stream ----

@@ -2,6 +2,7 @@
 import type { z } from "zod";
 import { badRequest } from "../../src/errors.ts";
 import type * as ir from "../../src/ir.ts";
+import { openAiEffort, openAiJsonSchema, parseDataUri, urlSource } from "../shared.ts";
 import {
   type allowedTools,
   type AssistantMessage,
@@ -30,8 +31,6 @@ type Content = string | Part[];
 const TEXT_ONLY = ["text"];
 const USER_PARTS = ["text", "image_url", "input_audio", "file"];
 const ASSISTANT_PARTS = ["text", "refusal"];
-
-const EFFORTS: readonly ir.Effort[] = ["none", "minimal", "low", "medium", "high", "xhigh", "max"];
 
 export function decodeRequest(raw: Record<string, unknown>, model: string): ir.Request {
   const body = parseRequest(raw);
@@ -157,7 +156,7 @@ function decodePart(part: Part, path: string): ir.Part {
     }
     case "image_url": {
       const p = part as z.infer<typeof imagePart>;
-      const image: ir.ImagePart = { type: "image", source: mediaSource(p.image_url.url) };
+      const image: ir.ImagePart = { type: "image", source: urlSource(p.image_url.url) };
       if (p.image_url.detail) image.detail = p.image_url.detail;
       return withBreakpoint(image, p);
     }
@@ -181,22 +180,13 @@ function withBreakpoint<T extends ir.Extensions>(
   return part;
 }
 
-const DATA_URI = /^data:([^;,]+)(?:;[^;,]*)*;base64,(.*)$/s;
-
-/** `data:<mime>;base64,…` becomes inline data; anything else is a URL. */
-function mediaSource(url: string): ir.MediaSource {
-  const m = DATA_URI.exec(url);
-  return m ? { kind: "base64", mediaType: m[1], data: m[2] } : { kind: "url", url };
-}
-
 function decodeFile(part: z.infer<typeof filePart>, path: string): ir.DocumentPart {
   const { file_data, file_id, filename } = part.file;
   let source: ir.MediaSource;
   if (file_data) {
     // Some clients send bare base64 with a filename; PDF is the only file type chat accepts.
-    source = DATA_URI.test(file_data)
-      ? mediaSource(file_data)
-      : { kind: "base64", mediaType: "application/pdf", data: file_data };
+    const inline = parseDataUri(file_data) ?? { mediaType: "application/pdf", data: file_data };
+    source = { kind: "base64", ...inline };
   } else if (file_id) {
     source = { kind: "file_id", fileId: file_id };
   } else {
@@ -301,10 +291,8 @@ function decodeTool(tool: ChatTool, path: string): ir.Tool {
 
 function decodeEffort(effort: string | undefined): ir.Reasoning | undefined {
   if (effort === undefined) return undefined;
-  if (!EFFORTS.includes(effort as ir.Effort)) {
-    throw badRequest(`reasoning_effort: expected one of ${EFFORTS.join(", ")}`, "reasoning_effort");
-  }
-  return effort === "none" ? { effort, disabled: true } : { effort: effort as ir.Effort };
+  const e = openAiEffort(effort, "reasoning_effort");
+  return e === "none" ? { effort: e, disabled: true } : { effort: e };
 }
 
 function decodeResponseFormat(
@@ -315,13 +303,8 @@ function decodeResponseFormat(
     case "text":
     case "json_object":
       return { type: format.type };
-    case "json_schema": {
-      const { json_schema: s } = format as z.infer<typeof jsonSchemaFormat>;
-      const out: ir.ResponseFormat = { type: "json_schema", name: s.name, schema: s.schema ?? {} };
-      if (typeof s.strict === "boolean") out.strict = s.strict;
-      if (s.description) out.description = s.description;
-      return out;
-    }
+    case "json_schema":
+      return openAiJsonSchema((format as z.infer<typeof jsonSchemaFormat>).json_schema);
     default:
       throw inexpressible("response_format.type", `response_format "${format.type}"`);
   }

@@ -3,12 +3,11 @@ import type { EncodeContext } from "../../src/codec.ts";
 import { unsupported } from "../../src/errors.ts";
 import type * as ir from "../../src/ir.ts";
 import { signatureFor } from "../../src/signature.ts";
+import { dataUri, TOOL_ERROR_PREFIX } from "../shared.ts";
 import { FAMILY, type Obj, signatureExtra, toolCallFromIr } from "./wire.ts";
 
 /** Said in a tool message whose images/documents had to move to the next user message. */
 export const MOVED_MEDIA_NOTE = "[attachments follow in the next user message]";
-/** Chat tool results have no error flag (§5.4): the text says so instead. */
-export const ERROR_PREFIX = "Error: ";
 
 export function encodeRequest(req: ir.Request, ctx: EncodeContext): Obj {
   rejectInexpressible(req, ctx);
@@ -60,7 +59,7 @@ const joinText = (parts: ir.TextPart[], separator = "\n\n") =>
 function encodeMessage(m: ir.Message, path: string, ctx: EncodeContext): Obj[] {
   switch (m.role) {
     case "system":
-      return [{ role: "system", content: joinText(textOnly(m.parts, path, ctx, "system")) }];
+      return [{ role: "system", content: joinText(systemText(m.parts, path, ctx)) }];
     case "assistant":
       return encodeAssistant(m.parts, path, ctx);
     case "user":
@@ -69,13 +68,13 @@ function encodeMessage(m: ir.Message, path: string, ctx: EncodeContext): Obj[] {
   }
 }
 
-function textOnly(parts: ir.Part[], path: string, ctx: EncodeContext, role: string) {
+function systemText(parts: ir.Part[], path: string, ctx: EncodeContext) {
   parts.forEach((p, j) => {
     if (p.type !== "text") {
       throw unsupported(
         `${path}.content[${j}]`,
         ctx.route,
-        `${p.type} parts in ${role} messages are not supported`,
+        `${p.type} parts in system messages are not supported`,
       );
     }
   });
@@ -109,7 +108,7 @@ function toolResultText(p: ir.ToolResultPart, movedMedia: boolean): string {
   const texts = p.content.filter((c): c is ir.TextPart => c.type === "text").map((c) => c.text);
   if (movedMedia) texts.push(MOVED_MEDIA_NOTE);
   const text = texts.join("\n");
-  return p.isError ? ERROR_PREFIX + text : text;
+  return p.isError ? TOOL_ERROR_PREFIX + text : text;
 }
 
 /** A lone text part goes as a plain string, which every chat-compatible server accepts. */
@@ -131,8 +130,6 @@ function encodeUserPart(p: ir.Part, path: string, ctx: EncodeContext): Obj {
       throw unsupported(path, ctx.route, `${p.type} parts in user messages are not supported`);
   }
 }
-
-const dataUri = (mediaType: string, data: string) => `data:${mediaType};base64,${data}`;
 
 function encodeImage(p: ir.ImagePart, path: string, ctx: EncodeContext): Obj {
   if (p.source.kind === "file_id") {

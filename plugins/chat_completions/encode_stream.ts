@@ -5,9 +5,9 @@
  * (`choices:[]`) when the client asked for it; then `[DONE]`.
  */
 import type { ClientContext } from "../../src/codec.ts";
-import { errorBody, GatewayError, kindForStatus } from "../../src/errors.ts";
 import type * as ir from "../../src/ir.ts";
 import { dataEvent, type SseEvent } from "../../src/sse.ts";
+import { streamErrorBody } from "../shared.ts";
 import {
   clientSignatureExtra,
   completionId,
@@ -120,8 +120,7 @@ class ChatStreamEncoder {
 
   /** The openai SDK throws on any chunk with a top-level `error`. */
   #error(e: Extract<ir.StreamEvent, { type: "error" }>, out: Out) {
-    const err = new GatewayError(e.status, kindForStatus(e.status), e.message);
-    out.enqueue(dataEvent(errorBody("openai", err)));
+    out.enqueue(dataEvent(streamErrorBody("openai", e)));
     out.enqueue(DONE);
   }
 

@@ -188,7 +188,7 @@ const responseFormat = tagged(() => ({ json_schema: jsonSchemaFormat }));
 const int = z.number().int().nullish();
 const num = z.number().nullish();
 
-export const requestSchema = z.looseObject({
+const requestSchema = z.looseObject({
   model: z.string(),
   messages: z.array(message),
   tools: z.array(tool).nullish(),
@@ -229,7 +229,7 @@ export type ToolChoice = z.infer<typeof toolChoice>;
 
 // ---- upstream bodies ----
 
-export const usageSchema = z.looseObject({
+const usageSchema = z.looseObject({
   prompt_tokens: z.number(),
   completion_tokens: z.number(),
   prompt_tokens_details: z.looseObject({

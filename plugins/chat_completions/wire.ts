@@ -121,7 +121,7 @@ export function readToolCallSignature(call: object): ir.Signature | undefined {
 }
 
 /** LiteLLM's `thinking_blocks` entry, carrying Anthropic thinking through a chat client. */
-export type ThinkingBlock =
+type ThinkingBlock =
   | { type: "thinking"; thinking: string; signature?: string }
   | { type: "redacted_thinking"; data: string };
 

@@ -8,6 +8,7 @@
  */
 import type * as ir from "../../src/ir.ts";
 import type { DecodeContext } from "../../src/codec.ts";
+import { CUSTOM_INPUT_KEY } from "../shared.ts";
 import { isObject } from "./json_schema.ts";
 import { FAMILY, responseCallId } from "./parts.ts";
 
@@ -28,7 +29,7 @@ const TOOL_ERROR = new Set([
   "TOO_MANY_TOOL_CALLS",
 ]);
 
-export function decodeFinish(reason: string, sawToolCall: boolean): ir.FinishReason {
+function decodeFinish(reason: string, sawToolCall: boolean): ir.FinishReason {
   if (sawToolCall) return "tool_calls";
   if (reason === "MAX_TOKENS") return "length";
   if (CONTENT_FILTER.has(reason) || reason.startsWith("IMAGE_")) return "content_filter";
@@ -39,7 +40,7 @@ export function decodeFinish(reason: string, sawToolCall: boolean): ir.FinishRea
 const count = (v: unknown) => (typeof v === "number" ? v : 0);
 
 /** §5.6: the prompt includes cached content; output is candidates plus thoughts. */
-export function decodeUsage(meta: unknown): ir.Usage | undefined {
+function decodeUsage(meta: unknown): ir.Usage | undefined {
   if (!isObject(meta)) return undefined;
   const usage: ir.Usage = {
     inputTokens: count(meta.promptTokenCount) + count(meta.toolUsePromptTokenCount),
@@ -103,8 +104,7 @@ export class ChunkDecoder {
       ? { family: FAMILY, value: part.thoughtSignature }
       : undefined;
     if (isObject(part.functionCall)) return this.call(part.functionCall, signature, out);
-    // Code execution, images and the like are never requested by the gateway.
-    if (typeof part.text !== "string" && !signature) return;
+    // Code execution, images and the like are never requested by the gateway: only text counts.
     const text = typeof part.text === "string" ? part.text : "";
     if (!text) {
       if (!signature) return;
@@ -139,8 +139,9 @@ export class ChunkDecoder {
     const args = isObject(call.args) ? call.args : {};
     const custom = this.ctx.customTools?.includes(name) ?? false;
     // Custom (free-text) tools were declared as a function taking `{input}`.
+    const input = args[CUSTOM_INPUT_KEY];
     const json = custom
-      ? (typeof args.input === "string" ? args.input : JSON.stringify(args.input ?? ""))
+      ? (typeof input === "string" ? input : JSON.stringify(input ?? ""))
       : JSON.stringify(args);
     out.push(
       {

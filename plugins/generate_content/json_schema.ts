@@ -5,7 +5,7 @@
  * `*JsonSchema` fields, which take JSON Schema as is.
  */
 
-export type Schema = Record<string, unknown>;
+type Schema = Record<string, unknown>;
 
 export const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);

@@ -1,7 +1,7 @@
 /** Pieces shared by the request, response and stream mappings of the Gemini format. */
 import type * as ir from "../../src/ir.ts";
-import { carrySignature, readSignature } from "../../src/signature.ts";
-import { isObject } from "./json_schema.ts";
+import { readSignature } from "../../src/signature.ts";
+import { carryMarked, readMarked, REDACTED } from "../shared.ts";
 
 export const FAMILY: ir.Family = "gemini";
 
@@ -20,24 +20,6 @@ export const geminiId = (id: string): string | undefined => FOREIGN_ID.test(id) 
 export const responseCallId = (responseId: string, n: number): string =>
   `call_${responseId.replace(/[^A-Za-z0-9_-]/g, "_")}_${n}`;
 
-// ---- arguments ----
-
-/**
- * Tool-call arguments as the object Gemini wants. Custom (free-text) tools are declared as a
- * function taking `{input}`; JSON that is not an object rides as `{raw}`.
- */
-export function argsObject(call: { arguments: string; kind?: "function" | "custom" }) {
-  if (call.kind === "custom") return { input: call.arguments };
-  if (call.arguments.trim() === "") return {};
-  try {
-    const parsed = JSON.parse(call.arguments);
-    if (isObject(parsed)) return parsed;
-  } catch {
-    // not JSON: keep it raw
-  }
-  return { raw: call.arguments };
-}
-
 // ---- media ----
 
 /** OpenAI `input_audio.format` names to Gemini audio MIME types and back. */
@@ -54,14 +36,10 @@ export function audioFormat(mime: string): string {
 
 /**
  * Redacted thinking (Anthropic `redacted_thinking`, OpenAI encrypted reasoning) has no Gemini
- * form: it rides in a thought part's signature slot behind this marker. Foreign signatures
- * are base64 and never contain the colon.
+ * form: it rides in a thought part's signature slot, marked `redacted:` (see `Marker`).
  */
-const REDACTED = "redacted:";
-
-/** The `thoughtSignature` of a thought part standing for redacted thinking. */
 export const redactedSignature = (p: { data: string; family: ir.Family }): string =>
-  carrySignature({ family: p.family, value: REDACTED + p.data }, FAMILY);
+  carryMarked(REDACTED, { family: p.family, value: p.data }, FAMILY);
 
 /** A client thought part back into IR thinking (or the redacted thinking it stands for). */
 export function readThought(
@@ -69,12 +47,7 @@ export function readThought(
   rawSignature: string | undefined,
 ): ir.ThinkingPart | ir.RedactedThinkingPart {
   const signature = rawSignature === undefined ? undefined : readSignature(rawSignature, FAMILY);
-  if (signature?.value.startsWith(REDACTED)) {
-    return {
-      type: "redacted_thinking",
-      data: signature.value.slice(REDACTED.length),
-      family: signature.family,
-    };
-  }
+  const redacted = signature && readMarked(REDACTED, signature);
+  if (redacted) return { type: "redacted_thinking", data: redacted.value, family: redacted.family };
   return { type: "thinking", text, ...(signature && { signature }) };
 }

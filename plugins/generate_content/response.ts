@@ -3,7 +3,8 @@ import type * as ir from "../../src/ir.ts";
 import type { ClientContext, DecodeContext } from "../../src/codec.ts";
 import { carrySignature } from "../../src/signature.ts";
 import { ChunkDecoder } from "./chunks.ts";
-import { argsObject, FAMILY, redactedSignature } from "./parts.ts";
+import { argumentsObject } from "../shared.ts";
+import { FAMILY, redactedSignature } from "./parts.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -16,7 +17,7 @@ export function decodeResponse(body: Obj, ctx: DecodeContext): ir.Response {
   return res;
 }
 
-/** Builds a response from the events of a single chunk. */
+/** Applies one of the body's IR events to the response being built. */
 function foldEvent(res: ir.Response, e: ir.StreamEvent) {
   const part = "index" in e ? res.parts[e.index] : undefined;
   switch (e.type) {
@@ -70,7 +71,7 @@ export function clientPart(p: ir.Part): Obj | undefined {
 
 /** Ids always go out: clients echo them on their function responses, which pairs them. */
 const functionCallPart = (p: Pick<ir.ToolCallPart, "id" | "name" | "arguments" | "kind">) => ({
-  functionCall: { id: p.id, name: p.name, args: argsObject(p) },
+  functionCall: { id: p.id, name: p.name, args: argumentsObject(p) },
 });
 
 const FINISH: Record<ir.FinishReason, string> = {
@@ -82,10 +83,8 @@ const FINISH: Record<ir.FinishReason, string> = {
   error: "OTHER",
 };
 
-export const encodeFinish = (reason: ir.FinishReason) => FINISH[reason];
-
 /** §5.6: candidates exclude thoughts; the prompt count includes cached content. */
-export function encodeUsage(u: ir.Usage): Obj {
+function encodeUsage(u: ir.Usage): Obj {
   const reasoning = u.reasoningTokens ?? 0;
   return {
     promptTokenCount: u.inputTokens,
@@ -106,7 +105,7 @@ export function clientChunk(
   return {
     candidates: [{
       content: { role: "model", parts },
-      ...(end && { finishReason: encodeFinish(end.reason) }),
+      ...(end && { finishReason: FINISH[end.reason] }),
       index: 0,
     }],
     ...(end?.usage && { usageMetadata: encodeUsage(end.usage) }),

@@ -102,7 +102,7 @@ const generationConfig = obj({
   thinkingConfig: thinkingConfig.optional(),
 });
 
-export const requestSchema = obj({
+const requestSchema = obj({
   contents: z.array(content).optional(),
   // Its role is ignored by Gemini, so any string passes.
   systemInstruction: obj({ role: z.string().optional(), parts: z.array(part).optional() })

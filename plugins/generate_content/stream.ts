@@ -1,8 +1,8 @@
 /** Streams in both directions: Gemini SSE chunks ⇄ IR stream events. */
 import type * as ir from "../../src/ir.ts";
 import type { ClientContext, DecodeContext } from "../../src/codec.ts";
-import { errorBody, GatewayError, kindForStatus } from "../../src/errors.ts";
 import { dataEvent, type SseEvent } from "../../src/sse.ts";
+import { jsonObjectOf, streamErrorBody } from "../shared.ts";
 import { ChunkDecoder } from "./chunks.ts";
 import { clientChunk, clientPart } from "./response.ts";
 
@@ -12,14 +12,9 @@ export function decodeStream(ctx: DecodeContext): TransformStream<SseEvent, ir.S
   const decoder = new ChunkDecoder(ctx);
   return new TransformStream({
     transform(e, out) {
-      let chunk: unknown;
-      try {
-        chunk = JSON.parse(e.data);
-      } catch {
-        return; // not a chunk (keep-alive noise); a cut-off stream is the core's to report
-      }
-      if (typeof chunk !== "object" || chunk === null) return;
-      for (const event of decoder.decode(chunk as Record<string, unknown>)) out.enqueue(event);
+      // Anything but a chunk is keep-alive noise; a cut-off stream is the core's to report.
+      const chunk = jsonObjectOf(e.data);
+      if (chunk) { for (const event of decoder.decode(chunk)) out.enqueue(event); }
     },
   });
 }
@@ -95,11 +90,7 @@ export function encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent
           ),
         ];
       case "error":
-        return [
-          dataEvent(
-            errorBody("google", new GatewayError(e.status, kindForStatus(e.status), e.message)),
-          ),
-        ];
+        return [dataEvent(streamErrorBody("google", e))];
     }
   };
 

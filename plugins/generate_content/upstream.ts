@@ -3,8 +3,9 @@ import type * as ir from "../../src/ir.ts";
 import type { EncodeContext } from "../../src/codec.ts";
 import { badRequest, unsupported } from "../../src/errors.ts";
 import { signatureFor } from "../../src/signature.ts";
+import { argumentsObject, CUSTOM_INPUT_KEY, urlSource } from "../shared.ts";
 import { forGemini } from "./json_schema.ts";
-import { argsObject, audioMime, FAMILY, geminiId } from "./parts.ts";
+import { audioMime, FAMILY, geminiId } from "./parts.ts";
 
 type Part = Record<string, unknown>;
 interface Content {
@@ -122,7 +123,7 @@ function encodePart(p: ir.Part, names: Map<string, string>, ctx: EncodeContext):
       return [{ inlineData: { mimeType: audioMime(p.format), data: p.data } }];
     case "tool_call": {
       const id = geminiId(p.id);
-      const call = { ...(id && { id }), name: p.name, args: argsObject(p) };
+      const call = { ...(id && { id }), name: p.name, args: argumentsObject(p) };
       return [withSignature({ functionCall: call }, p.signature)];
     }
     case "tool_result":
@@ -164,20 +165,17 @@ function functionResponse(
 
 /** A pure codec fetches nothing: media must arrive inline. */
 function inlineData(p: ir.ImagePart | ir.DocumentPart, ctx: EncodeContext): Part {
-  const { source } = p;
+  const source = p.source.kind === "url" ? urlSource(p.source.url) : p.source;
   const noun = p.type === "image" ? "image" : "document";
   switch (source.kind) {
     case "base64":
       return { inlineData: { mimeType: source.mediaType, data: source.data } };
-    case "url": {
-      const data = parseDataUri(source.url);
-      if (data) return { inlineData: data };
+    case "url":
       throw unsupported(
         p.type === "image" ? "image_url" : "file_url",
         ctx.route,
         `${noun} URLs cannot be fetched for a generate-content upstream; send the ${noun} inline as a data: URI`,
       );
-    }
     case "file_id":
       throw unsupported(
         "file_id",
@@ -187,18 +185,15 @@ function inlineData(p: ir.ImagePart | ir.DocumentPart, ctx: EncodeContext): Part
   }
 }
 
-function parseDataUri(url: string): { mimeType: string; data: string } | undefined {
-  const m = url.match(/^data:([^;,]+);base64,(.*)$/s);
-  return m ? { mimeType: m[1], data: m[2] } : undefined;
-}
-
 // ---- tools ----
 
 /** Custom (free-text) tools become a function taking the text as `input`. */
 const CUSTOM_TOOL_SCHEMA = {
   type: "object",
-  properties: { input: { type: "string", description: "The free-form input for this tool." } },
-  required: ["input"],
+  properties: {
+    [CUSTOM_INPUT_KEY]: { type: "string", description: "The free-form input for this tool." },
+  },
+  required: [CUSTOM_INPUT_KEY],
 };
 
 function encodeTool(t: ir.Tool): Record<string, unknown> {

@@ -2,6 +2,7 @@
 import type * as ir from "../../src/ir.ts";
 import { type ErrorKind, kindForStatus } from "../../src/errors.ts";
 import { carrySignature } from "../../src/signature.ts";
+import { ATTACHED, carryMarked, CUSTOM_INPUT_KEY, readMarked } from "../shared.ts";
 
 export const FAMILY: ir.Family = "anthropic";
 
@@ -107,40 +108,35 @@ export function errorFromType(type: unknown): { status: number; kind: ErrorKind 
   return { status, kind: kindForStatus(status) };
 }
 
-/** The `{"input": text}` wrapper that carries a custom (free-text) tool's input as an object. */
-export const CUSTOM_INPUT_KEY = "input";
+/** The raw text of a custom tool's `{"input": text}`; the JSON itself if it is not that shape. */
+export function unwrapCustomInput(json: string): string {
+  try {
+    const input = JSON.parse(json)?.[CUSTOM_INPUT_KEY];
+    if (typeof input === "string") return input;
+  } catch {
+    // incomplete or not JSON: keep it as it came
+  }
+  return json;
+}
+
+/** Redacted thinking of another family keeps its family behind the signature prefix. */
+export const redactedThinkingBlock = (data: string, family: ir.Family): Tagged => ({
+  type: "redacted_thinking",
+  data: carrySignature({ family, value: data }, FAMILY),
+});
 
 /**
  * Anthropic has no signature slot on text or tool_use blocks, so a foreign signature on such a
  * part (a Gemini thought signature) rides in an empty `thinking` block right after the part,
- * marked `attached:` after the family, where no real signature can collide with it (the
- * Responses codec marks its carriers the same way).
+ * marked `attached:` (see `Marker`).
  */
-const ATTACHED = "attached:";
-
-/** The empty thinking block after a text or tool_use block that carries the part's signature. */
 export function attachedSignatureBlocks(sig: ir.Signature | undefined): Tagged[] {
   // Anthropic itself never signs text or tool calls.
   if (!sig || sig.family === FAMILY) return [];
-  const carried = carrySignature({ family: sig.family, value: ATTACHED + sig.value }, FAMILY);
-  return [{ type: "thinking", thinking: "", signature: carried }];
+  return [{ type: "thinking", thinking: "", signature: carryMarked(ATTACHED, sig, FAMILY) }];
 }
 
 /** The part signature a replayed carrier block holds, when the signature is one. */
 export function readAttached(sig: ir.Signature): ir.Signature | undefined {
-  if (sig.family === FAMILY || !sig.value.startsWith(ATTACHED)) return undefined;
-  return { family: sig.family, value: sig.value.slice(ATTACHED.length) };
-}
-
-/** Arguments are a JSON string in the IR and an object here; `{raw}` keeps what does not parse. */
-export function toolInput(part: ir.ToolCallPart): Obj {
-  if (part.kind === "custom") return { [CUSTOM_INPUT_KEY]: part.arguments };
-  if (part.arguments.trim() === "") return {};
-  try {
-    const value = JSON.parse(part.arguments);
-    if (value && typeof value === "object" && !Array.isArray(value)) return value;
-  } catch {
-    // not JSON: fall through
-  }
-  return { raw: part.arguments };
+  return sig.family === FAMILY ? undefined : readMarked(ATTACHED, sig);
 }

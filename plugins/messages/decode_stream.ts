@@ -2,15 +2,16 @@
 import type * as ir from "../../src/ir.ts";
 import type { DecodeContext } from "../../src/codec.ts";
 import type { SseEvent } from "../../src/sse.ts";
+import { jsonObjectOf } from "../shared.ts";
 import {
   errorFromType,
   FAMILY,
   finishFromStopReason,
   type Obj,
+  unwrapCustomInput,
   usageToIr,
   type WireUsage,
 } from "./common.ts";
-import { unwrapCustomInput } from "./response.ts";
 
 type Emit = (e: ir.StreamEvent) => void;
 
@@ -93,12 +94,8 @@ export function decodeStream(ctx: DecodeContext): TransformStream<SseEvent, ir.S
 
   return new TransformStream({
     transform(event, controller) {
-      let data: Obj;
-      try {
-        data = JSON.parse(event.data);
-      } catch {
-        return; // not JSON (a keep-alive comment or garbage): nothing to translate
-      }
+      const data = jsonObjectOf(event.data);
+      if (!data) return; // a keep-alive comment or garbage: nothing to translate
       const type = String(data.type ?? event.event);
       // Unknown event types (and `ping`) are ignored, as Anthropic asks of clients.
       handlers[type]?.(data, (e) => controller.enqueue(e));

@@ -3,7 +3,8 @@ import type * as ir from "../../src/ir.ts";
 import type { EncodeContext } from "../../src/codec.ts";
 import { unsupported } from "../../src/errors.ts";
 import { signatureFor } from "../../src/signature.ts";
-import { CUSTOM_INPUT_KEY, FAMILY, type Obj, toolInput, toolUseId } from "./common.ts";
+import { argumentsObject, CUSTOM_INPUT_KEY, urlSource } from "../shared.ts";
+import { FAMILY, type Obj, toolUseId } from "./common.ts";
 
 type Role = "user" | "assistant";
 const defined = <T>(x: T | undefined): x is T => x !== undefined;
@@ -121,7 +122,7 @@ function encodePart(part: ir.Part, ctx: EncodeContext, path: string): Obj | unde
         type: "tool_use",
         id: toolUseId(part.id),
         name: part.name,
-        input: toolInput(part),
+        input: argumentsObject(part),
       }, part);
     case "tool_result":
       return encodeToolResult(part, ctx, path);
@@ -148,19 +149,11 @@ function encodeToolResult(part: ir.ToolResultPart, ctx: EncodeContext, path: str
   return withCache(block, part);
 }
 
-const DATA_URI = /^data:([^;,]+);base64,(.*)$/s;
-
-/** A data: URI is inline media in disguise. */
-function normalizeSource(source: ir.MediaSource): ir.MediaSource {
-  const m = source.kind === "url" ? DATA_URI.exec(source.url) : null;
-  return m ? { kind: "base64", mediaType: m[1], data: m[2] } : source;
-}
-
 const base64ToUtf8 = (data: string) =>
   new TextDecoder().decode(Uint8Array.from(atob(data), (c) => c.charCodeAt(0)));
 
 function encodeMedia(part: ir.ImagePart | ir.DocumentPart, ctx: EncodeContext, path: string): Obj {
-  const source = normalizeSource(part.source);
+  const source = part.source.kind === "url" ? urlSource(part.source.url) : part.source;
   if (source.kind === "file_id") {
     // File ids belong to the provider that issued them.
     throw unsupported(

@@ -5,21 +5,20 @@
  */
 import type * as ir from "../../src/ir.ts";
 import type { ClientContext } from "../../src/codec.ts";
-import { errorBody, GatewayError, kindForStatus } from "../../src/errors.ts";
 import { carrySignature } from "../../src/signature.ts";
 import { type SseEvent, typedEvent } from "../../src/sse.ts";
+import { CUSTOM_INPUT_KEY, streamErrorBody } from "../shared.ts";
 import {
   attachedSignatureBlocks,
-  CUSTOM_INPUT_KEY,
   FAMILY,
   messageId,
   type Obj,
+  redactedThinkingBlock,
   stopReasonFromIr,
   type Tagged,
   toolUseId,
   usageFromIr,
 } from "./common.ts";
-import { redactedThinkingBlock } from "./response.ts";
 
 type Emit = (data: Tagged) => void;
 
@@ -126,8 +125,7 @@ export function encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent
   }
 
   function error(emit: Emit, e: Extract<ir.StreamEvent, { type: "error" }>) {
-    const err = new GatewayError(e.status, kindForStatus(e.status), e.message);
-    emit(errorBody("anthropic", err) as { type: string });
+    emit(streamErrorBody("anthropic", e) as Tagged);
   }
 
   return new TransformStream({

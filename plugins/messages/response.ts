@@ -2,17 +2,17 @@
 import type * as ir from "../../src/ir.ts";
 import type { ClientContext, DecodeContext } from "../../src/codec.ts";
 import { carrySignature } from "../../src/signature.ts";
+import { argumentsObject } from "../shared.ts";
 import {
   attachedSignatureBlocks,
-  CUSTOM_INPUT_KEY,
   FAMILY,
   finishFromStopReason,
   messageId,
   type Obj,
+  redactedThinkingBlock,
   stopReasonFromIr,
-  type Tagged,
-  toolInput,
   toolUseId,
+  unwrapCustomInput,
   usageFromIr,
   usageToIr,
   type WireUsage,
@@ -71,17 +71,6 @@ function toolCallPart(
   return part;
 }
 
-/** The raw text of a custom tool's `{"input": text}`; the JSON itself if it is not that shape. */
-export function unwrapCustomInput(json: string): string {
-  try {
-    const input = JSON.parse(json)?.[CUSTOM_INPUT_KEY];
-    if (typeof input === "string") return input;
-  } catch {
-    // incomplete or not JSON: keep it as it came
-  }
-  return json;
-}
-
 // ---- ingress ----
 
 export function encodeResponse(res: ir.Response, ctx: ClientContext): Obj {
@@ -98,11 +87,6 @@ export function encodeResponse(res: ir.Response, ctx: ClientContext): Obj {
     usage: usageFromIr(res.usage ?? { inputTokens: 0, outputTokens: 0 }),
   };
 }
-
-export const redactedThinkingBlock = (data: string, family: ir.Family): Tagged => ({
-  type: "redacted_thinking",
-  data: carrySignature({ family, value: data }, FAMILY),
-});
 
 /** The client blocks for one IR part (images and audio have no assistant block: skipped). */
 function encodeBlocks(part: ir.Part): Obj[] {
@@ -125,7 +109,7 @@ function encodeBlocks(part: ir.Part): Obj[] {
         type: "tool_use",
         id: toolUseId(part.id),
         name: part.name,
-        input: toolInput(part),
+        input: argumentsObject(part),
       };
       return [block, ...attachedSignatureBlocks(part.signature)];
     }

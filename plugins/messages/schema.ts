@@ -10,15 +10,14 @@ type Schema = z.ZodType<Record<string, unknown>>;
 
 /**
  * An object tagged by `type` whose known variants are validated by their own schema; unknown
- * types pass untouched. Issue paths stay relative to the tagged object.
+ * types pass untouched. Issues keep their kind (so a missing field reads "required"), with
+ * paths relative to the tagged object.
  */
 function tagged(variants: () => Record<string, Schema>) {
   return z.looseObject({ type: z.string() }).superRefine((value, ctx) => {
     const schema = variants()[value.type];
     const result = schema?.safeParse(value);
-    for (const issue of result?.error?.issues ?? []) {
-      ctx.addIssue({ code: "custom", message: issue.message, path: issue.path });
-    }
+    for (const issue of result?.error?.issues ?? []) ctx.addIssue({ ...issue });
   });
 }
 
@@ -133,7 +132,7 @@ const outputConfigParam = z.looseObject({
   format: z.looseObject({ type: z.string(), schema: jsonObject.optional() }).nullish(),
 });
 
-export const requestSchema = z.looseObject({
+const requestSchema = z.looseObject({
   model: z.string(),
   max_tokens: z.number().int().nonnegative(),
   messages: z.array(messageParam),

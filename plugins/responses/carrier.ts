@@ -4,7 +4,7 @@
  * families' signatures behind `carrySignature`'s prefix, and comes back on the next request.
  *
  * A reasoning item alone cannot tell apart some IR shapes, so carried values may start with a
- * marker (after the family, where no real signature or OpenAI encrypted content starts so):
+ * marker (see `Marker`; no OpenAI encrypted content starts so either):
  * - `redacted:` — an Anthropic `redacted_thinking` block's data (not a signature);
  * - `attached:` — the signature of the text or tool-call item just before this reasoning item
  *   (a Gemini thought signature on a function call, which has no slot in a `function_call`
@@ -14,23 +14,20 @@
  */
 import type * as ir from "../../src/ir.ts";
 import { carrySignature, readSignature } from "../../src/signature.ts";
-
-const REDACTED = "redacted:";
-const ATTACHED = "attached:";
-
-const carried = (family: ir.Family, value: string) => carrySignature({ family, value }, "openai");
+import { ATTACHED, carryMarked, readMarked, REDACTED } from "../shared.ts";
 
 /** `encrypted_content` for a thinking or redacted-thinking part (none for unsigned thinking). */
 export function encryptedContentOf(
   part: ir.ThinkingPart | ir.RedactedThinkingPart,
 ): string | undefined {
   if (part.type === "thinking") return part.signature && carrySignature(part.signature, "openai");
-  return part.family === "openai" ? part.data : carried(part.family, REDACTED + part.data);
+  if (part.family === "openai") return part.data;
+  return carryMarked(REDACTED, { family: part.family, value: part.data }, "openai");
 }
 
 /** `encrypted_content` of the reasoning item that follows a signed text or tool-call item. */
 export function attachedSignature(sig: ir.Signature | undefined): string | undefined {
-  return sig && carried(sig.family, ATTACHED + sig.value);
+  return sig && carryMarked(ATTACHED, sig, "openai");
 }
 
 /** A reasoning item's summary (or raw reasoning) text. */
@@ -52,17 +49,13 @@ export function appendReasoning(parts: ir.Part[], text: string, encrypted?: stri
     return;
   }
   const sig = readSignature(encrypted, "openai");
-  if (sig.value.startsWith(ATTACHED)) {
+  const attached = readMarked(ATTACHED, sig);
+  const redacted = sig.family === "openai" ? undefined : readMarked(REDACTED, sig);
+  if (attached) {
     const last = parts.at(-1);
-    if (last?.type === "text" || last?.type === "tool_call") {
-      last.signature = { family: sig.family, value: sig.value.slice(ATTACHED.length) };
-    }
-  } else if (sig.value.startsWith(REDACTED) && sig.family !== "openai") {
-    parts.push({
-      type: "redacted_thinking",
-      data: sig.value.slice(REDACTED.length),
-      family: sig.family,
-    });
+    if (last?.type === "text" || last?.type === "tool_call") last.signature = attached;
+  } else if (redacted) {
+    parts.push({ type: "redacted_thinking", data: redacted.value, family: redacted.family });
   } else if (sig.family === "openai" && !text) {
     // An OpenAI reasoning item without a summary is opaque state, like redacted thinking.
     parts.push({ type: "redacted_thinking", data: encrypted, family: "openai" });

@@ -8,6 +8,7 @@
  */
 import { badRequest } from "../../src/errors.ts";
 import type * as ir from "../../src/ir.ts";
+import { openAiEffort, openAiJsonSchema, parseDataUri, urlSource } from "../shared.ts";
 import { appendReasoning, reasoningText } from "./carrier.ts";
 import { COMPACTION_PROMPT, summaryMessage } from "./compaction.ts";
 import {
@@ -95,19 +96,11 @@ function setOptions(out: ir.Request, req: ResponsesRequest) {
   if (user) out.user = user;
 }
 
-const EFFORTS: readonly ir.Effort[] = ["none", "minimal", "low", "medium", "high", "xhigh", "max"];
-
 function reasoningOf(r: ResponsesRequest["reasoning"]): ir.Reasoning | undefined {
   if (!r) return undefined;
   const out: ir.Reasoning = {};
   if (r.effort) {
-    if (!EFFORTS.includes(r.effort as ir.Effort)) {
-      throw badRequest(
-        `reasoning.effort: expected one of ${EFFORTS.join(", ")}`,
-        "reasoning.effort",
-      );
-    }
-    out.effort = r.effort as ir.Effort;
+    out.effort = openAiEffort(r.effort, "reasoning.effort");
     if (r.effort === "none") out.disabled = true;
   }
   if (r.summary ?? r.generate_summary) out.includeThoughts = true;
@@ -119,16 +112,8 @@ function formatOf(format: { type?: string }): ir.ResponseFormat {
     case "text":
     case "json_object":
       return { type: format.type };
-    case "json_schema": {
-      const f = validated(format, jsonSchemaFormat);
-      return {
-        type: "json_schema",
-        name: f.name,
-        schema: f.schema,
-        ...(f.strict != null && { strict: f.strict }),
-        ...(f.description && { description: f.description }),
-      };
-    }
+    case "json_schema":
+      return openAiJsonSchema(validated(format, jsonSchemaFormat));
     default:
       throw badRequest(`text.format.type: unknown format "${format.type}"`, "text.format.type");
   }
@@ -382,23 +367,13 @@ function contentPart(p: ContentPart, path: string): MediaPart {
   }
 }
 
-/** `data:<mime>;base64,<data>` → its parts. */
-function parseDataUri(uri: string): { mediaType: string; data: string } | undefined {
-  const m = /^data:([^;,]+)(?:;[^;,]*)*;base64,(.*)$/s.exec(uri);
-  return m ? { mediaType: m[1], data: m[2] } : undefined;
-}
-
 function imageFrom(p: Of<typeof imagePart>, path: string): ir.ImagePart {
   const detail = p.detail ? { detail: p.detail } : {};
   if (p.file_id) {
     return { type: "image", source: { kind: "file_id", fileId: p.file_id }, ...detail };
   }
   if (!p.image_url) throw badRequest(`${path}: input_image needs image_url or file_id`, path);
-  const inline = parseDataUri(p.image_url);
-  const source: ir.MediaSource = inline
-    ? { kind: "base64", ...inline }
-    : { kind: "url", url: p.image_url };
-  return { type: "image", source, ...detail };
+  return { type: "image", source: urlSource(p.image_url), ...detail };
 }
 
 const MEDIA_BY_EXTENSION: Record<string, string> = { pdf: "application/pdf", txt: "text/plain" };

@@ -56,7 +56,7 @@ export function toolCall(item: Json): ir.ToolCallPart {
   };
 }
 
-export const itemReasoningText = (item: Json) =>
+const itemReasoningText = (item: Json) =>
   reasoningText(arr(item.summary).map(obj).map(textOf), arr(item.content).map(obj).map(textOf));
 
 const textOf = (p: Json) => ({ text: str(p.text) ?? "" });

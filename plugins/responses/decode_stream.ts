@@ -9,6 +9,7 @@
 import type { DecodeContext } from "../../src/codec.ts";
 import type * as ir from "../../src/ir.ts";
 import type { SseEvent } from "../../src/sse.ts";
+import { jsonObjectOf } from "../shared.ts";
 import { failure, finishOf, outputItemParts, toolCall } from "./decode_response.ts";
 import { type Json, num, obj, str } from "./read.ts";
 import { fromWireUsage } from "./usage.ts";
@@ -29,13 +30,8 @@ export function decodeStream(ctx: DecodeContext): TransformStream<SseEvent, ir.S
   const decoder = new StreamDecoder(ctx);
   return new TransformStream({
     transform(e, out) {
-      let data: Json;
-      try {
-        data = JSON.parse(e.data);
-      } catch {
-        return; // not an event (e.g. a keep-alive comment payload)
-      }
-      decoder.on(data, out);
+      const data = jsonObjectOf(e.data);
+      if (data) decoder.on(data, out); // anything else is not an event (e.g. keep-alive noise)
     },
   });
 }

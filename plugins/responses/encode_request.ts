@@ -9,6 +9,7 @@ import type { EncodeContext } from "../../src/codec.ts";
 import { unsupported } from "../../src/errors.ts";
 import type * as ir from "../../src/ir.ts";
 import { signatureFor } from "../../src/signature.ts";
+import { dataUri, TOOL_ERROR_PREFIX } from "../shared.ts";
 
 type Item = Record<string, unknown>;
 
@@ -108,8 +109,6 @@ function formatOf(f: ir.ResponseFormat): Item {
     ...(f.description && { description: f.description }),
   };
 }
-
-const dataUri = (mediaType: string, data: string) => `data:${mediaType};base64,${data}`;
 
 /** A filename for inline file data (OpenAI requires one), from its media type. */
 function defaultFilename(mediaType: string): string {
@@ -211,7 +210,7 @@ class InputEncoder {
   }
 
   private toolOutput(part: ir.ToolResultPart, at: string): string | Item[] {
-    const prefix = part.isError ? "Error: " : "";
+    const prefix = part.isError ? TOOL_ERROR_PREFIX : "";
     if (part.content.every((c) => c.type === "text")) {
       return prefix + part.content.map((c) => (c as ir.TextPart).text).join("\n");
     }

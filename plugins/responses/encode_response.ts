@@ -26,7 +26,7 @@ export function encodeResponse(res: ir.Response, ctx: ClientContext): unknown {
 }
 
 /** The answer's text: a compaction turn's summary. */
-export const textOf = (parts: readonly ir.Part[]) =>
+const textOf = (parts: readonly ir.Part[]) =>
   parts.map((p) => (p.type === "text" ? p.text : "")).join("");
 
 /** One output item per part, plus a reasoning item after each part with a foreign signature. */

@@ -4,7 +4,7 @@ import type * as ir from "../../src/ir.ts";
 import { compactionContent } from "./compaction.ts";
 import { toWireUsage } from "./usage.ts";
 
-export type ItemStatus = "in_progress" | "completed";
+type ItemStatus = "in_progress" | "completed";
 
 /** What every `response` object repeats. */
 export interface ResponseMeta {
@@ -47,7 +47,7 @@ export const compactionItem = (id: string, summary: string) => ({
   encrypted_content: compactionContent(summary),
 });
 
-export interface CallInfo {
+interface CallInfo {
   /** The IR tool-call id: the client's `call_id`. */
   id: string;
   name: string;
@@ -125,7 +125,7 @@ const incomplete = (reason: string) => ({
   error: null,
 } as const);
 
-export type Terminal = ReturnType<typeof terminalOf>;
+type Terminal = ReturnType<typeof terminalOf>;
 
 /** The `response` object; `end` is absent while it is in progress. */
 export function responseObject(

@@ -120,7 +120,7 @@ export const jsonSchemaFormat = z.looseObject({
   description: optStr,
 });
 
-export const requestSchema = z.looseObject({
+const requestSchema = z.looseObject({
   model: str.optional(),
   input: z.union([str, z.array(inputItem)]).optional(),
   instructions: optStr,

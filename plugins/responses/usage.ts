@@ -2,7 +2,7 @@
 import type * as ir from "../../src/ir.ts";
 import { num, obj } from "./read.ts";
 
-export interface WireUsage {
+interface WireUsage {
   input_tokens: number;
   input_tokens_details: { cached_tokens: number; cache_write_tokens: number };
   output_tokens: number;

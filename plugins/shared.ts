@@ -1,0 +1,118 @@
+/** Wire-format conventions that more than one codec follows, each defined once. */
+import { badRequest, errorBody, GatewayError, kindForStatus } from "../src/errors.ts";
+import type * as ir from "../src/ir.ts";
+import { carrySignature } from "../src/signature.ts";
+
+// ---- requests ----
+
+const EFFORTS: readonly ir.Effort[] = ["none", "minimal", "low", "medium", "high", "xhigh", "max"];
+
+/** An OpenAI reasoning effort (chat and Responses take the same names): an IR effort, or a 400. */
+export function openAiEffort(value: string, field: string): ir.Effort {
+  if (!EFFORTS.includes(value as ir.Effort)) {
+    throw badRequest(`${field}: expected one of ${EFFORTS.join(", ")}`, field);
+  }
+  return value as ir.Effort;
+}
+
+/** OpenAI's `json_schema` response format (chat nests these fields, Responses does not). */
+export function openAiJsonSchema(f: {
+  name: string;
+  schema?: Record<string, unknown> | null;
+  strict?: boolean | null;
+  description?: string | null;
+}): ir.ResponseFormat {
+  const out: ir.ResponseFormat = { type: "json_schema", name: f.name, schema: f.schema ?? {} };
+  if (typeof f.strict === "boolean") out.strict = f.strict;
+  if (f.description) out.description = f.description;
+  return out;
+}
+
+// ---- media ----
+
+const DATA_URI = /^data:([^;,]+)(?:;[^;,]*)*;base64,(.*)$/s;
+
+/** `data:<mime>[;param…];base64,<data>` → its media type and data. */
+export function parseDataUri(uri: string): { mediaType: string; data: string } | undefined {
+  const m = DATA_URI.exec(uri);
+  return m ? { mediaType: m[1], data: m[2] } : undefined;
+}
+
+export const dataUri = (mediaType: string, data: string) => `data:${mediaType};base64,${data}`;
+
+/** A URL as an IR media source: a base64 data URI is inline data in disguise. */
+export function urlSource(url: string): ir.MediaSource {
+  const inline = parseDataUri(url);
+  return inline ? { kind: "base64", ...inline } : { kind: "url", url };
+}
+
+// ---- tool calls ----
+
+/**
+ * Formats whose tool arguments are a JSON object (Anthropic, Gemini) declare a custom
+ * (free-text) tool as a function taking `{"input": text}`.
+ */
+export const CUSTOM_INPUT_KEY = "input";
+
+/**
+ * IR arguments (a JSON string) as the object those formats send: a custom tool's text wrapped
+ * in `{input}`, and JSON that is not an object kept as `{raw}`.
+ */
+export function argumentsObject(
+  call: Pick<ir.ToolCallPart, "arguments" | "kind">,
+): Record<string, unknown> {
+  if (call.kind === "custom") return { [CUSTOM_INPUT_KEY]: call.arguments };
+  if (call.arguments.trim() === "") return {};
+  try {
+    const value = JSON.parse(call.arguments);
+    if (value && typeof value === "object" && !Array.isArray(value)) return value;
+  } catch {
+    // not JSON: fall through
+  }
+  return { raw: call.arguments };
+}
+
+/** Chat and Responses tool results have no error flag (§5.4): the text says so instead. */
+export const TOOL_ERROR_PREFIX = "Error: ";
+
+// ---- signatures ----
+
+/**
+ * Where a format's only opaque slot cannot tell what a carried value stands for, the value
+ * starts with a marker (after the family, where no real signature starts so):
+ * - `attached:` — the signature of the text or tool call just before the carrier;
+ * - `redacted:` — redacted thinking's data (not a signature).
+ */
+export type Marker = "attached:" | "redacted:";
+export const ATTACHED: Marker = "attached:";
+export const REDACTED: Marker = "redacted:";
+
+/** A signature (or redacted data) behind `marker`, for a slot of the `host` family. */
+export const carryMarked = (marker: Marker, sig: ir.Signature, host: ir.Family): string =>
+  carrySignature({ family: sig.family, value: marker + sig.value }, host);
+
+/** What a slot's value carries behind `marker`; undefined when it has no such marker. */
+export function readMarked(marker: Marker, sig: ir.Signature): ir.Signature | undefined {
+  if (!sig.value.startsWith(marker)) return undefined;
+  return { family: sig.family, value: sig.value.slice(marker.length) };
+}
+
+// ---- streams ----
+
+/** An SSE event's JSON object; undefined for anything else (keep-alive noise, `null`). */
+export function jsonObjectOf(data: string): Record<string, unknown> | undefined {
+  try {
+    const value = JSON.parse(data);
+    return typeof value === "object" && value !== null ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** An IR stream error as the body of the client dialect's error object. */
+export function streamErrorBody(
+  dialect: Parameters<typeof errorBody>[0],
+  e: Extract<ir.StreamEvent, { type: "error" }>,
+): unknown {
+  return errorBody(dialect, new GatewayError(e.status, kindForStatus(e.status), e.message));
+}
