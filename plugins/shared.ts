@@ -116,3 +116,25 @@ export function streamErrorBody(
 ): unknown {
   return errorBody(dialect, new GatewayError(e.status, kindForStatus(e.status), e.message));
 }
+
+// ---- errors ----
+
+/** HTTP statuses of OpenAI error types and codes (both APIs use the same names). */
+const OPENAI_ERROR_STATUS: Record<string, number> = {
+  invalid_request_error: 400,
+  context_length_exceeded: 400,
+  invalid_prompt: 400,
+  rate_limit_error: 429,
+  rate_limit_exceeded: 429,
+  insufficient_quota: 429,
+  service_unavailable_error: 503,
+  server_is_overloaded: 503,
+  slow_down: 503,
+  timeout_error: 504,
+};
+
+/** An OpenAI in-stream error's HTTP status from its code or type (a numeric code is one). */
+export function openAiErrorStatus(type: unknown, code: unknown): number {
+  if (typeof code === "number" && code >= 400 && code < 600) return code;
+  return OPENAI_ERROR_STATUS[String(code)] ?? OPENAI_ERROR_STATUS[String(type)] ?? 500;
+}

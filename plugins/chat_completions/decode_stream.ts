@@ -7,6 +7,7 @@ import type { DecodeContext } from "../../src/codec.ts";
 import type * as ir from "../../src/ir.ts";
 import type { SseEvent } from "../../src/sse.ts";
 import { describeIssues } from "../../src/validate.ts";
+import { openAiErrorStatus } from "../shared.ts";
 import { type ChatChunk, chunkSchema, type ToolCallDelta } from "./schema.ts";
 import { finishToIr, readToolCallSignature, reasoningText, toolCallId, usageToIr } from "./wire.ts";
 
@@ -158,30 +159,13 @@ class ChatStreamDecoder {
     const e = (error ?? {}) as { message?: unknown; type?: unknown; code?: unknown };
     const type = typeof e.type === "string" ? e.type : "upstream_error";
     const message = typeof e.message === "string" ? e.message : JSON.stringify(error);
-    this.#fail(out, statusOf(type, e.code), type, message);
+    this.#fail(out, openAiErrorStatus(type, e.code), type, message);
   }
 
   #fail(out: Out, status: number, errorType: string, message: string) {
     this.#ended = true;
     out.enqueue({ type: "error", status, errorType, message });
   }
-}
-
-const STATUS_BY_TYPE: Record<string, number> = {
-  invalid_request_error: 400,
-  rate_limit_error: 429,
-  rate_limit_exceeded: 429,
-  insufficient_quota: 429,
-  service_unavailable_error: 503,
-  server_is_overloaded: 503,
-  slow_down: 503,
-  timeout_error: 504,
-};
-
-/** An OpenAI error's HTTP status from its type or code (a numeric code is one already). */
-function statusOf(type: string, code: unknown): number {
-  if (typeof code === "number" && code >= 400 && code < 600) return code;
-  return STATUS_BY_TYPE[String(code)] ?? STATUS_BY_TYPE[type] ?? 500;
 }
 
 export function decodeStream(ctx: DecodeContext): TransformStream<SseEvent, ir.StreamEvent> {

@@ -5,6 +5,7 @@ import type * as ir from "../../src/ir.ts";
 import { appendReasoning, reasoningText } from "./carrier.ts";
 import { arr, type Json, num, obj, str } from "./read.ts";
 import { fromWireUsage } from "./usage.ts";
+import { openAiErrorStatus } from "../shared.ts";
 
 export function decodeResponse(body: Json, ctx: DecodeContext): ir.Response {
   if (body.status === "failed") {
@@ -71,21 +72,12 @@ export function finishOf(response: Json, calledTools: boolean): ir.FinishReason 
   return calledTools ? "tool_calls" : "stop";
 }
 
-const STATUS_BY_CODE: Record<string, number> = {
-  rate_limit_exceeded: 429,
-  insufficient_quota: 429,
-  context_length_exceeded: 400,
-  invalid_prompt: 400,
-  server_is_overloaded: 503,
-  slow_down: 503,
-};
-
 /** A `response.failed` error or standalone `error` event: its status, code and message. */
 export function failure(error: unknown): { status: number; code: string; message: string } {
   const e = obj(error);
   const code = str(e.code) ?? str(e.type) ?? "server_error";
   return {
-    status: STATUS_BY_CODE[code] ?? 500,
+    status: openAiErrorStatus(e.type, code),
     code,
     message: str(e.message) ?? "the upstream response failed",
   };
