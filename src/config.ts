@@ -33,6 +33,8 @@ const routeSchema = z.strictObject({
   provider: z.string().min(1),
   /** Upstream model name; default: the requested one. */
   model: z.string().min(1).optional(),
+  /** Overrides the provider's `default_max_tokens` for this route's models. */
+  default_max_tokens: z.number().int().positive().optional(),
   passthrough: z.boolean().default(false),
 });
 

@@ -170,7 +170,7 @@ async function callConverted(
   const body = target.encodeRequest(req, {
     model: r.upstreamModel,
     route: r.label,
-    defaultMaxTokens: r.provider.default_max_tokens,
+    defaultMaxTokens: r.route.default_max_tokens ?? r.provider.default_max_tokens,
     dropped,
   });
   const up = await callUpstream({

@@ -297,3 +297,25 @@ Deno.test("converted: Codex in-band compaction over the WebSocket, then its repl
     await h.close();
   }
 });
+
+Deno.test("converted: Anthropic's required max_tokens defaults per route, then per provider", async () => {
+  const h = await startHarness({
+    extraRoutes: [{
+      models: ["capped-*"],
+      provider: "anthropic",
+      model: "msg-text",
+      default_max_tokens: 123,
+      passthrough: false,
+    }],
+  });
+  try {
+    for (const [model, expected] of [["capped-x", 123], ["msg-text", 8192]] as const) {
+      const res = await post(`${h.url}/v1/chat/completions`, openaiHeaders(), bodies.chat(model));
+      assert.equal(res.status, 200);
+      await res.body?.cancel();
+      assert.equal(h.upstream.requests.at(-1)!.json.max_tokens, expected, model);
+    }
+  } finally {
+    await h.close();
+  }
+});

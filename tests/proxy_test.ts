@@ -337,6 +337,15 @@ Deno.test({
           const kongId = res.headers.get("x-kong-request-id");
           assert.match(kongId ?? "", /^[0-9a-f]{32}$/);
           assert.equal(res.headers.get("x-gateway-request-id"), kongId);
+          // The gateway's own access log carries Kong's id and the X-Forwarded-For client.
+          let line: Record<string, unknown> | undefined;
+          for (let i = 0; i < 50 && !line; i++) {
+            line = gateway!.logs().split("\n").filter((l) => l.startsWith("{"))
+              .map((l) => JSON.parse(l)).find((l) => l.request_id === kongId);
+            if (!line) await new Promise((r) => setTimeout(r, 20));
+          }
+          assert.equal(line?.client_ip, "127.0.0.1", "X-Forwarded-For reached the gateway");
+          assert.equal(line?.endpoint, "models");
 
           const own = await fetch(`${url}/v1/models`, {
             client,
