@@ -1,5 +1,6 @@
 /** POST /v1/responses and /v1/responses/compact */
-import type { Handler } from "../../src/context.ts";
+import type { Handler, RequestContext } from "../../src/context.ts";
+import type * as ir from "../../src/ir.ts";
 import { badRequest } from "../../src/errors.ts";
 import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
 import {
@@ -13,6 +14,19 @@ import {
 import type { Resolved } from "../../src/router.ts";
 import { responsesCodec } from "./codec.ts";
 import { validateRequest } from "./schema.ts";
+
+/** The answer to a warm-up (`generate: false`) on a converted route: completed, no output. */
+export function warmupResponse(ctx: RequestContext, model: string): ir.Response {
+  const { id, now } = localId(ctx);
+  return {
+    id,
+    model,
+    created: now,
+    parts: [],
+    finish: "stop",
+    usage: { inputTokens: 0, outputTokens: 0 },
+  };
+}
 
 /** A route whose provider keeps Responses state: requests relay verbatim, ids included. */
 export function isPassthroughRoute(r: Resolved): boolean {
@@ -46,17 +60,7 @@ export const responses: Handler = async (ctx) => {
   if (json.generate === false) {
     const r = resolveRoute(ctx, g.model);
     g.checkRoute!(r);
-    if (r.provider.api !== "responses") {
-      const { id, now } = localId(ctx);
-      return answerLocally(ctx, g, {
-        id,
-        model: g.model,
-        created: now,
-        parts: [],
-        finish: "stop",
-        usage: { inputTokens: 0, outputTokens: 0 },
-      });
-    }
+    if (r.provider.api !== "responses") return answerLocally(ctx, g, warmupResponse(ctx, g.model));
   }
   return await generate(ctx, g);
 };

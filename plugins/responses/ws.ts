@@ -10,12 +10,11 @@
 import type { AccessRecord, Handler, RequestContext } from "../../src/context.ts";
 import { errorBody, GatewayError } from "../../src/errors.ts";
 import { FORWARD_REQUEST_HEADERS, modelOf, pickHeaders } from "../../src/http.ts";
-import type * as ir from "../../src/ir.ts";
 import { logAccess } from "../../src/log.ts";
-import { endTap, localEvents, localId, resolveRoute, upstreamEvents } from "../../src/pipeline.ts";
+import { endTap, localEvents, resolveRoute, upstreamEvents } from "../../src/pipeline.ts";
 import type { Resolved } from "../../src/router.ts";
 import { responsesCodec } from "./codec.ts";
-import { checkStatefulFields, isPassthroughRoute } from "./endpoints.ts";
+import { checkStatefulFields, isPassthroughRoute, warmupResponse } from "./endpoints.ts";
 import { validateRequest } from "./schema.ts";
 
 /** Close a socket whose client has sent nothing for this long (server pings do not count). */
@@ -207,7 +206,7 @@ class ResponsesSocket {
     const { previous_response_id: _, ...rest } = json;
     const req = responsesCodec.decodeRequest({ ...rest, input, stream: true }, ctx.record.model!);
     const events = json.generate === false
-      ? localEvents(this.emptyResponse(ctx))
+      ? localEvents(warmupResponse(ctx, ctx.record.model!))
       : await upstreamEvents(ctx, r, req);
     const tap = endTap(ctx.record);
     const frames = events.pipeThrough(tap.stream).pipeThrough(
@@ -233,18 +232,6 @@ class ResponsesSocket {
       return this.send(errorFrame(interrupted("the upstream closed the stream before its end")));
     }
     if (done) this.last = { id: done.id, input, output: done.output };
-  }
-
-  private emptyResponse(ctx: RequestContext): ir.Response {
-    const { id, now } = localId(ctx);
-    return {
-      id,
-      model: ctx.record.model!,
-      created: now,
-      parts: [],
-      finish: "stop",
-      usage: { inputTokens: 0, outputTokens: 0 },
-    };
   }
 }
 
