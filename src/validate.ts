@@ -2,7 +2,7 @@
  * Request validation shared by every format: a zod schema per format, one way to report the
  * first bad field (`messages[2].content: expected string or array`) as a 400 in any dialect.
  */
-import type { z } from "zod";
+import { z } from "zod";
 import { badRequest } from "./errors.ts";
 
 /** `["messages", 2, "content"]` → `messages[2].content`. */
@@ -58,4 +58,30 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infe
   if (result.success) return result.data;
   const { path, message } = describeIssues(result.error);
   throw badRequest(message, path);
+}
+
+/**
+ * An object tagged by `type`: known variants are validated by their own schema (issue paths
+ * relative to the object, issue kinds kept, so a missing field reads "required"); unknown types
+ * pass untouched, which keeps passthrough routes open to new part and tool types. `variants` is
+ * a thunk so schemas can be recursive; `defaultType` applies when `type` is absent.
+ */
+export function tagged(
+  variants: () => Record<string, z.ZodType>,
+): z.ZodType<{ type: string } & Record<string, unknown>>;
+export function tagged(
+  variants: () => Record<string, z.ZodType>,
+  defaultType: string,
+): z.ZodType<{ type?: string } & Record<string, unknown>>;
+export function tagged(
+  variants: () => Record<string, z.ZodType>,
+  defaultType?: string,
+): z.ZodType<{ type?: string } & Record<string, unknown>> {
+  const type = defaultType === undefined ? z.string() : z.string().optional();
+  return z.looseObject({ type }).check((ctx) => {
+    const schema = variants()[ctx.value.type ?? defaultType ?? ""];
+    for (const issue of schema?.safeParse(ctx.value).error?.issues ?? []) {
+      ctx.issues.push({ ...issue, input: undefined });
+    }
+  });
 }

@@ -5,22 +5,9 @@
  * (the converting decoder rejects the ones it cannot express); known variants are strict.
  */
 import { z } from "zod";
-import { parseBody } from "../../src/validate.ts";
+import { parseBody, tagged } from "../../src/validate.ts";
 
 type Loose = z.ZodType<{ type: string } & Record<string, unknown>>;
-
-/**
- * An object tagged by `type`: known variants are validated by their own schema (issue paths
- * relative to the object, issue kinds kept), unknown types pass untouched.
- */
-function tagged(variants: () => Record<string, z.ZodType>): Loose {
-  return z.looseObject({ type: z.string() }).check((ctx) => {
-    const result = variants()[ctx.value.type]?.safeParse(ctx.value);
-    for (const issue of result?.error?.issues ?? []) {
-      ctx.issues.push({ ...issue, input: undefined });
-    }
-  });
-}
 
 const stringOr = <T extends z.ZodType>(other: T) => z.union([z.string(), other]);
 const jsonObject = z.record(z.string(), z.unknown());

@@ -4,22 +4,9 @@
  * passthrough routes working); the known variants are checked field by field.
  */
 import { z } from "zod";
-import { parseBody } from "../../src/validate.ts";
+import { parseBody, tagged } from "../../src/validate.ts";
 
 type Schema = z.ZodType<Record<string, unknown>>;
-
-/**
- * An object tagged by `type` whose known variants are validated by their own schema; unknown
- * types pass untouched. Issues keep their kind (so a missing field reads "required"), with
- * paths relative to the tagged object.
- */
-function tagged(variants: () => Record<string, Schema>) {
-  return z.looseObject({ type: z.string() }).superRefine((value, ctx) => {
-    const schema = variants()[value.type];
-    const result = schema?.safeParse(value);
-    for (const issue of result?.error?.issues ?? []) ctx.addIssue({ ...issue });
-  });
-}
 
 const cacheControl = z.looseObject({ type: z.string(), ttl: z.string().optional() }).nullish();
 const jsonObject = z.record(z.string(), z.unknown());

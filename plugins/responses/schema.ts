@@ -5,24 +5,11 @@
  * `internal_chat_message_metadata_passthrough`) pass through to passthrough routes untouched.
  */
 import { z } from "zod";
-import { parseBody } from "../../src/validate.ts";
+import { parseBody, tagged } from "../../src/validate.ts";
 
 const str = z.string();
 const optStr = z.string().nullish();
 const jsonObject = z.record(z.string(), z.unknown());
-
-/**
- * An object validated by the schema its `type` selects. Unknown types pass untouched: the
- * passthrough relays them, and the decoder says which ones it cannot convert.
- */
-function byType(schemas: Record<string, z.ZodType>, defaultType?: string) {
-  const type = defaultType === undefined ? str : str.optional();
-  return z.looseObject({ type }).superRefine((value, ctx) => {
-    const schema = schemas[value.type ?? defaultType ?? ""];
-    const result = schema?.safeParse(value);
-    for (const issue of result?.error?.issues ?? []) ctx.addIssue({ ...issue });
-  });
-}
 
 export const textPart = z.looseObject({ text: str });
 export const refusalPart = z.looseObject({ refusal: str });
@@ -33,13 +20,13 @@ export const filePart = z.looseObject({
   file_url: optStr,
   filename: optStr,
 });
-const contentPart = byType({
+const contentPart = tagged(() => ({
   input_text: textPart,
   output_text: textPart,
   refusal: refusalPart,
   input_image: imagePart,
   input_file: filePart,
-});
+}));
 /** Message content and tool output: a string or content parts. */
 const content = z.union([str, z.array(contentPart)]);
 
@@ -57,9 +44,13 @@ export const customTool = z.looseObject({
 export const namespaceTool = z.looseObject({
   name: str,
   description: optStr,
-  tools: z.array(byType({ function: functionTool, custom: customTool })),
+  tools: z.array(tagged(() => ({ function: functionTool, custom: customTool }))),
 });
-const tool = byType({ function: functionTool, custom: customTool, namespace: namespaceTool });
+const tool = tagged(() => ({
+  function: functionTool,
+  custom: customTool,
+  namespace: namespaceTool,
+}));
 
 export const messageItem = z.looseObject({
   role: z.enum(["user", "assistant", "system", "developer"]),
@@ -87,7 +78,7 @@ export const compactionItem = z.looseObject({ encrypted_content: str });
 export const additionalToolsItem = z.looseObject({ tools: z.array(tool) });
 
 /** Input items; a `{role, content}` object without `type` is a message. */
-const inputItem = byType({
+const inputItem = tagged(() => ({
   message: messageItem,
   function_call: functionCallItem,
   custom_tool_call: customToolCallItem,
@@ -97,7 +88,7 @@ const inputItem = byType({
   compaction: compactionItem,
   compaction_summary: compactionItem,
   additional_tools: additionalToolsItem,
-}, "message");
+}), "message");
 
 export const namedChoice = z.looseObject({ name: str });
 export const allowedTools = z.looseObject({
@@ -106,11 +97,11 @@ export const allowedTools = z.looseObject({
 });
 const toolChoice = z.union([
   z.enum(["none", "auto", "required"]),
-  byType({
+  tagged(() => ({
     function: namedChoice,
     custom: namedChoice,
     allowed_tools: allowedTools,
-  }),
+  })),
 ]);
 
 export const jsonSchemaFormat = z.looseObject({
@@ -132,7 +123,8 @@ const requestSchema = z.looseObject({
   max_output_tokens: z.int().nullish(),
   temperature: z.number().nullish(),
   top_p: z.number().nullish(),
-  text: z.looseObject({ format: byType({ json_schema: jsonSchemaFormat }).nullish() }).nullish(),
+  text: z.looseObject({ format: tagged(() => ({ json_schema: jsonSchemaFormat })).nullish() })
+    .nullish(),
   metadata: z.record(z.string(), z.string()).nullish(),
   safety_identifier: optStr,
   user: optStr,
