@@ -19,7 +19,15 @@ async function spawnGateway(
   env: Record<string, string>,
 ): Promise<Gateway> {
   const process = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-net", "--allow-env", "--allow-read", entry, ...args],
+    args: [
+      "run",
+      "--unstable-no-legacy-abort",
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      entry,
+      ...args,
+    ],
     env: { ...env, PORT: "0" },
     stdin: "null",
     stdout: "piped",
