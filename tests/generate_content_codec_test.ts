@@ -1,11 +1,11 @@
 /** Unit tests for the Gemini generateContent codec's tricky parts. */
 import assert from "node:assert/strict";
 import type * as ir from "../src/ir.ts";
-import { GatewayError } from "../src/errors.ts";
 import type { SseEvent } from "../src/sse.ts";
 import { geminiCodec } from "../plugins/generate_content/codec.ts";
 import { validateRequest } from "../plugins/generate_content/schema.ts";
 import { fromOpenApi } from "../plugins/generate_content/json_schema.ts";
+import { pipe, rejects } from "./codec_helpers.ts";
 
 const ENCODE = {
   model: "gemini-x",
@@ -22,20 +22,6 @@ const req = (messages: ir.Message[], extra: Partial<ir.Request> = {}): ir.Reques
   stream: false,
   ...extra,
 });
-
-function rejects(f: () => unknown, message: RegExp, param?: string) {
-  assert.throws(f, (e: unknown) => {
-    assert.ok(e instanceof GatewayError);
-    assert.equal(e.status, 400);
-    assert.match(e.message, message);
-    if (param) assert.equal(e.param, param);
-    return true;
-  });
-}
-
-async function pipe<I, O>(input: I[], stream: TransformStream<I, O>): Promise<O[]> {
-  return await Array.fromAsync(ReadableStream.from(input).pipeThrough(stream));
-}
 
 // ---- validation ----
 

@@ -1,28 +1,14 @@
 /** Unit tests for the tricky parts of the Anthropic Messages codec (plugins/messages). */
 import assert from "node:assert/strict";
 import type * as ir from "../src/ir.ts";
-import { GatewayError } from "../src/errors.ts";
 import type { SseEvent } from "../src/sse.ts";
 import { messagesCodec as codec } from "../plugins/messages/codec.ts";
 import { validateRequest } from "../plugins/messages/schema.ts";
+import { pipe, rejects } from "./codec_helpers.ts";
 
 const ENC = { model: "up", route: `"claude-*" → up (messages)`, defaultMaxTokens: 4096 };
 const DEC = { now: 1700000000, id: "gw_1" };
 const CLIENT = { model: "client-model" };
-
-function rejects(fn: () => unknown, message: RegExp, param?: string) {
-  assert.throws(fn, (e: unknown) => {
-    assert.ok(e instanceof GatewayError, String(e));
-    assert.equal(e.status, 400);
-    assert.match(e.message, message);
-    if (param) assert.equal(e.param, param);
-    return true;
-  });
-}
-
-async function pipe<I, O>(input: I[], stream: TransformStream<I, O>): Promise<O[]> {
-  return await Array.fromAsync(ReadableStream.from(input).pipeThrough(stream));
-}
 
 const irRequest = (over: Partial<ir.Request> = {}): ir.Request => ({
   model: "m",

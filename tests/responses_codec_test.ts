@@ -4,27 +4,10 @@ import { validateRequest } from "../plugins/responses/schema.ts";
 import { GatewayError } from "../src/errors.ts";
 import type * as ir from "../src/ir.ts";
 import type { SseEvent } from "../src/sse.ts";
+import { pipe, rejects } from "./codec_helpers.ts";
 
 const DECODE = { now: 1700000000, id: "gw_test" };
 const ENCODE = { model: "up", route: `"gpt-*" → up (responses)`, defaultMaxTokens: 4096 };
-
-function rejects(fn: () => unknown, message: string | RegExp, param?: string) {
-  try {
-    fn();
-  } catch (e) {
-    assert.ok(e instanceof GatewayError, String(e));
-    assert.equal(e.status, 400);
-    if (typeof message === "string") assert.equal(e.message, message);
-    else assert.match(e.message, message);
-    if (param !== undefined) assert.equal(e.param, param);
-    return;
-  }
-  assert.fail("expected a 400");
-}
-
-async function run<I, O>(events: NoInfer<I>[], stream: TransformStream<I, O>): Promise<O[]> {
-  return await Array.fromAsync(ReadableStream.from(events).pipeThrough(stream));
-}
 
 const sse = (data: Record<string, unknown>): SseEvent => ({
   event: String(data.type),
@@ -341,7 +324,7 @@ Deno.test("encodeStream: SDK event order, increasing sequence numbers, full term
     { type: "part_stop", index: 2 },
     { type: "finish", reason: "tool_calls", usage: { inputTokens: 10, outputTokens: 3 } },
   ];
-  const out = await run(events, codec.encodeStream({ model: "client" }));
+  const out = await pipe(events, codec.encodeStream({ model: "client" }));
   const data = out.map((e) => JSON.parse(e.data));
   assert.deepEqual(out.map((e) => e.event), data.map((d) => d.type));
   assert.deepEqual(data.map((d) => d.sequence_number), data.map((_, i) => i));
@@ -378,7 +361,7 @@ Deno.test("encodeStream: SDK event order, increasing sequence numbers, full term
 
 Deno.test("encodeStream: no terminal event without finish; errors in the Responses shape", async () => {
   const start: ir.StreamEvent = { type: "start", id: "x", model: "m", created: 0 };
-  const cut = await run(
+  const cut = await pipe(
     [start, { type: "part_start", index: 0, part: { type: "text" } }],
     codec.encodeStream({ model: "m" }),
   );
@@ -388,7 +371,7 @@ Deno.test("encodeStream: no terminal event without finish; errors in the Respons
     "response.output_item.added",
     "response.content_part.added",
   ]);
-  const failed = await run(
+  const failed = await pipe(
     [start, { type: "error", status: 529, errorType: "overloaded_error", message: "Overloaded" }],
     codec.encodeStream({ model: "m" }),
   );
@@ -403,7 +386,7 @@ Deno.test("encodeStream: no terminal event without finish; errors in the Respons
 
 Deno.test("decodeStream: parts with consistent indexes, signature from the item's done", async () => {
   const item = { id: "fc_1", type: "function_call", call_id: "call_1", name: "f", arguments: "" };
-  const events = await run([
+  const events = await pipe([
     sse({ type: "response.created", response: { id: "resp_1", model: "gpt", created_at: 9 } }),
     sse({
       type: "response.output_item.added",
@@ -472,7 +455,7 @@ Deno.test("decodeStream: parts with consistent indexes, signature from the item'
 
 Deno.test("decodeStream skips payloads that are not JSON objects", async () => {
   const noise = ["null", "5", "not json"].map((data): SseEvent => ({ data }));
-  const events = await run(
+  const events = await pipe(
     [...noise, sse({ type: "response.created", response: { id: "r" } })],
     codec.decodeStream(DECODE),
   );
@@ -481,13 +464,13 @@ Deno.test("decodeStream skips payloads that are not JSON objects", async () => {
 
 Deno.test("decodeStream: finish only on the real end; failures become IR errors", async () => {
   const created = sse({ type: "response.created", response: { id: "r" } });
-  const cut = await run(
+  const cut = await pipe(
     [created, sse({ type: "response.in_progress", response: {} })],
     codec.decodeStream(DECODE),
   );
   assert.deepEqual(cut.map((e) => e.type), ["start"]);
 
-  const incomplete = await run([
+  const incomplete = await pipe([
     created,
     sse({
       type: "response.incomplete",
@@ -496,7 +479,7 @@ Deno.test("decodeStream: finish only on the real end; failures become IR errors"
   ], codec.decodeStream(DECODE));
   assert.deepEqual(incomplete.at(-1), { type: "finish", reason: "length" });
 
-  const failed = await run([
+  const failed = await pipe([
     created,
     sse({
       type: "response.failed",
