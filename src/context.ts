@@ -4,13 +4,21 @@ import type { Config } from "./config.ts";
 import type { Dialect, EndpointName } from "./endpoints.ts";
 import type { Usage } from "./ir.ts";
 import type { Router } from "./router.ts";
+import type { Secrets } from "./secrets.ts";
+import type { TrustedProxies } from "./trusted_proxies.ts";
 
 export interface Gateway {
   config: Config;
   router: Router;
   keys: KeyStore;
+  /** Every provider credential, scrubbed from whatever upstream text leaves the gateway. */
+  secrets: Secrets;
+  /** Peers whose X-Forwarded-For names the client (Kong). */
+  proxies: TrustedProxies;
   /** Set on shutdown: /readyz turns 503 and new requests are refused. */
   draining: boolean;
+  /** Aborted when the shutdown grace runs out: open streams end with the interruption. */
+  stopping: AbortController;
 }
 
 /** One access-log line. Never a key or a prompt. */
