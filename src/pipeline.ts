@@ -7,7 +7,6 @@ import { CODECS } from "../plugins/registry.ts";
 import type { ClientContext, Codec, DecodeContext } from "./codec.ts";
 import type { RequestContext } from "./context.ts";
 import { demoResponse, demoStream } from "./demo.ts";
-import { GatewayError } from "./errors.ts";
 import {
   FORWARD_REQUEST_HEADERS,
   type JsonBody,
@@ -35,8 +34,8 @@ import {
   EventReader,
   relayStream,
   sseFraming,
-  type UpstreamFraming,
   upstreamEvents as readEvents,
+  type UpstreamFraming,
 } from "./stream_stage.ts";
 
 /** A non-SSE stream framing. */

@@ -144,7 +144,11 @@ async function readBody(
     }
   } catch (e) {
     if (e instanceof ClientGone || e instanceof GatewayError) throw e;
-    throw new GatewayError(502, "upstream", `upstream ${up.provider} failed while sending its body`);
+    throw new GatewayError(
+      502,
+      "upstream",
+      `upstream ${up.provider} failed while sending its body`,
+    );
   } finally {
     deadline.clear();
     up.release();

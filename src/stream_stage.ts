@@ -322,7 +322,10 @@ export function relayStream(
         return finish(controller, ended ? undefined : (e as GatewayError).message);
       }
       if (!batch) {
-        return finish(controller, ended ? undefined : "the upstream closed the stream before its end");
+        return finish(
+          controller,
+          ended ? undefined : "the upstream closed the stream before its end",
+        );
       }
       for (const e of batch.events) if (o.watch.inspect(e)) ended = true;
       controller.enqueue(batch.bytes);
