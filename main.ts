@@ -63,6 +63,7 @@ async function main() {
     gw.draining = true;
     console.error(`gateway: ${signal}, draining for up to ${config.shutdown_grace_s} s`);
     await sleep(config.shutdown_delay_s);
+    gw.closingSockets.abort();
     const drained = server.shutdown();
     await Promise.race([drained, sleep(config.shutdown_grace_s)]);
     // What is still open is told so: streams end with the interruption ending, WebSockets

@@ -19,6 +19,11 @@ export interface Gateway {
   draining: boolean;
   /** Aborted when the shutdown grace runs out: open streams end with the interruption. */
   stopping: AbortController;
+  /**
+   * Aborted just before the listener closes. Deno's server shutdown ends upgraded sockets at
+   * once, so WebSockets end first on their own terms (interruption frame, close 1001).
+   */
+  closingSockets: AbortController;
 }
 
 /** One access-log line. Never a key or a prompt. */

@@ -27,6 +27,7 @@ export async function createGateway(config: Config): Promise<Gateway> {
     proxies: new TrustedProxies(config.trusted_proxies),
     draining: false,
     stopping: new AbortController(),
+    closingSockets: new AbortController(),
   };
 }
 

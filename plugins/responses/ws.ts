@@ -64,6 +64,8 @@ class ResponsesSocket {
   private last?: LastResponse;
   private upstream?: UpstreamSocket;
   private idle?: ReturnType<typeof setTimeout>;
+  /** Frames received and not yet answered (converted routes). */
+  private inFlight = 0;
 
   constructor(
     private readonly ctx: RequestContext,
@@ -74,15 +76,16 @@ class ResponsesSocket {
     socket.onmessage = (e) => this.onFrame(e.data);
     socket.onclose = () => this.shutdown();
     socket.onerror = () => this.shutdown();
-    ctx.gw.stopping.signal.addEventListener("abort", this.onStop);
+    ctx.gw.closingSockets.signal.addEventListener("abort", this.onStop);
     this.resetIdle();
   }
 
   private readonly onStop = () => {
     const why = "the gateway is shutting down";
-    this.upstream?.interrupt(why, GOING_AWAY);
-    // A converted response in flight ends with its interruption frame first.
-    this.queue.finally(() => this.close(GOING_AWAY, why));
+    if (this.upstream) return this.upstream.interrupt(why, GOING_AWAY);
+    if (this.inFlight > 0) this.sendError(interrupted(why));
+    this.closed.abort(); // a converted response in flight stops: its upstream call is aborted
+    this.close(GOING_AWAY, why);
   };
 
   private resetIdle() {
@@ -93,7 +96,7 @@ class ResponsesSocket {
 
   private shutdown() {
     clearTimeout(this.idle);
-    this.ctx.gw.stopping.signal.removeEventListener("abort", this.onStop);
+    this.ctx.gw.closingSockets.signal.removeEventListener("abort", this.onStop);
     this.closed.abort();
     this.upstream?.close();
   }
@@ -130,10 +133,11 @@ class ResponsesSocket {
       return this.close(TOO_BIG, "message too big");
     }
     // Responses run one at a time, in order.
+    this.inFlight++;
     this.queue = this.queue.then(() => this.handle(data)).catch((e) => {
       const err = e instanceof GatewayError ? e : new GatewayError(500, "upstream", String(e));
       this.sendError(err);
-    });
+    }).finally(() => this.inFlight--);
   }
 
   private async handle(data: unknown): Promise<void> {
