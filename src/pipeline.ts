@@ -13,6 +13,7 @@ import {
   pickHeaders,
   RELAY_RESPONSE_HEADERS,
   STREAM_HEADERS,
+  yieldIfLarge,
 } from "./http.ts";
 import type * as ir from "./ir.ts";
 import { errorResponse, fromProviderError } from "./errors.ts";
@@ -77,7 +78,9 @@ export async function generate(ctx: RequestContext, g: Generation): Promise<Resp
   ctx.record.passthrough = api === g.ingress.api;
   if (api === g.ingress.api) return await passthrough(ctx, g, r);
   // The stream flag comes from the endpoint (Gemini carries it in the path, not the body).
+  await yieldIfLarge(g.body.raw.length);
   const req = { ...g.ingress.decodeRequest(g.body.json, g.model), stream: g.stream };
+  await yieldIfLarge(g.body.raw.length);
   const client = clientContext(g, req);
   if (api === "demo") {
     const id = idFor(ctx);
