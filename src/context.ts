@@ -4,11 +4,14 @@ import type { Config } from "./config.ts";
 import type { Dialect, EndpointName } from "./endpoints.ts";
 import type { Usage } from "./ir.ts";
 import type { Router } from "./router.ts";
+import type { ResponseStore } from "./store.ts";
 
 export interface Gateway {
   config: Config;
   router: Router;
   keys: KeyStore;
+  /** Stored Responses (previous_response_id, GET /v1/responses/{id}). */
+  store: ResponseStore;
   /** Set on shutdown: /readyz turns 503 and new requests are refused. */
   draining: boolean;
 }
@@ -31,6 +34,8 @@ export interface AccessRecord {
   usage?: Usage;
   interrupted?: boolean;
   error?: string;
+  /** Responses store outcome: `kept`, `too_large`, `taken`, `off` (store: false), `failed`. */
+  stored?: string;
 }
 
 export interface RequestContext {

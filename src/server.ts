@@ -11,13 +11,20 @@ import { errorResponse, GatewayError, notFound } from "./errors.ts";
 import { logAccess } from "./log.ts";
 import { ClientGone } from "./relay.ts";
 import { Router } from "./router.ts";
+import { createStore } from "./store.ts";
 
 /** Incoming request-id headers, in order of preference (Kong's first). */
 const REQUEST_ID_HEADERS = ["x-kong-request-id", "x-request-id", "x-correlation-id"];
 export const REQUEST_ID_RESPONSE_HEADER = "x-gateway-request-id";
 
 export async function createGateway(config: Config): Promise<Gateway> {
-  return { config, router: new Router(config), keys: await KeyStore.from(config), draining: false };
+  return {
+    config,
+    router: new Router(config),
+    keys: await KeyStore.from(config),
+    store: await createStore(config.response_store),
+    draining: false,
+  };
 }
 
 function requestIdOf(req: Request): string {
@@ -136,7 +143,7 @@ export function createHandler(
         if (gw.draining) {
           throw new GatewayError(503, "overloaded", "the gateway is shutting down; retry");
         }
-        record.key = await authenticate(gw.keys, endpoint.dialect, req, url);
+        record.key = await authenticate(gw.keys, endpoint.keyDialect ?? endpoint.dialect, req, url);
       }
       const ctx: RequestContext = { gw, req, url, requestId, dialect, record };
       res = await HANDLERS[endpoint.name](ctx);
