@@ -15,6 +15,8 @@ import {
 } from "./store.ts";
 
 const MB = 1024 * 1024;
+/** Longest wait between reconnect attempts while Redis is down. */
+const RETRY_MAX_MS = 1000;
 type Client = ReturnType<typeof createClient>;
 
 export class RedisStore implements ResponseStore {
@@ -33,7 +35,7 @@ export class RedisStore implements ResponseStore {
       disableOfflineQueue: true,
       socket: {
         connectTimeout: 2000,
-        reconnectStrategy: (retries: number) => Math.min(100 * 2 ** retries, 2000),
+        reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, RETRY_MAX_MS),
       },
     });
     const store = new RedisStore(client, cfg);
@@ -86,7 +88,23 @@ export class RedisStore implements ResponseStore {
     return (await this.run(() => this.client.del(this.key(id)))) > 0;
   }
 
+  /** Closes the connection; while reconnecting, also waits out the client's retry sleep. */
   async close(): Promise<void> {
-    if (this.client.isOpen) await this.client.quit().catch(() => {});
+    let retrying: Promise<void> | undefined;
+    if (this.client.isOpen && !this.client.isReady) {
+      retrying = new Promise((resolve) => {
+        const timer = setTimeout(resolve, RETRY_MAX_MS + 100);
+        this.client.once("reconnecting", () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    try {
+      this.client.destroy();
+    } catch {
+      // already closed
+    }
+    await retrying;
   }
 }
