@@ -7,9 +7,13 @@ import type { Handler, RequestContext } from "./context.ts";
 import { errorResponse, GatewayError } from "./errors.ts";
 import type { ListedModel } from "./router.ts";
 
-/** Anthropic's list answers clients that authenticate the Anthropic way. */
+/**
+ * Anthropic's list answers Anthropic clients: they send `anthropic-version` (the Anthropic SDK
+ * 1.x authenticates with a Bearer token) or `x-api-key` without `Authorization`.
+ */
 const anthropicCaller = (req: Request) =>
-  req.headers.has("x-api-key") && !req.headers.has("authorization");
+  req.headers.has("anthropic-version") ||
+  (req.headers.has("x-api-key") && !req.headers.has("authorization"));
 
 const openaiModel = (m: ListedModel) => ({
   id: m.id,
