@@ -4,6 +4,7 @@
  * each; only concrete ids (route names without `*` and the `catalog`), never a pattern.
  */
 import assert from "node:assert/strict";
+import { codexConfig } from "../src/codex.ts";
 import { validateConfig } from "../src/config.ts";
 import {
   anthropicHeaders,
@@ -138,4 +139,21 @@ Deno.test("models: a catalog id no route serves is a startup error", async () =>
     () => validateConfig({ ...config, catalog: [{ id: "msg-*" }] }),
     /catalog\[0\]\.id: a concrete model id/,
   );
+});
+
+Deno.test("models: Codex settings for a route carry the catalog's window", async () => {
+  const config = await mockConfig("http://127.0.0.1:9");
+  const withCatalog = validateConfig({
+    ...config,
+    catalog: [{ id: "msg-sonnet", context_window: 200_000 }],
+  });
+  const toml = codexConfig(withCatalog, "msg-sonnet", "https://llm.example.com/");
+  assert.match(toml, /^model = "msg-sonnet"$/m);
+  assert.match(toml, /^openai_base_url = "https:\/\/llm.example.com\/v1"$/m);
+  assert.match(toml, /^model_context_window = 200000$/m);
+  assert.match(toml, /^model_auto_compact_token_limit = 180000$/m);
+  assert.match(toml, /^web_search = "disabled"/m);
+  const passthrough = codexConfig(withCatalog, "pt-x", "http://gw");
+  assert.doesNotMatch(passthrough, /web_search|model_context_window =/);
+  assert.throws(() => codexConfig(withCatalog, "nope", "http://gw"), /no route matches/);
 });
