@@ -267,3 +267,52 @@ Deno.test("store: WebSocket responses are kept and chain on HTTP ones (and back)
     await h.close();
   }
 });
+
+Deno.test("store: a Responses provider without passthrough relays what it need not keep", async () => {
+  const h = await startHarness();
+  try {
+    const relayed = await create(h, { model: "resp-text", input: "hi", store: false });
+    const hosted = await create(h, {
+      model: "resp-text",
+      input: "hi",
+      tools: [{ type: "web_search" }],
+    });
+    const kept = await create(h, { model: "resp-text", input: "hi" });
+    const lines = h.logs.filter((l) => l.endpoint === "responses");
+    assert.deepEqual(lines.map((l) => [l.passthrough, l.stored]), [
+      [true, "relayed"],
+      [true, "relayed"],
+      [false, "kept"],
+    ]);
+    // Relayed bodies are the provider's own: its id, not kept here.
+    await error(await get(h, relayed.id), 404);
+    await error(await get(h, hosted.id), 404);
+    assert.equal(await statusOf(get(h, kept.id)), 200);
+    const sent = JSON.parse(h.upstream.requests.at(-1)!.body);
+    assert.equal(sent.previous_response_id, undefined);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("store: small limits over HTTP: the oldest goes first, and responses expire", async () => {
+  const h = await startHarness({
+    tweak: (c) => Object.assign(c.response_store, { max_mb: 5_000 / 1024 / 1024, ttl_s: 1 }),
+  });
+  try {
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      ids.push((await create(h, { model: "chat-text", input: `turn ${i}` })).id);
+    }
+    const kept = [];
+    for (const id of ids) kept.push(await statusOf(get(h, id)));
+    assert.equal(kept.at(-1), 200, "the newest is kept");
+    assert.equal(kept[0], 404, "the oldest was evicted");
+    // Evicted ones are a prefix: oldest first.
+    assert.deepEqual(kept, [...kept].sort((a, b) => b - a));
+    await new Promise((r) => setTimeout(r, 1100));
+    assert.equal(await statusOf(get(h, ids.at(-1)!)), 404, "expired after ttl_s");
+  } finally {
+    await h.close();
+  }
+});

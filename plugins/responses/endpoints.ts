@@ -63,7 +63,7 @@ export const responses: Handler = async (ctx) => {
   const store = json.store ?? true;
   // A Responses provider without `passthrough` relays stateless requests (and hosted tools);
   // keeping or reading state needs the response built here, so those convert through the IR.
-  if (r.provider.api === "responses" && ((!chained && !store) || hostedTools(json))) {
+  if (r.provider.api === "responses" && !chained && (!store || hostedTools(json))) {
     ctx.record.stored = "relayed";
     return await generate(ctx, g);
   }
