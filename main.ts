@@ -9,6 +9,7 @@ import {
   defaultConfig,
   parseConfigText,
 } from "./src/config.ts";
+import { codexConfig } from "./src/codex.ts";
 import { setAccessLogSink } from "./src/log.ts";
 import { createGateway, createHandler } from "./src/server.ts";
 
@@ -43,6 +44,19 @@ async function main() {
     const what = e instanceof ConfigError ? "" : "cannot read the config: ";
     console.error(`gateway: ${what}${(e as Error).message}`);
     Deno.exit(2);
+  }
+  // `--codex-config MODEL [--base-url URL]`: print Codex's settings for a model and exit.
+  const codexModel = argValue(Deno.args, "--codex-config");
+  if (codexModel) {
+    const base = argValue(Deno.args, "--base-url") ??
+      `http://${config.listen.hostname}:${config.listen.port}`;
+    try {
+      console.log(codexConfig(config, codexModel, base));
+    } catch (e) {
+      console.error(`gateway: ${(e as Error).message}`);
+      Deno.exit(2);
+    }
+    Deno.exit(0);
   }
   if (env("GATEWAY_ACCESS_LOG") === "off") setAccessLogSink(() => {});
   const gw = await createGateway(config);

@@ -46,6 +46,17 @@ export interface ClientContext {
   compaction?: boolean;
   /** The request's tools (e.g. for the Responses `namespace` that tool calls must echo). */
   tools?: readonly ir.Tool[];
+  /** Responses: the request settings every response object repeats (see responses/echo.ts). */
+  settings?: Record<string, unknown>;
+  /** Unix seconds for `completed_at` (tests pin it); default: the clock. */
+  now?: () => number;
+  /** Responses: the id to answer with instead of one derived from the upstream's. */
+  responseId?: string;
+  /**
+   * Responses: called with the finished response object before the client gets its end (the
+   * stored-responses hook); a stream's terminal event waits for the returned promise.
+   */
+  onResponse?: (response: Record<string, unknown>) => Promise<void> | void;
 }
 
 /**

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { parse as parseYaml } from "yaml";
 import { unsafeSegmentReason } from "./model_segment.ts";
 import { isAddressOrCidr } from "./trusted_proxies.ts";
+import { globToRegExp } from "./router.ts";
 import { formatPath } from "./validate.ts";
 
 export const PROVIDER_APIS = ["chat", "responses", "messages", "generate-content", "demo"] as const;
@@ -45,6 +46,28 @@ const keySchema = z.union([
   z.strictObject({ name: z.string().min(1), sha256: z.string().regex(/^[0-9a-f]{64}$/i) }),
 ]);
 
+/** Where stored Responses (for `previous_response_id` and GET /v1/responses/{id}) are kept. */
+const responseStoreSchema = z.strictObject({
+  /** Memory bound of the embedded store, oldest evicted first (MiB of JSON text). */
+  max_mb: z.number().positive().default(256),
+  /** Seconds a stored response lives (default 30 days). */
+  ttl_s: z.number().int().positive().default(2_592_000),
+  /** A larger response is answered but not kept (MiB of JSON text). */
+  max_item_mb: z.number().positive().default(16),
+  /** Keep responses in Redis instead (shared by every instance; TTL set in Redis). */
+  redis_url: z.url({ protocol: /^rediss?$/ }).optional(),
+  /** Prefix of every Redis key the store writes. */
+  redis_prefix: z.string().min(1).default("gateway:responses:"),
+});
+
+/** A concrete model id for the model lists (the names behind pattern routes). */
+const catalogSchema = z.strictObject({
+  id: z.string().min(1).regex(/^[^*]+$/, "a concrete model id, not a pattern"),
+  display_name: z.string().min(1).optional(),
+  context_window: z.number().int().positive().optional(),
+  max_output_tokens: z.number().int().positive().optional(),
+});
+
 export const configSchema = z.strictObject({
   listen: z.strictObject({
     hostname: z.string().default("127.0.0.1"),
@@ -53,6 +76,9 @@ export const configSchema = z.strictObject({
   keys: z.array(keySchema).min(1),
   providers: z.array(providerSchema).min(1),
   routes: z.array(routeSchema).min(1),
+  response_store: responseStoreSchema.prefault({}),
+  /** Model ids listed by GET /v1/models and /v1beta/models besides routes without a `*`. */
+  catalog: z.array(catalogSchema).default([]),
   /** Seconds between turning unready (/readyz 503) and closing the listener on shutdown. */
   shutdown_delay_s: z.number().min(0).default(0),
   /** Seconds a draining shutdown then waits for in-flight streams. */
@@ -116,12 +142,25 @@ function crossCheck(doc: unknown): Issue[] {
       });
     }
   });
+  const catalog = Array.isArray((d as { catalog?: unknown }).catalog)
+    ? (d as { catalog: unknown[] }).catalog
+    : [];
+  const patterns = routes.flatMap((r) => (Array.isArray(r?.models) ? r.models : []))
+    .filter((m): m is string => typeof m === "string").map(globToRegExp);
+  catalog.forEach((c, i) => {
+    const id = (c as { id?: unknown })?.id;
+    if (typeof id === "string" && !patterns.some((p) => p.test(id))) {
+      issues.push({ path: ["catalog", i, "id"], message: `no route serves model "${id}"` });
+    }
+  });
   return issues;
 }
 
 export type Config = z.infer<typeof configSchema>;
 export type ProviderConfig = Config["providers"][number];
 export type RouteConfig = Config["routes"][number];
+export type ResponseStoreConfig = Config["response_store"];
+export type CatalogEntry = Config["catalog"][number];
 
 export class ConfigError extends Error {}
 

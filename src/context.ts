@@ -6,6 +6,7 @@ import type { Usage } from "./ir.ts";
 import type { Router } from "./router.ts";
 import type { Secrets } from "./secrets.ts";
 import type { TrustedProxies } from "./trusted_proxies.ts";
+import type { ResponseStore } from "./store.ts";
 
 export interface Gateway {
   config: Config;
@@ -15,6 +16,8 @@ export interface Gateway {
   secrets: Secrets;
   /** Peers whose X-Forwarded-For names the client (Kong). */
   proxies: TrustedProxies;
+  /** Stored Responses (previous_response_id, GET /v1/responses/{id}). */
+  store: ResponseStore;
   /** Set on shutdown: /readyz turns 503 and new requests are refused. */
   draining: boolean;
   /** Aborted when the shutdown grace runs out: open streams end with the interruption. */
@@ -44,6 +47,8 @@ export interface AccessRecord {
   usage?: Usage;
   interrupted?: boolean;
   error?: string;
+  /** Responses store outcome: `kept`, `too_large`, `taken`, `off` (store: false), `failed`. */
+  stored?: string;
 }
 
 export interface RequestContext {

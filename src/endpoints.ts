@@ -11,22 +11,32 @@ export type EndpointName =
   | "responses"
   | "responses_ws"
   | "responses_compact"
+  | "response_get"
+  | "response_delete"
+  | "response_input_items"
   | "generate_content"
   | "messages"
   | "count_tokens"
   | "models"
   | "gemini_models"
+  | "model"
+  | "gemini_model"
   | "healthz"
   | "readyz";
 
 export interface Endpoint {
   name: EndpointName;
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "DELETE";
   /** Matches the path (query string excluded). */
   pattern: RegExp;
   /** A concrete path that matches, for docs and tests. */
   example: string;
   dialect: Dialect;
+  /**
+   * Where the key may be, when not where `dialect` puts it: the model list takes Bearer or
+   * `x-api-key` (Claude Code reads it with its Anthropic credentials).
+   */
+  keyDialect?: Dialect;
   /** Infrastructure endpoints (health) are not routed through Kong to clients. */
   internal?: boolean;
 }
@@ -61,6 +71,27 @@ export const ENDPOINTS: readonly Endpoint[] = [
     dialect: "openai",
   },
   {
+    name: "response_get",
+    method: "GET",
+    pattern: /^\/v1\/responses\/[^/]+$/,
+    example: "/v1/responses/resp_123",
+    dialect: "openai",
+  },
+  {
+    name: "response_delete",
+    method: "DELETE",
+    pattern: /^\/v1\/responses\/[^/]+$/,
+    example: "/v1/responses/resp_123",
+    dialect: "openai",
+  },
+  {
+    name: "response_input_items",
+    method: "GET",
+    pattern: /^\/v1\/responses\/[^/]+\/input_items$/,
+    example: "/v1/responses/resp_123/input_items",
+    dialect: "openai",
+  },
+  {
     name: "generate_content",
     method: "POST",
     // The model and action are validated by the plugin so bad ones get a Google-style 400.
@@ -85,8 +116,17 @@ export const ENDPOINTS: readonly Endpoint[] = [
   {
     name: "models",
     method: "GET",
+    keyDialect: "anthropic",
     pattern: /^\/v1\/models$/,
     example: "/v1/models",
+    dialect: "openai",
+  },
+  {
+    name: "model",
+    method: "GET",
+    keyDialect: "anthropic",
+    pattern: /^\/v1\/models\/[^/]+$/,
+    example: "/v1/models/claude-sonnet-4-5",
     dialect: "openai",
   },
   {
@@ -94,6 +134,14 @@ export const ENDPOINTS: readonly Endpoint[] = [
     method: "GET",
     pattern: /^\/v1beta\/models$/,
     example: "/v1beta/models",
+    dialect: "google",
+  },
+  {
+    name: "gemini_model",
+    method: "GET",
+    // POST on the same path is generation (`model:action`); GET reads the model.
+    pattern: /^\/v1beta\/models\/[^/]+$/,
+    example: "/v1beta/models/gemini-2.5-flash",
     dialect: "google",
   },
   {

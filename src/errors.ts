@@ -27,6 +27,8 @@ export class GatewayError extends Error {
     readonly param?: string,
     /** Provider headers worth relaying with the error (retry hints). */
     readonly headers?: Headers,
+    /** OpenAI `code` when it is more specific than the kind's (`previous_response_not_found`). */
+    readonly code?: string,
   ) {
     super(message);
   }
@@ -125,7 +127,7 @@ export function errorBody(dialect: Dialect, err: GatewayError, requestId?: strin
           message: err.message,
           type: OPENAI_TYPE[err.kind],
           param: err.param ?? null,
-          code: OPENAI_CODE[err.kind] ?? null,
+          code: err.code ?? OPENAI_CODE[err.kind] ?? null,
         },
       };
     case "anthropic":

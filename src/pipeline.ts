@@ -55,8 +55,10 @@ export interface Generation {
   body: JsonBody;
   model: string;
   stream: boolean;
-  /** Rules that depend on the route (e.g. previous_response_id needs a passthrough route). */
+  /** Rules that depend on the route. */
   checkRoute?: (r: Resolved) => void;
+  /** Build the response through the IR even when the provider speaks the client's format. */
+  convert?: boolean;
   /** Passthrough upstream path when it is not `ingress.path()` (Gemini JSON-array streams). */
   passthroughPath?: (upstreamModel: string) => string;
   /** The client stream's framing when it is not SSE (Gemini without `alt=sse`). */
@@ -75,8 +77,8 @@ export async function generate(ctx: RequestContext, g: Generation): Promise<Resp
   const r = resolveRoute(ctx, g.model);
   g.checkRoute?.(r);
   const api = r.provider.api;
-  ctx.record.passthrough = api === g.ingress.api;
-  if (api === g.ingress.api) return await passthrough(ctx, g, r);
+  ctx.record.passthrough = api === g.ingress.api && !g.convert;
+  if (ctx.record.passthrough) return await passthrough(ctx, g, r);
   // The stream flag comes from the endpoint (Gemini carries it in the path, not the body).
   await yieldIfLarge(g.body.raw.length);
   const req = { ...g.ingress.decodeRequest(g.body.json, g.model), stream: g.stream };

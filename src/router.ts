@@ -11,7 +11,15 @@ export interface Resolved {
   label: string;
 }
 
-function globToRegExp(glob: string): RegExp {
+export interface ListedModel {
+  id: string;
+  owned_by: string;
+  display_name?: string;
+  context_window?: number;
+  max_output_tokens?: number;
+}
+
+export function globToRegExp(glob: string): RegExp {
   const body = glob.split("*").map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*");
   // `s`: a newline in a model name must not slip past a `*` into "no route".
   return new RegExp(`^${body}$`, "s");
@@ -48,8 +56,27 @@ export class Router {
     );
   }
 
-  /** Model ids for GET /v1/models: every configured pattern, owned by its provider. */
-  models(): { id: string; owned_by: string }[] {
-    return this.config.routes.flatMap((r) => r.models.map((id) => ({ id, owned_by: r.provider })));
+  /**
+   * Concrete model ids for the model lists, in config order: route names without a `*`, then
+   * the `catalog` (the names behind pattern routes). A catalog entry adds its limits to the
+   * same id; the provider is the one that serves the id.
+   */
+  models(): ListedModel[] {
+    const out = new Map<string, ListedModel>();
+    for (const r of this.config.routes) {
+      for (const id of r.models) {
+        if (!id.includes("*") && !out.has(id)) out.set(id, { id, owned_by: r.provider });
+      }
+    }
+    for (const c of this.config.catalog) {
+      let owner: string;
+      try {
+        owner = this.resolve(c.id).provider.name;
+      } catch {
+        continue; // config validation already refuses a catalog id no route serves
+      }
+      out.set(c.id, { ...out.get(c.id), ...c, owned_by: owner });
+    }
+    return [...out.values()];
   }
 }

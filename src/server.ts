@@ -13,6 +13,7 @@ import { ClientGone } from "./relay.ts";
 import { Router } from "./router.ts";
 import { Secrets } from "./secrets.ts";
 import { TrustedProxies } from "./trusted_proxies.ts";
+import { createStore } from "./store.ts";
 
 /** Incoming request-id headers, in order of preference (Kong's first). */
 const REQUEST_ID_HEADERS = ["x-kong-request-id", "x-request-id", "x-correlation-id"];
@@ -25,6 +26,7 @@ export async function createGateway(config: Config): Promise<Gateway> {
     keys: await KeyStore.from(config),
     secrets: new Secrets(config.providers.map((p) => p.api_key)),
     proxies: new TrustedProxies(config.trusted_proxies),
+    store: await createStore(config.response_store),
     draining: false,
     stopping: new AbortController(),
     closingSockets: new AbortController(),
@@ -146,7 +148,7 @@ export function createHandler(
         if (gw.draining) {
           throw new GatewayError(503, "overloaded", "the gateway is shutting down; retry");
         }
-        record.key = await authenticate(gw.keys, endpoint.dialect, req, url);
+        record.key = await authenticate(gw.keys, endpoint.keyDialect ?? endpoint.dialect, req, url);
       }
       const ctx: RequestContext = { gw, req, url, requestId, dialect, record };
       res = await HANDLERS[endpoint.name](ctx);

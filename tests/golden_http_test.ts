@@ -22,7 +22,8 @@ const INGRESS_API: Record<string, Api> = {
 const REQUEST_ID = "gwtest";
 
 /** Timestamps come from the clock where the fixture has none. */
-const normalize = (text: string) => text.replace(/"(created|created_at)":\s*\d+/g, '"$1":0');
+const normalize = (text: string) =>
+  text.replace(/"(created|created_at|completed_at)":\s*\d+/g, '"$1":0');
 
 /** Serves one fixed body for every request, as the provider would send it. */
 function fixtureServer(body: () => string, contentType: string) {
@@ -57,10 +58,15 @@ function fixtures(dir: string, ext: string): { api: Api; name: string; file: URL
   });
 }
 
-/** A client request for the golden client context: model `client-model`, no extras. */
+/**
+ * A client request for the golden client context: model `client-model`, no extras (Responses
+ * clients send `store: false`, so the response keeps the upstream's id and OpenAI's defaults).
+ */
 function clientRequest(ingress: (typeof INGRESS)[number], stream: boolean) {
   const body = ingress.name === "chat"
     ? bodies.chat("client-model", stream)
+    : ingress.name === "responses"
+    ? { ...bodies.responses("client-model", stream), store: false }
     : ingress.body("client-model", stream);
   return { path: ingress.path("client-model", stream), body };
 }

@@ -21,7 +21,7 @@ const ROOT = new URL("./golden/", import.meta.url);
 const UPDATE = Deno.env.get("GOLDEN_UPDATE") === "1";
 const APIS = Object.keys(CODECS) as Api[];
 const DECODE = { now: 1700000000, id: "gwtest" };
-const CLIENT = { model: "client-model" };
+const CLIENT = { model: "client-model", now: () => DECODE.now };
 
 function cases(dir: string, ext: string): { api: Api; name: string; file: URL }[] {
   const out = [];

@@ -70,6 +70,8 @@ export interface HarnessOptions {
   timeouts?: Record<string, number>;
   /** Routes tried after the standard ones (e.g. a CLI's own default model names). */
   extraRoutes?: Config["routes"];
+  /** Changes the config before the gateway starts (response store, catalog). */
+  tweak?: (config: Config) => void;
 }
 
 /** Starts the mock upstream and a gateway (in this process) configured for it. */
@@ -77,6 +79,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const upstream = await startMockUpstream();
   const config = await mockConfig(upstream.url, opts.timeouts);
   config.routes.push(...(opts.extraRoutes ?? []));
+  opts.tweak?.(config);
   const gw = await createGateway(config);
   const logs: Record<string, unknown>[] = [];
   const previous = setAccessLogSink((line) => logs.push(JSON.parse(line)));
@@ -87,6 +90,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     logs,
     async close() {
       await server.shutdown();
+      await gw.store.close();
       await upstream.close();
       setAccessLogSink(previous);
     },

@@ -8,3 +8,4 @@ import "./sdk/openai.ts";
 import "./sdk/anthropic.ts";
 import "./sdk/genai.ts";
 import "./sdk/vercel.ts";
+import "./sdk/stored.ts";

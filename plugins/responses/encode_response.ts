@@ -8,9 +8,9 @@ import {
   compactionItem,
   itemId,
   messageItem,
+  metaOf,
   outputText,
   reasoningItem,
-  responseId,
   responseObject,
   terminalOf,
   toolCallItem,
@@ -18,11 +18,13 @@ import {
 } from "./output.ts";
 
 export function encodeResponse(res: ir.Response, ctx: ClientContext): unknown {
-  const meta = { id: responseId(res.id), createdAt: res.created, model: ctx.model };
+  const meta = metaOf(ctx, res.id, res.created);
   const output = ctx.compaction
     ? [compactionItem(itemId("cmp", meta.id, 0), textOf(res.parts))]
     : outputItems(res.parts, meta.id, toolNamespaces(ctx));
-  return responseObject(meta, output, terminalOf(res.finish), res.usage);
+  const response = responseObject(meta, output, terminalOf(res.finish), res.usage);
+  ctx.onResponse?.(response);
+  return response;
 }
 
 /** The answer's text: a compaction turn's summary. */

@@ -14,9 +14,9 @@ import {
   compactionItem,
   itemId,
   messageItem,
+  metaOf,
   outputText,
   reasoningItem,
-  responseId,
   type ResponseMeta,
   responseObject,
   terminalOf,
@@ -61,7 +61,7 @@ class StreamEncoder {
     this.namespaces = toolNamespaces(ctx);
   }
 
-  on(e: ir.StreamEvent, out: Out) {
+  on(e: ir.StreamEvent, out: Out): void | Promise<void> {
     if (this.ended) return;
     switch (e.type) {
       case "start":
@@ -91,7 +91,7 @@ class StreamEncoder {
   }
 
   private start(e: Extract<ir.StreamEvent, { type: "start" }>, out: Out) {
-    this.started = { id: responseId(e.id), createdAt: e.created, model: this.ctx.model };
+    this.started = metaOf(this.ctx, e.id, e.created);
     this.usage = e.usage;
     this.emit(out, "response.created", { response: responseObject(this.meta, []) });
     this.emit(out, "response.in_progress", { response: responseObject(this.meta, []) });
@@ -258,7 +258,7 @@ class StreamEncoder {
     this.finishItem(out, outputIndex, reasoningItem(id, "", carrier));
   }
 
-  private finish(e: Extract<ir.StreamEvent, { type: "finish" }>, out: Out) {
+  private async finish(e: Extract<ir.StreamEvent, { type: "finish" }>, out: Out) {
     for (const [index, item] of [...this.open]) this.close(index, item, out);
     if (this.ctx.compaction) {
       const outputIndex = this.nextOutputIndex++;
@@ -268,8 +268,9 @@ class StreamEncoder {
     }
     const end = terminalOf(e.reason);
     this.ended = true;
-    this.emit(out, end.event, {
-      response: responseObject(this.meta, this.output, end, e.usage ?? this.usage),
-    });
+    const response = responseObject(this.meta, this.output, end, e.usage ?? this.usage);
+    // The client may chain on this response as soon as it sees the end: keep it first.
+    await this.ctx.onResponse?.(response);
+    this.emit(out, end.event, { response });
   }
 }

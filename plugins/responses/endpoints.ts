@@ -13,7 +13,9 @@ import {
 } from "../../src/pipeline.ts";
 import type { Resolved } from "../../src/router.ts";
 import { responsesCodec } from "./codec.ts";
-import { validateRequest } from "./schema.ts";
+import { responseSettings } from "./echo.ts";
+import { parseRequest, type ResponsesRequest } from "./schema.ts";
+import { chainedItems, inputItems, keeper, newResponseId } from "./state.ts";
 
 /** The answer to a warm-up (`generate: false`) on a converted route: completed, no output. */
 export function warmupResponse(ctx: RequestContext, model: string): ir.Response {
@@ -34,35 +36,61 @@ export function isPassthroughRoute(r: Resolved): boolean {
 }
 
 /** Rules of the product spec that hold for HTTP requests on any route. */
-export function checkStatefulFields(json: Record<string, unknown>, r: Resolved): void {
+export function checkStatefulFields(json: Record<string, unknown>): void {
   if (json.background === true) {
     throw badRequest("background responses are not supported", "background");
   }
-  if (json.previous_response_id != null && !isPassthroughRoute(r)) {
-    throw badRequest(
-      "previous_response_id requires a client1 passthrough route",
-      "previous_response_id",
-    );
-  }
 }
+
+/** Tool types the IR cannot carry (hosted tools): such requests relay as before. */
+const hostedTools = (json: ResponsesRequest) =>
+  (json.tools ?? []).some((t) => !["function", "custom", "namespace"].includes(t.type ?? ""));
 
 export const responses: Handler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
-  const json = validateRequest(body.json);
+  const json = parseRequest(body.json);
   const g: Generation = {
     ingress: responsesCodec,
     body,
     model: modelOf(json),
     stream: flagOf(json, "stream"),
-    checkRoute: (r) => checkStatefulFields(json, r),
   };
-  // A warm-up (`generate: false`) produces no output; only a Responses provider needs it.
-  if (json.generate === false) {
-    const r = resolveRoute(ctx, g.model);
-    g.checkRoute!(r);
-    if (r.provider.api !== "responses") return answerLocally(ctx, g, warmupResponse(ctx, g.model));
+  checkStatefulFields(json);
+  const r = resolveRoute(ctx, g.model);
+  // The provider keeps Responses state: relay verbatim, ids included.
+  if (isPassthroughRoute(r)) return await generate(ctx, g);
+  const chained = json.previous_response_id != null;
+  const store = json.store ?? true;
+  // A Responses provider without `passthrough` relays stateless requests (and hosted tools);
+  // keeping or reading state needs the response built here, so those convert through the IR.
+  if (r.provider.api === "responses" && !chained && (!store || hostedTools(json))) {
+    ctx.record.stored = "relayed";
+    return await generate(ctx, g);
   }
-  return await generate(ctx, g);
+  const id = newResponseId();
+  const input = [
+    ...(chained ? await chainedItems(ctx, json.previous_response_id!) : []),
+    ...inputItems(json.input, id),
+  ];
+  const { previous_response_id: _, ...rest } = body.json;
+  const keep = keeper(ctx, input, store);
+  const expanded: Generation = {
+    ...g,
+    body: chained ? { ...body, json: { ...rest, input } } : body,
+    convert: true,
+    client: {
+      settings: responseSettings(json),
+      // A kept response gets an id of the gateway's; an unkept one keeps the upstream's.
+      ...(store && { responseId: id }),
+      onResponse: keep.onResponse,
+    },
+  };
+  const res = json.generate === false && r.provider.api !== "responses"
+    ? answerLocally(ctx, expanded, warmupResponse(ctx, g.model))
+    : await generate(ctx, expanded);
+  // A JSON answer is kept before the client can chain on it (streams wait in the encoder).
+  await keep.kept();
+  return res;
 };
 
 export const compact: Handler = async (ctx) => {

@@ -11,7 +11,20 @@ export interface ResponseMeta {
   id: string;
   createdAt: number;
   model: string;
+  /** The request's settings (echo.ts); absent when unknown (decoding tests). */
+  settings?: Record<string, unknown>;
+  /** Unix seconds now (for `completed_at`). */
+  now?: () => number;
 }
+
+/** The response id a client sees: the gateway's own when set, else from the upstream's. */
+export const metaOf = (ctx: ClientContext, irId: string, createdAt: number): ResponseMeta => ({
+  id: ctx.responseId ?? responseId(irId),
+  createdAt,
+  model: ctx.model,
+  settings: ctx.settings,
+  now: ctx.now,
+});
 
 export const responseId = (irId: string) => (irId.startsWith("resp_") ? irId : `resp_${irId}`);
 
@@ -127,29 +140,57 @@ const incomplete = (reason: string) => ({
 
 type Terminal = ReturnType<typeof terminalOf>;
 
-/** The `response` object; `end` is absent while it is in progress. */
+/** Settings echoed when the request's are unknown: OpenAI's defaults. */
+const DEFAULT_SETTINGS = {
+  previous_response_id: null,
+  instructions: null,
+  tools: [],
+  tool_choice: "auto",
+  truncation: "disabled",
+  parallel_tool_calls: true,
+  text: { format: { type: "text" }, verbosity: "medium" },
+  temperature: 1,
+  top_p: 1,
+  presence_penalty: 0,
+  frequency_penalty: 0,
+  top_logprobs: 0,
+  reasoning: { effort: null, summary: null },
+  max_output_tokens: null,
+  max_tool_calls: null,
+  store: false,
+  background: false,
+  service_tier: "default",
+  metadata: {},
+  safety_identifier: null,
+  prompt_cache_key: null,
+};
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+/**
+ * The `response` object with every field Open Responses' `ResponseResource` requires; `end`
+ * is absent while it is in progress (`completed_at` is set once it completed).
+ */
 export function responseObject(
   meta: ResponseMeta,
   output: unknown[],
   end?: Terminal,
   usage?: ir.Usage,
-) {
+): Record<string, unknown> {
   return {
     id: meta.id,
     object: "response",
     created_at: meta.createdAt,
+    completed_at: end?.status === "completed"
+      ? Math.max(meta.createdAt, (meta.now ?? nowSeconds)())
+      : null,
     status: end?.status ?? "in_progress",
     error: end?.error ?? null,
     incomplete_details: end?.incomplete_details ?? null,
-    instructions: null,
-    metadata: {},
     model: meta.model,
     output,
-    parallel_tool_calls: true,
-    temperature: null,
-    tool_choice: "auto",
-    tools: [],
-    top_p: null,
     usage: end ? toWireUsage(usage) : null,
+    ...DEFAULT_SETTINGS,
+    ...meta.settings,
   };
 }

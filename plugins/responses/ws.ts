@@ -15,7 +15,9 @@ import { endTap, localEvents, resolveRoute, upstreamEvents } from "../../src/pip
 import type { Resolved } from "../../src/router.ts";
 import { responsesCodec } from "./codec.ts";
 import { checkStatefulFields, isPassthroughRoute, warmupResponse } from "./endpoints.ts";
-import { validateRequest } from "./schema.ts";
+import { responseSettings } from "./echo.ts";
+import { parseRequest, validateRequest } from "./schema.ts";
+import { chainedItems, inputItems, keeper, newResponseId } from "./state.ts";
 
 const TERMINAL = ["response.completed", "response.incomplete", "response.failed"];
 /** Decoding a relayed terminal event only for its usage needs no ids or clock. */
@@ -44,12 +46,6 @@ function errorFrame(err: GatewayError, code?: string): string {
     status: err.status,
     error: { ...error, ...(code && { code }) },
   });
-}
-
-function asItems(input: unknown): unknown[] {
-  if (input === undefined || input === null) return [];
-  if (typeof input === "string") return [{ type: "message", role: "user", content: input }];
-  return input as unknown[];
 }
 
 /** WebSocket close codes: the server is going away; a message was too big. */
@@ -175,7 +171,7 @@ class ResponsesSocket {
         relayed = await this.relay(r, json, data, { record: ctx.record, started });
         return;
       }
-      if (json.background === true) checkStatefulFields(json, r);
+      checkStatefulFields(json);
       await this.convert(ctx, r, json);
     } catch (e) {
       ctx.record.status = e instanceof GatewayError ? e.status : 500;
@@ -222,24 +218,29 @@ class ResponsesSocket {
     return true;
   }
 
-  /** Runs one response through the IR; the socket remembers it for `previous_response_id`. */
+  /**
+   * Runs one response through the IR. `previous_response_id` chains on the socket's own last
+   * response (Codex chains its turn onto its `store: false` warm-up), else on a stored one.
+   */
   private async convert(ctx: RequestContext, r: Resolved, json: Record<string, unknown>) {
-    let input = asItems(json.input);
-    if (json.previous_response_id != null) {
-      if (this.last?.id !== json.previous_response_id) {
-        ctx.record.status = 400;
-        return this.sendError(
-          new GatewayError(
-            400,
-            "invalid_request",
-            `previous response ${json.previous_response_id} is not this socket's last response; resend the full input`,
-            "previous_response_id",
-          ),
-          "previous_response_not_found",
-        );
+    const id = newResponseId();
+    let input: unknown[] = inputItems(json.input, id);
+    const previous = json.previous_response_id as string | undefined;
+    if (previous != null) {
+      let chain: unknown[];
+      try {
+        chain = this.last?.id === previous
+          ? [...this.last.input, ...this.last.output]
+          : await chainedItems(ctx, previous);
+      } catch (e) {
+        ctx.record.status = e instanceof GatewayError ? e.status : 500;
+        const code = e instanceof GatewayError ? e.code : undefined;
+        return this.sendError(e as GatewayError, code);
       }
-      input = [...this.last.input, ...this.last.output, ...input];
+      input = [...chain, ...input];
     }
+    const store = json.store !== false;
+    const keep = keeper(ctx, input, store);
     const { previous_response_id: _, ...rest } = json;
     const req = responsesCodec.decodeRequest({ ...rest, input, stream: true }, ctx.record.model!);
     const events = json.generate === false
@@ -251,6 +252,9 @@ class ResponsesSocket {
         model: ctx.record.model!,
         compaction: req.compaction,
         tools: req.tools,
+        settings: responseSettings(parseRequest(json)),
+        ...(store && { responseId: id }),
+        onResponse: keep.onResponse,
       }),
     );
     let done: { id: string; output: unknown[] } | undefined;

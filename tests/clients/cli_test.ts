@@ -250,8 +250,13 @@ interface Case {
   expect: Expect;
   /** Where the provider must have been called (default: the model's generation endpoint). */
   path?: RegExp;
-  /** Extra checks on this run's upstream requests and output. */
-  check?: (reqs: RecordedRequest[], r: RunResult, h: Harness) => void;
+  /** Extra checks on this run's upstream requests and output (`logsFrom`: its first log line). */
+  check?: (
+    reqs: RecordedRequest[],
+    r: RunResult,
+    h: Harness,
+    logsFrom: number,
+  ) => void;
   /** The gateway must refuse this run with a 400 whose message matches (nothing goes up). */
   rejected?: RegExp;
 }
@@ -307,7 +312,7 @@ async function runCase(c: Case, h: Harness): Promise<void> {
   );
   const models = hits.map((q) => q.json?.model).filter((m) => m !== undefined && m !== c.model);
   assert.deepEqual(models, [], `${c.name}: upstream model differs\n${why()}`);
-  c.check?.(reqs, r, h);
+  c.check?.(reqs, r, h, logsFrom);
 }
 
 const ROUTES = ["msg", "chat", "resp", "gem"];
@@ -443,6 +448,38 @@ function codexCases(): Case[] {
       run: (url) => codex(url, [...noWebSearch, "-m", model, PROMPT]),
     });
   }
+  // Issue 15: Codex (0.169.0) with an API-key provider (`openai_base_url`) never asks the
+  // gateway for model metadata (no GET /v1/models) and prints its fallback warning; the window
+  // goes in its config instead (docs/responses.md, `main.ts --codex-config`).
+  cases.push({
+    name: `codex exec -m msg-text-cli "${PROMPT}" (model metadata: not fetched, fallback warning)`,
+    model: "msg-text-cli",
+    expect: "text",
+    run: (url) =>
+      codex(url, [
+        ...noWebSearch,
+        "-c",
+        "model_context_window=200000",
+        "-c",
+        "model_auto_compact_token_limit=180000",
+        "-m",
+        "msg-text-cli",
+        PROMPT,
+      ]),
+    check(_reqs, r, h, logsFrom) {
+      const listed = h.logs.slice(logsFrom).filter((l) => String(l.endpoint).includes("model"));
+      assert.deepEqual(
+        listed,
+        [],
+        "Codex asked the gateway for models: serve its catalog shape",
+      );
+      assert.match(r.stderr, /Model metadata for `msg-text-cli` not found/);
+      console.log(
+        "    codex printed: " +
+          r.stderr.match(/warning: Model metadata[^\n]*/)?.[0],
+      );
+    },
+  });
   return cases;
 }
 

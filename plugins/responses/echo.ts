@@ -1,0 +1,55 @@
+/**
+ * The request settings a Responses `response` object repeats, as OpenAI echoes them: every
+ * field the Open Responses `ResponseResource` requires, the request's value where it sent one,
+ * OpenAI's default where it did not (numbers for `temperature` and `top_p`, tools in full with
+ * `strict`). Built once per request from the validated body; the encoders spread it into every
+ * response object (the JSON answer and each stream event that carries the response).
+ */
+import type { ResponsesRequest } from "./schema.ts";
+
+export type ResponseSettings = Record<string, unknown>;
+
+/** A declared tool as echoed: function tools with every field the spec requires. */
+function echoTool(tool: Record<string, unknown>): unknown {
+  if (tool.type !== "function") return tool; // custom and namespace tools as sent
+  return {
+    ...tool,
+    type: "function",
+    name: tool.name,
+    description: tool.description ?? null,
+    parameters: tool.parameters ?? null,
+    strict: tool.strict ?? true,
+  };
+}
+
+export function responseSettings(req: ResponsesRequest): ResponseSettings {
+  const text = req.text ?? {};
+  return {
+    previous_response_id: req.previous_response_id ?? null,
+    instructions: req.instructions ?? null,
+    tools: (req.tools ?? []).map((t) => echoTool(t as Record<string, unknown>)),
+    tool_choice: req.tool_choice ?? "auto",
+    truncation: req.truncation ?? "disabled",
+    parallel_tool_calls: req.parallel_tool_calls ?? true,
+    text: {
+      ...text,
+      format: text.format ?? { type: "text" },
+      verbosity: text.verbosity ?? "medium",
+    },
+    temperature: req.temperature ?? 1,
+    top_p: req.top_p ?? 1,
+    presence_penalty: req.presence_penalty ?? 0,
+    frequency_penalty: req.frequency_penalty ?? 0,
+    top_logprobs: req.top_logprobs ?? 0,
+    reasoning: { effort: req.reasoning?.effort ?? null, summary: req.reasoning?.summary ?? null },
+    max_output_tokens: req.max_output_tokens ?? null,
+    max_tool_calls: req.max_tool_calls ?? null,
+    store: req.store ?? true,
+    background: false,
+    service_tier: "default",
+    metadata: req.metadata ?? {},
+    safety_identifier: req.safety_identifier ?? null,
+    prompt_cache_key: req.prompt_cache_key ?? null,
+    ...(req.user != null && { user: req.user }),
+  };
+}

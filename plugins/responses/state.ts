@@ -1,0 +1,163 @@
+/**
+ * Stored responses on routes where the gateway builds the Responses object itself: keeping a
+ * finished response (unless `store: false`), expanding `previous_response_id` into the stored
+ * chain's items, and GET / DELETE /v1/responses/{id} and GET …/input_items. Every lookup is by
+ * the calling client key, so a key never reads another key's responses. Nothing stored is
+ * logged: the access log gets only the outcome (`stored`).
+ */
+import type { ClientContext } from "../../src/codec.ts";
+import type { Handler, RequestContext } from "../../src/context.ts";
+import { badRequest, GatewayError } from "../../src/errors.ts";
+import type { StoredResponse } from "../../src/store.ts";
+import { itemId } from "./output.ts";
+
+const ID = /^resp_[A-Za-z0-9_-]{1,200}$/;
+
+/** A fresh response id for a response the gateway builds (never derived from the client). */
+export function newResponseId(): string {
+  return `resp_${crypto.randomUUID().replaceAll("-", "")}`;
+}
+
+const notFoundError = (id: string) =>
+  new GatewayError(404, "not_found", `Response with id '${id}' not found.`, "response_id");
+
+/** A chained id that is unknown, deleted, expired or another key's: OpenAI's 400. */
+const previousNotFound = (id: string) =>
+  new GatewayError(
+    400,
+    "invalid_request",
+    `Previous response with id '${id}' not found.`,
+    "previous_response_id",
+    undefined,
+    "previous_response_not_found",
+  );
+
+/** The request's input as stored input items: typed, with content parts and ids. */
+export function inputItems(input: unknown, respId: string): Record<string, unknown>[] {
+  const items = input == null
+    ? []
+    : typeof input === "string"
+    ? [{ type: "message", role: "user", content: input }]
+    : (input as Record<string, unknown>[]);
+  return items.map((raw, i) => {
+    const item: Record<string, unknown> = { type: "message", ...raw };
+    if (item.type === "message" && typeof item.content === "string") {
+      const type = item.role === "assistant" ? "output_text" : "input_text";
+      item.content = [{ type, text: item.content }];
+    }
+    if (typeof item.id !== "string") item.id = itemId("in", respId, i);
+    return item;
+  });
+}
+
+/** The stored chain before `previousId` as input items (its inputs, then its outputs). */
+export async function chainedItems(ctx: RequestContext, previousId: string): Promise<unknown[]> {
+  const prev = await ctx.gw.store.get(previousId, ctx.record.key ?? "");
+  if (!prev) throw previousNotFound(previousId);
+  return [...prev.input, ...(prev.response.output as unknown[] ?? [])];
+}
+
+/**
+ * The client-encoder hook that keeps the finished response (with `input`, the full input the
+ * model saw) unless the request said `store: false`. A store failure never fails the answer:
+ * it is logged (without content) as the request's `stored` outcome.
+ */
+export function keeper(
+  ctx: RequestContext,
+  input: unknown[],
+  store: boolean,
+): Pick<ClientContext, "onResponse"> & { kept: () => Promise<void> } {
+  let pending: Promise<void> = Promise.resolve();
+  if (!store) {
+    ctx.record.stored = "off";
+    return { kept: () => pending };
+  }
+  const onResponse = (response: Record<string, unknown>) => {
+    const record: StoredResponse = {
+      id: String(response.id),
+      owner: ctx.record.key ?? "",
+      input,
+      response,
+    };
+    pending = ctx.gw.store.put(record).then(
+      (outcome) => {
+        ctx.record.stored = outcome;
+      },
+      () => {
+        ctx.record.stored = "failed";
+      },
+    );
+    return pending;
+  };
+  return { onResponse, kept: () => pending };
+}
+
+function idFromPath(ctx: RequestContext): string {
+  const id = decodeURIComponent(ctx.url.pathname.split("/")[3] ?? "");
+  if (!ID.test(id)) {
+    throw badRequest(
+      `response_id: expected a response id ("resp_…"), got "${id.slice(0, 64)}"`,
+      "response_id",
+    );
+  }
+  return id;
+}
+
+async function ownRecord(ctx: RequestContext): Promise<StoredResponse> {
+  const id = idFromPath(ctx);
+  const record = await ctx.gw.store.get(id, ctx.record.key ?? "");
+  if (!record) throw notFoundError(id);
+  return record;
+}
+
+/** GET /v1/responses/{id} */
+export const getResponse: Handler = async (ctx) => Response.json((await ownRecord(ctx)).response);
+
+/** DELETE /v1/responses/{id} */
+export const deleteResponse: Handler = async (ctx) => {
+  const id = idFromPath(ctx);
+  if (!(await ctx.gw.store.delete(id, ctx.record.key ?? ""))) throw notFoundError(id);
+  return Response.json({ id, object: "response", deleted: true });
+};
+
+function intParam(url: URL, name: string, min: number, max: number, fallback: number): number {
+  const raw = url.searchParams.get(name);
+  if (raw === null) return fallback;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n < min || n > max) {
+    throw badRequest(
+      `${name}: expected an integer from ${min} to ${max}, got "${raw.slice(0, 32)}"`,
+      name,
+    );
+  }
+  return n;
+}
+
+/** GET /v1/responses/{id}/input_items: OpenAI's list shape, `limit` / `order` / `after`. */
+export const listInputItems: Handler = async (ctx) => {
+  const q = ctx.url.searchParams;
+  const limit = intParam(ctx.url, "limit", 1, 100, 20);
+  const order = q.get("order") ?? "desc";
+  if (order !== "asc" && order !== "desc") {
+    throw badRequest(`order: expected "asc" or "desc", got "${order.slice(0, 32)}"`, "order");
+  }
+  const record = await ownRecord(ctx);
+  let items = record.input as { id?: string }[];
+  if (order === "desc") items = [...items].reverse();
+  const after = q.get("after");
+  if (after !== null) {
+    const at = items.findIndex((i) => i.id === after);
+    if (at < 0) {
+      throw badRequest(`after: no input item "${after.slice(0, 64)}" in this response`, "after");
+    }
+    items = items.slice(at + 1);
+  }
+  const data = items.slice(0, limit);
+  return Response.json({
+    object: "list",
+    data,
+    first_id: data[0]?.id ?? null,
+    last_id: data.at(-1)?.id ?? null,
+    has_more: items.length > limit,
+  });
+};

@@ -1,0 +1,132 @@
+/**
+ * Stored responses: what `previous_response_id` chains on and GET /v1/responses/{id} reads.
+ * Each record belongs to the client key that made it; a lookup by another key finds nothing.
+ * The embedded store keeps records in memory, bounded by size (oldest evicted first) and age;
+ * `redis_url` puts them in Redis instead (src/store_redis.ts) so instances share them.
+ * Nothing here logs a record's content.
+ */
+import type { ResponseStoreConfig } from "./config.ts";
+import { GatewayError } from "./errors.ts";
+
+export interface StoredResponse {
+  id: string;
+  /** Name of the client key that made it. */
+  owner: string;
+  /** The input items the model saw (a chain's earlier turns included), each with an id. */
+  input: unknown[];
+  /** The response object as the client received it. */
+  response: Record<string, unknown>;
+}
+
+/** What `put` did: kept, or why not. */
+export type PutResult = "kept" | "too_large" | "taken";
+
+export interface ResponseStore {
+  /** Names the store in errors and logs (`memory`, `redis`). */
+  readonly name: string;
+  /** The record, if it exists, has not expired and belongs to `owner`. */
+  get(id: string, owner: string): Promise<StoredResponse | undefined>;
+  put(record: StoredResponse): Promise<PutResult>;
+  /** True if a record of `owner` was deleted. */
+  delete(id: string, owner: string): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+const MB = 1024 * 1024;
+
+/** The store could not be reached: 503 in the client's dialect, naming the store. */
+export function storeUnavailable(name: string, cause?: unknown): GatewayError {
+  const why = cause instanceof Error ? `: ${cause.message}` : "";
+  return new GatewayError(503, "overloaded", `the response store (${name}) is unavailable${why}`);
+}
+
+interface Entry {
+  owner: string;
+  json: string;
+  expires: number;
+}
+
+/** The embedded store: in memory, per instance. Sizes count JSON text characters. */
+export class MemoryStore implements ResponseStore {
+  readonly name = "memory";
+  /** Insertion order is age order: the first entry is the oldest. */
+  private readonly entries = new Map<string, Entry>();
+  private size = 0;
+  private readonly maxSize: number;
+  private readonly maxItem: number;
+  private readonly ttlMs: number;
+
+  constructor(
+    cfg: Pick<ResponseStoreConfig, "max_mb" | "max_item_mb" | "ttl_s">,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.maxSize = cfg.max_mb * MB;
+    this.maxItem = Math.min(cfg.max_item_mb * MB, this.maxSize);
+    this.ttlMs = cfg.ttl_s * 1000;
+  }
+
+  get(id: string, owner: string): Promise<StoredResponse | undefined> {
+    const e = this.live(id);
+    return Promise.resolve(e?.owner === owner ? JSON.parse(e.json) : undefined);
+  }
+
+  put(record: StoredResponse): Promise<PutResult> {
+    const json = JSON.stringify(record);
+    if (json.length > this.maxItem) return Promise.resolve("too_large");
+    const before = this.live(record.id);
+    if (before && before.owner !== record.owner) return Promise.resolve("taken");
+    if (before) this.remove(record.id, before);
+    this.evict(json.length);
+    this.entries.set(record.id, { owner: record.owner, json, expires: this.now() + this.ttlMs });
+    this.size += json.length;
+    return Promise.resolve("kept");
+  }
+
+  delete(id: string, owner: string): Promise<boolean> {
+    const e = this.live(id);
+    if (!e || e.owner !== owner) return Promise.resolve(false);
+    this.remove(id, e);
+    return Promise.resolve(true);
+  }
+
+  close(): Promise<void> {
+    this.entries.clear();
+    this.size = 0;
+    return Promise.resolve();
+  }
+
+  /** Bytes held (JSON characters), for tests. */
+  get bytes(): number {
+    return this.size;
+  }
+
+  private live(id: string): Entry | undefined {
+    const e = this.entries.get(id);
+    if (e && e.expires <= this.now()) {
+      this.remove(id, e);
+      return undefined;
+    }
+    return e;
+  }
+
+  private remove(id: string, e: Entry) {
+    this.entries.delete(id);
+    this.size -= e.json.length;
+  }
+
+  /** Drops expired entries, then the oldest, until `incoming` more characters fit. */
+  private evict(incoming: number) {
+    const now = this.now();
+    for (const [id, e] of this.entries) {
+      if (e.expires > now && this.size + incoming <= this.maxSize) break;
+      this.remove(id, e);
+    }
+  }
+}
+
+/** The configured store: Redis when `redis_url` is set, else the embedded one. */
+export async function createStore(cfg: ResponseStoreConfig): Promise<ResponseStore> {
+  if (!cfg.redis_url) return new MemoryStore(cfg);
+  const { RedisStore } = await import("./store_redis.ts");
+  return RedisStore.connect(cfg);
+}

@@ -1,0 +1,159 @@
+/**
+ * Model lists in every dialect: GET /v1/models answers in the shape of the credential sent
+ * (Bearer → OpenAI, x-api-key → Anthropic), GET /v1beta/models in Gemini's; one model by id in
+ * each; only concrete ids (route names without `*` and the `catalog`), never a pattern.
+ */
+import assert from "node:assert/strict";
+import { codexConfig } from "../src/codex.ts";
+import { validateConfig } from "../src/config.ts";
+import {
+  anthropicHeaders,
+  googleHeaders,
+  type Harness,
+  KEY,
+  mockConfig,
+  openaiHeaders,
+  startHarness,
+} from "./helpers.ts";
+
+const withCatalog = () =>
+  startHarness({
+    extraRoutes: [{ models: ["claude-fixed"], provider: "anthropic", passthrough: false }],
+    tweak: (c) => {
+      c.catalog = [
+        {
+          id: "msg-sonnet",
+          display_name: "Sonnet (mock)",
+          context_window: 200_000,
+          max_output_tokens: 64_000,
+        },
+        { id: "gem-flash", context_window: 1_048_576, max_output_tokens: 65_536 },
+      ];
+    },
+  });
+
+const getJson = async (h: Harness, path: string, headers: Record<string, string>) => {
+  const res = await fetch(h.url + path, { headers });
+  return { status: res.status, body: await res.json() };
+};
+
+Deno.test("models: each dialect's list and model, concrete ids only", async (t) => {
+  const h = await withCatalog();
+  const ids = ["claude-fixed", "msg-sonnet", "gem-flash"];
+  try {
+    await t.step("Bearer → OpenAI list", async () => {
+      const { status, body } = await getJson(h, "/v1/models", openaiHeaders());
+      assert.equal(status, 200);
+      assert.equal(body.object, "list");
+      assert.deepEqual(body.data.map((m: { id: string }) => m.id), ids);
+      assert.deepEqual(body.data[1], {
+        id: "msg-sonnet",
+        object: "model",
+        created: 0,
+        owned_by: "anthropic",
+      });
+    });
+    await t.step(
+      "x-api-key (Claude Code) → Anthropic list, with and without a version",
+      async () => {
+        for (const headers of [anthropicHeaders(), { "x-api-key": KEY }]) {
+          const { status, body } = await getJson(h, "/v1/models", headers);
+          assert.equal(status, 200);
+          assert.deepEqual(body.data.map((m: { id: string }) => m.id), ids);
+          assert.equal(body.has_more, false);
+          assert.equal(body.first_id, "claude-fixed");
+          assert.equal(body.last_id, "gem-flash");
+          const sonnet = body.data[1];
+          assert.equal(sonnet.type, "model");
+          assert.equal(sonnet.display_name, "Sonnet (mock)");
+          assert.equal(typeof sonnet.created_at, "string");
+          assert.equal(sonnet.max_input_tokens, 200_000);
+        }
+        const page = await getJson(
+          h,
+          "/v1/models?limit=1&after_id=claude-fixed",
+          anthropicHeaders(),
+        );
+        assert.deepEqual(page.body.data.map((m: { id: string }) => m.id), ["msg-sonnet"]);
+        assert.equal(page.body.has_more, true);
+      },
+    );
+    await t.step("/v1beta/models → Gemini list", async () => {
+      const { status, body } = await getJson(h, "/v1beta/models", googleHeaders());
+      assert.equal(status, 200);
+      assert.deepEqual(
+        body.models.map((m: { name: string }) => m.name),
+        ids.map((i) => `models/${i}`),
+      );
+      const flash = body.models[2];
+      assert.equal(flash.inputTokenLimit, 1_048_576);
+      assert.equal(flash.outputTokenLimit, 65_536);
+      assert.ok(flash.supportedGenerationMethods.includes("generateContent"));
+      const paged = await getJson(h, "/v1beta/models?pageSize=2", googleHeaders());
+      assert.equal(paged.body.models.length, 2);
+      const rest = await getJson(
+        h,
+        `/v1beta/models?pageSize=2&pageToken=${paged.body.nextPageToken}`,
+        googleHeaders(),
+      );
+      assert.deepEqual(rest.body.models.map((m: { name: string }) => m.name), ["models/gem-flash"]);
+      assert.equal(rest.body.nextPageToken, undefined);
+    });
+    await t.step("one model by id; unknown → 404 in each dialect", async () => {
+      assert.equal(
+        (await getJson(h, "/v1/models/msg-sonnet", openaiHeaders())).body.object,
+        "model",
+      );
+      const a = await getJson(h, "/v1/models/msg-sonnet", { "x-api-key": KEY });
+      assert.equal(a.body.type, "model");
+      const g = await getJson(h, "/v1beta/models/gem-flash", googleHeaders());
+      assert.equal(g.body.name, "models/gem-flash");
+      const o404 = await getJson(h, "/v1/models/msg-*", openaiHeaders());
+      assert.equal(o404.status, 404);
+      assert.equal(o404.body.error.code, "model_not_found");
+      const a404 = await getJson(h, "/v1/models/nope", { "x-api-key": KEY });
+      assert.equal(a404.status, 404);
+      assert.equal(a404.body.type, "error");
+      assert.equal(a404.body.error.type, "not_found_error");
+      const g404 = await getJson(h, "/v1beta/models/nope", googleHeaders());
+      assert.equal(g404.status, 404);
+      assert.equal(g404.body.error.status, "NOT_FOUND");
+    });
+    await t.step("no key → 401", async () => {
+      const res = await fetch(h.url + "/v1/models");
+      assert.equal(res.status, 401);
+      await res.body?.cancel();
+    });
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("models: a catalog id no route serves is a startup error", async () => {
+  const config = await mockConfig("http://127.0.0.1:9");
+  assert.throws(
+    () => validateConfig({ ...config, catalog: [{ id: "llama-3" }, { id: "msg-ok" }] }),
+    /catalog\[0\]\.id: no route serves model "llama-3"/,
+  );
+  assert.throws(
+    () => validateConfig({ ...config, catalog: [{ id: "msg-*" }] }),
+    /catalog\[0\]\.id: a concrete model id/,
+  );
+});
+
+Deno.test("models: Codex settings for a route carry the catalog's window", async () => {
+  const config = await mockConfig("http://127.0.0.1:9");
+  const withCatalog = validateConfig({
+    ...config,
+    catalog: [{ id: "msg-sonnet", context_window: 200_000 }],
+  });
+  const toml = codexConfig(withCatalog, "msg-sonnet", "https://llm.example.com/");
+  assert.match(toml, /^model = "msg-sonnet"$/m);
+  assert.match(toml, /^openai_base_url = "https:\/\/llm.example.com\/v1"$/m);
+  assert.match(toml, /^model_context_window = 200000$/m);
+  assert.match(toml, /^model_auto_compact_token_limit = 180000$/m);
+  assert.match(toml, /^web_search = "disabled"/m);
+  const passthrough = codexConfig(withCatalog, "pt-x", "http://gw");
+  assert.doesNotMatch(passthrough, /web_search|model_context_window =/);
+  assert.throws(() => codexConfig(withCatalog, "nope", "http://gw"), /no route matches/);
+});

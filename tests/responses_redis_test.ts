@@ -1,0 +1,176 @@
+/**
+ * The Redis-backed response store (`response_store.redis_url`) on a real redis-server from
+ * Debian, started on a free loopback port: two gateway instances share one Redis (create on
+ * one, read, chain and delete on the other), keys carry a TTL in Redis, and with Redis stopped
+ * the gateway stays up: requests that do not chain work, chaining and GET answer 503 naming
+ * the store, without content in the logs. Ignored with a message when redis-server is missing
+ * (.ci/install-redis.sh installs it).
+ */
+import assert from "node:assert/strict";
+import { type Harness, HASHED_KEY, openaiHeaders, post, startHarness } from "./helpers.ts";
+
+const REDIS = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].find((p) => {
+  try {
+    return Deno.statSync(p).isFile;
+  } catch {
+    return false;
+  }
+});
+const MISSING = "redis-server not installed: run .ci/install-redis.sh";
+
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+interface RedisServer {
+  port: number;
+  stop(): Promise<void>;
+}
+
+async function startRedis(port: number): Promise<RedisServer> {
+  const child = new Deno.Command(REDIS!, {
+    args: ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  for (let i = 0; i < 100; i++) {
+    try {
+      const c = await Deno.connect({ hostname: "127.0.0.1", port });
+      c.close();
+      break;
+    } catch {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  return {
+    port,
+    async stop() {
+      child.kill("SIGTERM");
+      await child.status;
+    },
+  };
+}
+
+async function redisCli(port: number, ...args: string[]): Promise<string> {
+  const out = await new Deno.Command("redis-cli", { args: ["-p", String(port), ...args] })
+    .output();
+  return new TextDecoder().decode(out.stdout).trim();
+}
+
+const gatewayOn = (port: number) =>
+  startHarness({
+    tweak: (c) => {
+      c.response_store.redis_url = `redis://127.0.0.1:${port}`;
+      c.response_store.ttl_s = 3600;
+    },
+  });
+
+/** Until the gateway's Redis client is ready (it connects in the background). */
+async function untilReady(h: Harness) {
+  for (let i = 0; i < 100; i++) {
+    const res = await fetch(`${h.url}/v1/responses/resp_probe`, { headers: openaiHeaders() });
+    await res.body?.cancel();
+    if (res.status === 404) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error("the Redis store did not become ready");
+}
+
+const create = async (h: Harness, body: Record<string, unknown>, key?: string) => {
+  const res = await post(`${h.url}/v1/responses`, openaiHeaders(key), body);
+  const json = await res.json();
+  assert.equal(res.status, 200, JSON.stringify(json));
+  return json;
+};
+
+const get = async (h: Harness, path: string, method = "GET", key?: string) => {
+  const res = await fetch(`${h.url}/v1/responses/${path}`, { method, headers: openaiHeaders(key) });
+  return { status: res.status, body: await res.json() };
+};
+
+if (REDIS === undefined) console.warn(MISSING);
+
+Deno.test({
+  name: "redis store: two instances share responses; Redis down → 503 for chaining only",
+  ignore: REDIS === undefined,
+  async fn(t) {
+    const redis = await startRedis(freePort());
+    let a = await gatewayOn(redis.port);
+    const b = await gatewayOn(redis.port);
+    let stopped = false;
+    try {
+      await untilReady(a);
+      await untilReady(b);
+      const first = await create(a, { model: "msg-text", input: "The password is swordfish." });
+      await t.step("created on A: read on B, with a TTL in Redis, namespaced", async () => {
+        const got = await get(b, first.id);
+        assert.equal(got.status, 200);
+        assert.deepEqual(got.body, first);
+        const ttl = Number(await redisCli(redis.port, "TTL", `gateway:responses:${first.id}`));
+        assert.ok(ttl > 3500 && ttl <= 3600, `TTL ${ttl}`);
+        assert.equal((await get(b, first.id, "GET", HASHED_KEY)).status, 404, "other key");
+      });
+      await t.step("chained on B, input_items on A, deleted on B", async () => {
+        const second = await create(b, {
+          model: "gem-text",
+          input: "What is the password?",
+          previous_response_id: first.id,
+        });
+        assert.match(b.upstream.requests.at(-1)!.body, /swordfish/);
+        const items = await get(a, `${second.id}/input_items?order=asc`);
+        assert.equal(items.status, 200);
+        assert.equal(items.body.data.length, 3);
+        assert.equal((await get(b, first.id, "DELETE")).body.deleted, true);
+        assert.equal((await get(a, first.id)).status, 404);
+      });
+      const kept = await create(a, { model: "chat-text", input: "kept before the outage" });
+      await t.step("a restarted instance reads what it kept before", async () => {
+        await a.close();
+        a = await gatewayOn(redis.port);
+        await untilReady(a);
+        assert.equal((await get(a, kept.id)).status, 200);
+      });
+      await redis.stop();
+      stopped = true;
+      await t.step("Redis stopped: plain requests still work", async () => {
+        for (const body of [{ store: false }, {}, { stream: true }]) {
+          const res = await post(`${a.url}/v1/responses`, openaiHeaders(), {
+            model: "msg-text",
+            input: "hi",
+            ...body,
+          });
+          assert.equal(res.status, 200, JSON.stringify(body));
+          assert.match(await res.text(), /mock: hi/);
+        }
+        // The access-log sink is process-wide: one of the harnesses collected each line.
+        const stored = [...a.logs, ...b.logs].map((l) => l.stored);
+        assert.equal(stored.filter((s) => s === "failed").length, 2);
+        assert.equal(stored.filter((s) => s === "off").length, 1);
+      });
+      await t.step("Redis stopped: chaining and GET answer 503 naming the store", async () => {
+        const res = await post(`${a.url}/v1/responses`, openaiHeaders(), {
+          model: "msg-text",
+          input: "x",
+          previous_response_id: kept.id,
+        });
+        const body = await res.json();
+        assert.equal(res.status, 503);
+        assert.match(body.error.message, /response store \(redis\) is unavailable/);
+        const got = await get(b, kept.id);
+        assert.equal(got.status, 503);
+        assert.match(got.body.error.message, /redis/);
+      });
+      await t.step("nothing stored is logged", () => {
+        const logs = JSON.stringify([...a.logs, ...b.logs]);
+        assert.ok(!logs.includes("swordfish") && !logs.includes("outage"));
+      });
+    } finally {
+      await a.close();
+      await b.close();
+      if (!stopped) await redis.stop();
+    }
+  },
+});

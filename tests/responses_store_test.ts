@@ -1,0 +1,318 @@
+/**
+ * Stored responses on routes where the gateway builds the response: chaining with
+ * `previous_response_id`, GET / DELETE /v1/responses/{id}, input_items paging, `store: false`,
+ * per-key isolation, the store's bounds (size, age, item size), and that nothing stored is
+ * ever logged.
+ */
+import assert from "node:assert/strict";
+import { MemoryStore, type StoredResponse } from "../src/store.ts";
+import {
+  type Harness,
+  HASHED_KEY,
+  lastResponseId,
+  openaiHeaders,
+  post,
+  startHarness,
+  wsExchange,
+} from "./helpers.ts";
+
+type Json = Record<string, unknown>;
+
+const create = async (h: Harness, body: Json, key?: string) => {
+  const res = await post(`${h.url}/v1/responses`, openaiHeaders(key), body);
+  const json = await res.json();
+  assert.equal(res.status, 200, JSON.stringify(json));
+  return json;
+};
+
+const get = (h: Harness, path: string, key?: string, method = "GET") =>
+  fetch(`${h.url}/v1/responses/${path}`, { method, headers: openaiHeaders(key) });
+
+/** The status, with the body consumed. */
+async function statusOf(res: Promise<Response>): Promise<number> {
+  const r = await res;
+  await r.body?.cancel();
+  return r.status;
+}
+
+async function error(res: Response, status: number): Promise<Json> {
+  const body = await res.json();
+  assert.equal(res.status, status, JSON.stringify(body));
+  return body.error;
+}
+
+Deno.test("store: three chained turns, retrieve, input_items paging, delete", async (t) => {
+  const h = await startHarness();
+  try {
+    const model = "msg-text";
+    const first = await create(h, { model, input: "Remember the word teal." });
+    const second = await create(h, {
+      model,
+      input: "Which word?",
+      previous_response_id: first.id,
+    });
+    const third = await create(h, {
+      model,
+      input: [{ role: "user", content: "Say it again." }],
+      previous_response_id: second.id,
+      stream: false,
+    });
+    await t.step("each turn sends the whole chain upstream", () => {
+      const sent = JSON.parse(h.upstream.requests.at(-1)!.body);
+      const texts = JSON.stringify(sent.messages);
+      for (const s of ["Remember the word teal", "Which word?", "Say it again", "mock: Which"]) {
+        assert.ok(texts.includes(s), s);
+      }
+      assert.equal(third.previous_response_id, second.id);
+    });
+    await t.step("GET returns the response as the client received it", async () => {
+      const res = await get(h, third.id);
+      assert.equal(res.status, 200);
+      assert.deepEqual(await res.json(), third);
+    });
+    await t.step("input_items: the whole input, newest first, paged", async () => {
+      const all = await (await get(h, `${third.id}/input_items?limit=100&order=asc`)).json();
+      assert.equal(all.object, "list");
+      // turn 1 input, its answer, turn 2 input, its answer, turn 3 input
+      assert.equal(all.data.length, 5);
+      assert.equal(all.has_more, false);
+      assert.equal(all.data[0].content[0].text, "Remember the word teal.");
+      assert.equal(all.data[0].content[0].type, "input_text");
+      assert.equal(all.data[1].role, "assistant");
+      assert.equal(all.first_id, all.data[0].id);
+      assert.equal(all.last_id, all.data[4].id);
+      const ids = all.data.map((i: Json) => i.id);
+      assert.equal(new Set(ids).size, 5, "every item has its own id");
+      const page1 = await (await get(h, `${third.id}/input_items?limit=2`)).json();
+      assert.deepEqual(page1.data.map((i: Json) => i.id), [ids[4], ids[3]]);
+      assert.equal(page1.has_more, true);
+      const page2 = await (await get(h, `${third.id}/input_items?limit=2&after=${page1.last_id}`))
+        .json();
+      assert.deepEqual(page2.data.map((i: Json) => i.id), [ids[2], ids[1]]);
+      const page3 = await (await get(h, `${third.id}/input_items?limit=2&after=${page2.last_id}`))
+        .json();
+      assert.deepEqual(page3.data.map((i: Json) => i.id), [ids[0]]);
+      assert.equal(page3.has_more, false);
+    });
+    await t.step("bad paging parameters and ids: 400 naming the field", async () => {
+      for (
+        const [q, field] of [["limit=0", "limit"], ["limit=101", "limit"], ["limit=x", "limit"], [
+          "order=up",
+          "order",
+        ], ["after=nope", "after"]]
+      ) {
+        const e = await error(await get(h, `${third.id}/input_items?${q}`), 400);
+        assert.equal(e.param, field, q);
+      }
+      const e = await error(await get(h, "not-an-id"), 400);
+      assert.equal(e.param, "response_id");
+    });
+    await t.step("DELETE, then the id is gone everywhere", async () => {
+      const res = await get(h, second.id, undefined, "DELETE");
+      assert.deepEqual(await res.json(), { id: second.id, object: "response", deleted: true });
+      await error(await get(h, second.id), 404);
+      await error(await get(h, second.id, undefined, "DELETE"), 404);
+      const chained = await post(`${h.url}/v1/responses`, openaiHeaders(), {
+        model,
+        input: "x",
+        previous_response_id: second.id,
+      });
+      assert.equal((await error(chained, 400)).code, "previous_response_not_found");
+      // Later responses keep their own copy of the chain.
+      assert.equal(await statusOf(get(h, third.id)), 200);
+    });
+    await t.step("nothing stored reaches the access log", () => {
+      const log = JSON.stringify(h.logs);
+      assert.ok(!log.includes("teal"), "no input text in logs");
+      assert.ok(!log.includes("mock:"), "no output text in logs");
+      const stored = h.logs.filter((l) => l.endpoint === "responses").map((l) => l.stored);
+      assert.deepEqual(stored, ["kept", "kept", "kept", undefined]);
+    });
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("store: a streamed response is kept before its end reaches the client", async () => {
+  const h = await startHarness();
+  try {
+    for (const model of ["gem-text", "chat-tool", "resp-think"]) {
+      const res = await post(`${h.url}/v1/responses`, openaiHeaders(), {
+        model,
+        input: "hi",
+        stream: true,
+      });
+      const text = await res.text();
+      const completed = text.split("\n").filter((l) => l.startsWith("data: ")).map((l) =>
+        JSON.parse(l.slice(6))
+      ).find((e) => e.type === "response.completed");
+      const got = await get(h, completed.response.id);
+      assert.equal(got.status, 200, model);
+      assert.deepEqual(await got.json(), completed.response);
+    }
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("store: store:false is not kept; keys never see each other's responses", async () => {
+  const h = await startHarness();
+  try {
+    const unkept = await create(h, { model: "chat-text", input: "hi", store: false });
+    assert.equal(unkept.store, false);
+    await error(await get(h, unkept.id), 404);
+    const chained = await post(`${h.url}/v1/responses`, openaiHeaders(), {
+      model: "chat-text",
+      input: "x",
+      previous_response_id: unkept.id,
+    });
+    assert.equal((await error(chained, 400)).code, "previous_response_not_found");
+    assert.equal(h.logs.find((l) => l.endpoint === "responses")!.stored, "off");
+
+    const mine = await create(h, { model: "chat-text", input: "secret plan" });
+    await error(await get(h, mine.id, HASHED_KEY), 404);
+    await error(await get(h, `${mine.id}/input_items`, HASHED_KEY), 404);
+    await error(await get(h, mine.id, HASHED_KEY, "DELETE"), 404);
+    const theirs = await post(`${h.url}/v1/responses`, openaiHeaders(HASHED_KEY), {
+      model: "chat-text",
+      input: "x",
+      previous_response_id: mine.id,
+    });
+    assert.equal((await error(theirs, 400)).code, "previous_response_not_found");
+    assert.equal(await statusOf(get(h, mine.id)), 200, "still there for its own key");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("store: a response over max_item_mb is answered, not kept, and logged so", async () => {
+  const h = await startHarness({
+    tweak: (c) => Object.assign(c.response_store, { max_item_mb: 0.0005 }),
+  });
+  try {
+    const big = await create(h, { model: "msg-text", input: "x".repeat(2000) });
+    await error(await get(h, big.id), 404);
+    assert.equal(h.logs.at(-2)!.stored, "too_large");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("store: the embedded store evicts the oldest by size, and expires by age", () => {
+  let now = 0;
+  const store = new MemoryStore(
+    { max_mb: 3000 / 1024 / 1024, max_item_mb: 1, ttl_s: 10 },
+    () => now,
+  );
+  const rec = (id: string, owner = "a"): StoredResponse => ({
+    id,
+    owner,
+    input: [{ text: "y".repeat(800) }],
+    response: { id },
+  });
+  const has = async (id: string) => (await store.get(id, "a")) !== undefined;
+  return (async () => {
+    assert.equal(await store.put(rec("resp_1")), "kept");
+    assert.equal(await store.put(rec("resp_2")), "kept");
+    assert.equal(await store.put(rec("resp_3")), "kept");
+    assert.equal(await store.put(rec("resp_4")), "kept");
+    assert.ok(store.bytes <= 3000);
+    assert.deepEqual(
+      await Promise.all(["resp_1", "resp_2", "resp_3", "resp_4"].map(has)),
+      [false, true, true, true],
+    );
+    assert.equal(await store.put(rec("resp_4", "b")), "taken", "another key's id is not replaced");
+    assert.equal(await store.get("resp_4", "b"), undefined);
+    now = 9_999;
+    assert.ok(await has("resp_4"));
+    now = 10_001;
+    assert.equal(await has("resp_2"), false, "expired");
+    assert.equal(await store.put(rec("resp_5")), "kept");
+    assert.ok(store.bytes < 2000, "expired entries freed");
+    assert.equal(await store.delete("resp_5", "b"), false);
+    assert.equal(await store.delete("resp_5", "a"), true);
+    assert.equal(store.bytes, 0);
+  })();
+});
+
+Deno.test("store: WebSocket responses are kept and chain on HTTP ones (and back)", async () => {
+  const h = await startHarness();
+  try {
+    const http = await create(h, { model: "msg-text", input: "The code is 4711." });
+    const [turn, warm, next] = await wsExchange(h.url, [
+      { type: "response.create", model: "msg-text", input: "Code?", previous_response_id: http.id },
+      { type: "response.create", model: "msg-text", input: [], store: false, generate: false },
+      (done: Json[][]) => ({
+        type: "response.create",
+        model: "msg-text",
+        input: "again",
+        previous_response_id: lastResponseId(done as never),
+        store: false,
+      }),
+    ]);
+    const turnResponse = turn.at(-1)!.response as Json;
+    assert.equal(turnResponse.previous_response_id, http.id);
+    assert.match(JSON.stringify(h.upstream.requests.at(-2)!.body), /The code is 4711/);
+    assert.equal(warm.at(-1)!.type, "response.completed");
+    assert.equal(next.at(-1)!.type, "response.completed", "chains on the socket's warm-up");
+    assert.equal(await statusOf(get(h, String(turnResponse.id))), 200);
+    const chained = await create(h, {
+      model: "gem-text",
+      input: "over HTTP",
+      previous_response_id: turnResponse.id,
+    });
+    assert.match(h.upstream.requests.at(-1)!.body, /The code is 4711/);
+    assert.equal(chained.previous_response_id, turnResponse.id);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("store: a Responses provider without passthrough relays what it need not keep", async () => {
+  const h = await startHarness();
+  try {
+    const relayed = await create(h, { model: "resp-text", input: "hi", store: false });
+    const hosted = await create(h, {
+      model: "resp-text",
+      input: "hi",
+      tools: [{ type: "web_search" }],
+    });
+    const kept = await create(h, { model: "resp-text", input: "hi" });
+    const lines = h.logs.filter((l) => l.endpoint === "responses");
+    assert.deepEqual(lines.map((l) => [l.passthrough, l.stored]), [
+      [true, "relayed"],
+      [true, "relayed"],
+      [false, "kept"],
+    ]);
+    // Relayed bodies are the provider's own: its id, not kept here.
+    await error(await get(h, relayed.id), 404);
+    await error(await get(h, hosted.id), 404);
+    assert.equal(await statusOf(get(h, kept.id)), 200);
+    const sent = JSON.parse(h.upstream.requests.at(-1)!.body);
+    assert.equal(sent.previous_response_id, undefined);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("store: small limits over HTTP: the oldest goes first, and responses expire", async () => {
+  const h = await startHarness({
+    tweak: (c) => Object.assign(c.response_store, { max_mb: 5_000 / 1024 / 1024, ttl_s: 1 }),
+  });
+  try {
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      ids.push((await create(h, { model: "chat-text", input: `turn ${i}` })).id);
+    }
+    const kept = [];
+    for (const id of ids) kept.push(await statusOf(get(h, id)));
+    assert.equal(kept.at(-1), 200, "the newest is kept");
+    assert.equal(kept[0], 404, "the oldest was evicted");
+    // Evicted ones are a prefix: oldest first.
+    assert.deepEqual(kept, [...kept].sort((a, b) => b - a));
+    await new Promise((r) => setTimeout(r, 1100));
+    assert.equal(await statusOf(get(h, ids.at(-1)!)), 404, "expired after ttl_s");
+  } finally {
+    await h.close();
+  }
+});
