@@ -15,6 +15,9 @@ import { createGateway, createHandler } from "./src/server.ts";
 
 const env = (name: string) => Deno.env.get(name);
 
+/** Seconds the endings of cut streams get to reach their clients before the process exits. */
+const FLUSH_S = 1;
+
 function argValue(args: string[], flag: string): string | undefined {
   const i = args.indexOf(flag);
   if (i >= 0) return args[i + 1];
@@ -74,7 +77,13 @@ async function main() {
     gw.draining = true;
     console.error(`gateway: ${signal}, draining for up to ${config.shutdown_grace_s} s`);
     await sleep(config.shutdown_delay_s);
-    await Promise.race([server.shutdown(), sleep(config.shutdown_grace_s)]);
+    gw.closingSockets.abort();
+    const drained = server.shutdown();
+    await Promise.race([drained, sleep(config.shutdown_grace_s)]);
+    // What is still open is told so: streams end with the interruption ending, WebSockets
+    // close with 1001. A moment lets those endings reach the clients.
+    gw.stopping.abort();
+    await Promise.race([drained, sleep(FLUSH_S)]);
     Deno.exit(0);
   };
   Deno.addSignalListener("SIGTERM", () => stop("SIGTERM"));

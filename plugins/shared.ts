@@ -138,3 +138,25 @@ export function openAiErrorStatus(type: unknown, code: unknown): number {
   if (typeof code === "number" && code >= 400 && code < 600) return code;
   return OPENAI_ERROR_STATUS[String(code)] ?? OPENAI_ERROR_STATUS[String(type)] ?? 500;
 }
+
+// ---- relayed stream watches ----
+
+/** A top-level `error` member at the start of a JSON payload (chat and Gemini error chunks). */
+export const ERROR_PAYLOAD = /^\s*\{\s*"error"\s*:/;
+
+/**
+ * The usage of a relayed stream: the last event text that carries it, parsed once at the end
+ * by `read` (undefined if it cannot be read; only the access log lacks it then).
+ */
+export function lastUsage(read: (json: Record<string, unknown>) => ir.Usage | undefined) {
+  let text: string | undefined;
+  return {
+    keep(data: string) {
+      text = data;
+    },
+    usage(): ir.Usage | undefined {
+      const json = text === undefined ? undefined : jsonObjectOf(text);
+      return json && read(json);
+    },
+  };
+}

@@ -59,6 +59,17 @@ export interface ClientContext {
   onResponse?: (response: Record<string, unknown>) => Promise<void> | void;
 }
 
+/**
+ * What a relayed stream of a format is watched for. Events are looked at with cheap string
+ * tests; the few that carry usage are kept as text and parsed once, when the stream ends.
+ */
+export interface StreamWatch {
+  /** Looks at one upstream event; true if it ends the stream (its terminal event, an error). */
+  inspect(e: SseEvent): boolean;
+  /** The usage the stream reported, if any. */
+  usage(): ir.Usage | undefined;
+}
+
 export interface Codec {
   readonly api: ir.Api;
 
@@ -77,4 +88,6 @@ export interface Codec {
   decodeResponse(body: Record<string, unknown>, ctx: DecodeContext): ir.Response;
   /** This format's SSE events to IR stream events. Emits `finish` only on the real end. */
   decodeStream(ctx: DecodeContext): TransformStream<SseEvent, ir.StreamEvent>;
+  /** A watch for one relayed stream of this format. */
+  watch(): StreamWatch;
 }

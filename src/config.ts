@@ -4,6 +4,8 @@
  */
 import { z } from "zod";
 import { parse as parseYaml } from "yaml";
+import { unsafeSegmentReason } from "./model_segment.ts";
+import { isAddressOrCidr } from "./trusted_proxies.ts";
 import { globToRegExp } from "./router.ts";
 import { formatPath } from "./validate.ts";
 
@@ -81,6 +83,18 @@ export const configSchema = z.strictObject({
   shutdown_delay_s: z.number().min(0).default(0),
   /** Seconds a draining shutdown then waits for in-flight streams. */
   shutdown_grace_s: z.number().min(0).default(10),
+  websocket: z.strictObject({
+    /** A larger client message gets an error frame and close 1009 (Deno's own cap: 64 MiB). */
+    max_message_bytes: z.number().int().positive().max(64 * 1024 * 1024).default(16 * 1024 * 1024),
+    /** A socket whose client sent nothing for this long is closed (pings do not count). */
+    idle_timeout_s: z.number().positive().default(4200),
+  }).prefault({}),
+  /**
+   * Peers whose `X-Forwarded-For` is believed (Kong's addresses): addresses or CIDRs. The
+   * client address is the right-most hop that is not one of them.
+   */
+  trusted_proxies: z.array(z.string().refine(isAddressOrCidr, "expected an IP address or CIDR"))
+    .default(["127.0.0.0/8", "::1"]),
 });
 
 interface Issue {
@@ -112,6 +126,14 @@ function crossCheck(doc: unknown): Issue[] {
     const provider = byName.get(r.provider);
     if (!provider) {
       issues.push({ path: ["routes", i, "provider"], message: `unknown provider "${r.provider}"` });
+    } else if (
+      provider.api === "generate-content" && typeof r.model === "string" &&
+      unsafeSegmentReason(r.model, true)
+    ) {
+      issues.push({
+        path: ["routes", i, "model"],
+        message: `cannot be sent in a Gemini URL: ${unsafeSegmentReason(r.model, true)}`,
+      });
     } else if (r.passthrough === true && provider.api !== "responses") {
       issues.push({
         path: ["routes", i, "passthrough"],

@@ -5,6 +5,8 @@ import type { Dialect, EndpointName } from "./endpoints.ts";
 import type { Usage } from "./ir.ts";
 import type { Router } from "./router.ts";
 import type { ResponseStore } from "./store.ts";
+import type { Secrets } from "./secrets.ts";
+import type { TrustedProxies } from "./trusted_proxies.ts";
 
 export interface Gateway {
   config: Config;
@@ -12,8 +14,19 @@ export interface Gateway {
   keys: KeyStore;
   /** Stored Responses (previous_response_id, GET /v1/responses/{id}). */
   store: ResponseStore;
+  /** Every provider credential, scrubbed from whatever upstream text leaves the gateway. */
+  secrets: Secrets;
+  /** Peers whose X-Forwarded-For names the client (Kong). */
+  proxies: TrustedProxies;
   /** Set on shutdown: /readyz turns 503 and new requests are refused. */
   draining: boolean;
+  /** Aborted when the shutdown grace runs out: open streams end with the interruption. */
+  stopping: AbortController;
+  /**
+   * Aborted just before the listener closes. Deno's server shutdown ends upgraded sockets at
+   * once, so WebSockets end first on their own terms (interruption frame, close 1001).
+   */
+  closingSockets: AbortController;
 }
 
 /** One access-log line. Never a key or a prompt. */

@@ -154,20 +154,33 @@ export function errorResponse(dialect: Dialect, err: GatewayError, requestId?: s
   });
 }
 
+/** A short, single-line excerpt of a non-JSON error body (an nginx HTML page, plain text). */
+export function errorExcerpt(text: string, max = 300): string {
+  const plain = text
+    .replace(/<(script|style)\b[\s\S]*?<\/\1>/gi, " ")
+    .replace(/<[^>]*>/g, " ")
+    .replace(/\s+/g, " ")
+    .trim();
+  return plain.length > max ? `${plain.slice(0, max)}…` : plain;
+}
+
 /**
- * Reads a provider's error body (any of the three envelopes, or plain text) into a
- * GatewayError with the provider's status, for re-wrapping in the client's dialect.
+ * Reads a provider's error body (any of the three envelopes, or plain text and HTML) into a
+ * GatewayError with the provider's status, for re-wrapping in the client's dialect. The text
+ * must already be scrubbed of provider keys.
  */
 export function fromProviderError(status: number, text: string, headers?: Headers): GatewayError {
-  let message = text.trim().slice(0, 2000) || `upstream returned HTTP ${status}`;
   let kind = kindForStatus(status);
+  let message: string | undefined;
   try {
     const body = JSON.parse(text);
     const e = body?.error;
-    if (e && typeof e.message === "string") message = e.message;
+    if (e && typeof e.message === "string") message = e.message.slice(0, 2000);
     if (e?.type === "overloaded_error") kind = "overloaded";
   } catch {
-    // not JSON: keep the text
+    // not JSON: an excerpt of the text below
   }
+  const excerpt = message === undefined ? errorExcerpt(text) : "";
+  message ??= `upstream returned HTTP ${status}${excerpt ? `: ${excerpt}` : ""}`;
   return new GatewayError(status, kind, message, undefined, headers);
 }

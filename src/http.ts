@@ -39,14 +39,24 @@ function jsonErrorPosition(e: unknown): string {
   return at ? ` (at character ${at})` : "";
 }
 
+/** Bodies above this size let other requests run between their costly synchronous steps. */
+export const LARGE_BODY_CHARS = 1024 * 1024;
+
+/** Lets the event loop serve others before a large body's next synchronous step. */
+export function yieldIfLarge(chars: number): Promise<void> | undefined {
+  return chars > LARGE_BODY_CHARS ? new Promise((resolve) => setTimeout(resolve, 0)) : undefined;
+}
+
 export async function readJsonBody(req: Request): Promise<JsonBody> {
   const raw = await readLimited(req);
+  await yieldIfLarge(raw.length);
   let json: unknown;
   try {
     json = JSON.parse(raw);
   } catch (e) {
     throw badRequest(`request body is not valid JSON${jsonErrorPosition(e)}`);
   }
+  await yieldIfLarge(raw.length);
   if (!json || typeof json !== "object" || Array.isArray(json)) {
     throw badRequest("request body must be a JSON object");
   }

@@ -1,5 +1,6 @@
 /** Structured logs: one JSON line per request on stdout. Never a key or a prompt. */
 import type { AccessRecord } from "./context.ts";
+import type { Secrets } from "./secrets.ts";
 
 type Sink = (line: string) => void;
 
@@ -12,6 +13,7 @@ export function setAccessLogSink(next: Sink): Sink {
   return previous;
 }
 
-export function logAccess(record: AccessRecord): void {
-  sink(JSON.stringify({ time: new Date().toISOString(), msg: "access", ...record }));
+/** Writes one access line; its error text may have come from upstream, so it is scrubbed. */
+export function logAccess(record: AccessRecord, secrets: Secrets): void {
+  sink(secrets.scrub(JSON.stringify({ time: new Date().toISOString(), msg: "access", ...record })));
 }

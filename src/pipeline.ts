@@ -7,27 +7,37 @@ import { CODECS } from "../plugins/registry.ts";
 import type { ClientContext, Codec, DecodeContext } from "./codec.ts";
 import type { RequestContext } from "./context.ts";
 import { demoResponse, demoStream } from "./demo.ts";
-import { GatewayError } from "./errors.ts";
 import {
   FORWARD_REQUEST_HEADERS,
   type JsonBody,
   pickHeaders,
   RELAY_RESPONSE_HEADERS,
   STREAM_HEADERS,
+  yieldIfLarge,
 } from "./http.ts";
 import type * as ir from "./ir.ts";
+import { errorResponse, fromProviderError } from "./errors.ts";
 import {
   callUpstream,
-  guardBody,
+  checkContentType,
+  interruptionEvent,
+  readErrorText,
+  readUpstreamJson,
   sseEnd,
   type StreamEnd,
   upstreamError,
   type UpstreamResponse,
-  watchEndMarker,
   withInterruption,
 } from "./relay.ts";
 import type { Resolved } from "./router.ts";
-import { parseSse, serializeSse, type SseEvent } from "./sse.ts";
+import { serializeSse, type SseEvent } from "./sse.ts";
+import {
+  EventReader,
+  relayStream,
+  sseFraming,
+  upstreamEvents as readEvents,
+  type UpstreamFraming,
+} from "./stream_stage.ts";
 
 /** A non-SSE stream framing. */
 export interface Framing {
@@ -36,8 +46,8 @@ export interface Framing {
   serializer(): TransformStream<SseEvent, string>;
   /** How a converted stream ends. */
   end: StreamEnd;
-  /** How a relayed stream ends (the upstream writes its own normal ending). */
-  relayedEnd: StreamEnd;
+  /** A relayed stream's events and ending, for one response. */
+  relayed(): UpstreamFraming;
 }
 
 export interface Generation {
@@ -57,22 +67,6 @@ export interface Generation {
   client?: Omit<ClientContext, "model">;
 }
 
-/**
- * End markers a passthrough stream is watched for, as they appear in the raw bytes. JSON
- * strings inside events escape their quotes, so these cannot match inside content.
- */
-const END_MARKERS: Record<ir.Api, readonly string[]> = {
-  chat: ["data: [DONE]", 'data: {"error"'],
-  responses: [
-    '"type":"response.completed"',
-    '"type":"response.incomplete"',
-    '"type":"response.failed"',
-    '"type":"error"',
-  ],
-  messages: ['"type":"message_stop"', '"type":"error"'],
-  "generate-content": ['"finishReason"'],
-};
-
 export function resolveRoute(ctx: RequestContext, model: string): Resolved {
   const r = ctx.gw.router.resolve(model);
   Object.assign(ctx.record, { model, route: r.label, provider: r.provider.name });
@@ -86,7 +80,9 @@ export async function generate(ctx: RequestContext, g: Generation): Promise<Resp
   ctx.record.passthrough = api === g.ingress.api && !g.convert;
   if (ctx.record.passthrough) return await passthrough(ctx, g, r);
   // The stream flag comes from the endpoint (Gemini carries it in the path, not the body).
+  await yieldIfLarge(g.body.raw.length);
   const req = { ...g.ingress.decodeRequest(g.body.json, g.model), stream: g.stream };
+  await yieldIfLarge(g.body.raw.length);
   const client = clientContext(g, req);
   if (api === "demo") {
     const id = idFor(ctx);
@@ -129,35 +125,69 @@ export async function passthrough(
     body: renamed ? JSON.stringify({ ...json, model: r.upstreamModel }) : raw,
     forward: pickHeaders(ctx.req.headers, FORWARD_REQUEST_HEADERS),
     signal: ctx.req.signal,
+    stopping: ctx.gw.stopping.signal,
   });
   const headers = pickHeaders(up.res.headers, RELAY_RESPONSE_HEADERS);
-  if (!g.stream || !up.res.ok) {
+  const { idle_ms } = r.provider.timeouts;
+  if (!up.res.ok) return await relayError(ctx, up, headers, idle_ms);
+  if (!g.stream) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
-    const body = await new Response(guardBody(up, r.provider.timeouts, false)).arrayBuffer();
-    if (up.res.ok && !otherPath) ctx.record.usage = usageOf(g.ingress, body, ctx);
-    return new Response(body, { status: up.res.status, headers });
+    const { bytes, json } = await readUpstreamJson(up, idle_ms);
+    if (!otherPath) ctx.record.usage = usageOf(g.ingress, json, ctx);
+    return new Response(bytes, { status: up.res.status, headers });
   }
-  const body = guardBody(up, r.provider.timeouts, true);
-  const watch = watchEndMarker(END_MARKERS[g.ingress.api]);
+  checkContentType(up, g.framing ? "json" : "event-stream");
+  const framing = g.framing?.relayed() ??
+    sseFraming((why) => interruptionEvent(ctx.dialect, why));
+  const events = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
   // The provider's own content type stands (a Gemini JSON-array stream is not SSE).
   for (const [k, v] of Object.entries(STREAM_HEADERS)) if (!headers.has(k)) headers.set(k, v);
   headers.set("x-accel-buffering", "no");
-  const end = g.framing?.relayedEnd ?? sseEnd(ctx.dialect);
-  return new Response(
-    withInterruption(body.pipeThrough(watch.stream), watch.ended, end, () => {
-      ctx.record.interrupted = true;
-    }),
-    { status: up.res.status, headers },
-  );
+  const body = relayStream(events, framing, {
+    watch: g.ingress.watch(),
+    onUsage: (usage) => ctx.record.usage = usage,
+    onInterrupted: () => ctx.record.interrupted = true,
+  });
+  return new Response(body, { status: up.res.status, headers });
+}
+
+/**
+ * A provider's error on a relayed route: a JSON error body is relayed as the provider wrote it
+ * (scrubbed of keys); anything else (an nginx HTML page, plain text) becomes the client's own
+ * error envelope with the same status and a short excerpt.
+ */
+async function relayError(
+  ctx: RequestContext,
+  up: UpstreamResponse,
+  headers: Headers,
+  idleMs: number,
+): Promise<Response> {
+  const text = await readErrorText(up, idleMs, ctx.gw.secrets);
+  const err = fromProviderError(up.res.status, text, headers);
+  ctx.record.error = err.message;
+  if (isJsonObject(text)) return new Response(text, { status: up.res.status, headers });
+  return errorResponse(ctx.dialect, err, ctx.requestId);
+}
+
+function isJsonObject(text: string): boolean {
+  try {
+    const v = JSON.parse(text);
+    return typeof v === "object" && v !== null && !Array.isArray(v);
+  } catch {
+    return false;
+  }
 }
 
 /** Token usage of a relayed JSON response, for the access log (undefined if unreadable). */
-function usageOf(codec: Codec, body: ArrayBuffer, ctx: RequestContext): ir.Usage | undefined {
+function usageOf(
+  codec: Codec,
+  json: Record<string, unknown>,
+  ctx: RequestContext,
+): ir.Usage | undefined {
   try {
-    const json = JSON.parse(new TextDecoder().decode(body));
     return codec.decodeResponse(json, { now: 0, id: idFor(ctx) }).usage;
   } catch {
-    return undefined; // an unexpected body is relayed as is; only the log lacks usage
+    return undefined; // an unexpected shape is relayed as is; only the log lacks usage
   }
 }
 
@@ -180,8 +210,10 @@ async function callConverted(
     path: target.path(r.upstreamModel, req.stream),
     body: JSON.stringify(body),
     signal: ctx.req.signal,
+    stopping: ctx.gw.stopping.signal,
   });
-  if (!up.res.ok) throw await upstreamError(up);
+  if (!up.res.ok) throw await upstreamError(up, r.provider.timeouts.idle_ms, ctx.gw.secrets);
+  checkContentType(up, req.stream ? "event-stream" : "json");
   return { ...up, dropped };
 }
 
@@ -202,21 +234,13 @@ async function convert(
   const up = await callConverted(ctx, r, target, req);
   const dctx = decodeContext(ctx, req);
   if (!g.stream) {
-    const text = await new Response(guardBody(up, r.provider.timeouts, false)).text();
-    let json: Record<string, unknown>;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw new GatewayError(502, "upstream", `upstream ${r.provider.name} returned invalid JSON`);
-    }
+    const { json } = await readUpstreamJson(up, r.provider.timeouts.idle_ms);
     return reportDropped(
       jsonToClient(ctx, g, client, target.decodeResponse(json, dctx)),
       up.dropped,
     );
   }
-  const events = parseSse(guardBody(up, r.provider.timeouts, true)).pipeThrough(
-    target.decodeStream(dctx),
-  );
+  const events = upstreamSse(ctx, r, up).pipeThrough(target.decodeStream(dctx));
   return reportDropped(streamToClient(ctx, g, client, events), up.dropped);
 }
 
@@ -229,9 +253,12 @@ export async function upstreamEvents(
   if (r.provider.api === "demo") return demoStream(req, idFor(ctx), nowSeconds());
   const target = CODECS[r.provider.api];
   const up = await callConverted(ctx, r, target, req);
-  return parseSse(guardBody(up, r.provider.timeouts, true)).pipeThrough(
-    target.decodeStream(decodeContext(ctx, req)),
-  );
+  return upstreamSse(ctx, r, up).pipeThrough(target.decodeStream(decodeContext(ctx, req)));
+}
+
+/** A converted route's upstream SSE events, whole and scrubbed, under its timeouts. */
+function upstreamSse(ctx: RequestContext, r: Resolved, up: UpstreamResponse) {
+  return readEvents(new EventReader(up, r.provider.timeouts, sseFraming(), ctx.gw.secrets));
 }
 
 function jsonToClient(

@@ -6,6 +6,8 @@ import type { ProviderConfig } from "./config.ts";
 import type { Dialect } from "./endpoints.ts";
 import { fromProviderError, GatewayError } from "./errors.ts";
 import { pickHeaders, RETRY_HEADERS } from "./http.ts";
+import type { Secrets } from "./secrets.ts";
+import { Deadline } from "./deadline.ts";
 
 export const DEFAULT_ANTHROPIC_VERSION = "2023-06-01";
 
@@ -37,10 +39,14 @@ export interface UpstreamRequest {
   forward?: Headers;
   /** The client's request signal: its disconnect aborts the upstream call. */
   signal: AbortSignal;
+  /** Aborted when the gateway's shutdown grace runs out: the call ends as interrupted. */
+  stopping?: AbortSignal;
 }
 
 export interface UpstreamResponse {
   res: Response;
+  /** The provider's name, for messages. */
+  provider: string;
   /** Aborts the upstream request (used when the client disconnects or a timer fires). */
   abort: (reason?: unknown) => void;
   /** Stops watching the client's signal, once the body is done with. */
@@ -51,9 +57,8 @@ export function upstreamUrl(provider: ProviderConfig, path: string): string {
   return provider.base_url!.replace(/\/+$/, "") + path;
 }
 
-function timeoutError(what: string, ms: number): GatewayError {
-  return new GatewayError(504, "timeout", `upstream ${what} within ${ms} ms`);
-}
+export const shuttingDown = () =>
+  new GatewayError(503, "overloaded", "the gateway is shutting down");
 
 /**
  * Sends a request upstream and waits for its response headers, at most `first_byte_ms`
@@ -61,16 +66,19 @@ function timeoutError(what: string, ms: number): GatewayError {
  */
 export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse> {
   if (r.signal.aborted) throw new ClientGone();
-  const headersMs = r.provider.timeouts.first_byte_ms;
+  if (r.stopping?.aborted) throw shuttingDown();
   const ctrl = new AbortController();
   const abort = (reason?: unknown) => ctrl.abort(reason);
   const onClientAbort = () => abort(new ClientGone());
+  const onStop = () => abort(shuttingDown());
   r.signal.addEventListener("abort", onClientAbort, { once: true });
-  const release = () => r.signal.removeEventListener("abort", onClientAbort);
-  const timer = setTimeout(
-    () => abort(timeoutError("sent no response headers", headersMs)),
-    headersMs,
-  );
+  r.stopping?.addEventListener("abort", onStop, { once: true });
+  const release = () => {
+    r.signal.removeEventListener("abort", onClientAbort);
+    r.stopping?.removeEventListener("abort", onStop);
+  };
+  const deadline = new Deadline(abort);
+  deadline.arm(r.provider.timeouts.first_byte_ms, "sent no response headers");
   const headers = new Headers(r.forward);
   headers.set("content-type", "application/json");
   for (const [k, v] of Object.entries(credentialHeaders(r.provider))) headers.set(k, v);
@@ -84,67 +92,129 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
       body: r.body,
       signal: ctrl.signal,
     });
-    return { res, abort, release };
+    return { res, provider: r.provider.name, abort, release };
   } catch (e) {
     release();
     const reason = ctrl.signal.reason;
     if (reason instanceof ClientGone || reason instanceof GatewayError) throw reason;
+    // Deno's message names the URL, not the key; it is scrubbed on the way out all the same.
     throw new GatewayError(502, "upstream", `upstream ${r.provider.name} unreachable: ${e}`);
   } finally {
-    clearTimeout(timer);
+    deadline.clear();
   }
 }
 
-/** Reads an upstream error response and re-wraps it as a GatewayError (status kept). */
-export async function upstreamError(up: UpstreamResponse): Promise<GatewayError> {
-  const text = await up.res.text().catch(() => "");
-  up.release();
-  return fromProviderError(up.res.status, text, pickHeaders(up.res.headers, RETRY_HEADERS));
-}
+/** What a successful upstream body must be. */
+export type BodyKind = "json" | "event-stream";
 
 /**
- * The upstream body with first-byte and idle timeouts; pulling it respects backpressure, and
- * cancelling it (client gone) aborts the upstream request.
+ * A 2xx of the wrong content type (an HTML login page, a proxy's text) is not success: the
+ * caller answers 502 instead of relaying garbage.
  */
-export function guardBody(
+export function checkContentType(up: UpstreamResponse, kind: BodyKind): void {
+  const type = up.res.headers.get("content-type")?.toLowerCase() ?? "";
+  const ok = kind === "json" ? /[/+]json\b/.test(type) : type.startsWith("text/event-stream");
+  if (ok) return;
+  up.abort();
+  up.release();
+  throw new GatewayError(
+    502,
+    "upstream",
+    `upstream ${up.provider} answered ${up.res.status} with content type ` +
+      `${JSON.stringify(type.slice(0, 100) || "(none)")}, not ${kind === "json" ? "JSON" : "SSE"}`,
+  );
+}
+
+/** An upstream body read whole (at most `limit` bytes), under the idle deadline. */
+async function readBody(
   up: UpstreamResponse,
-  timeouts: { first_byte_ms: number; idle_ms: number },
-  stream: boolean,
-): ReadableStream<Uint8Array> {
-  const reader = up.res.body!.getReader();
-  // For non-streaming responses the first-byte timeout already covered the headers.
-  let waitMs = stream ? timeouts.first_byte_ms : timeouts.idle_ms;
-  let what = stream ? "sent no data" : "went idle";
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const timedOut = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(timeoutError(what, waitMs)), waitMs);
-      });
-      try {
-        const { done, value } = await Promise.race([reader.read(), timedOut]);
-        if (done) {
-          up.release();
-          return controller.close();
-        }
-        controller.enqueue(value);
-        waitMs = timeouts.idle_ms;
-        what = "went idle";
-      } catch (e) {
-        up.abort(e);
-        up.release();
-        reader.cancel().catch(() => {});
-        controller.error(e);
-      } finally {
-        clearTimeout(timer);
-      }
-    },
-    cancel(reason) {
-      up.abort(new ClientGone(String(reason)));
-      up.release();
-      return reader.cancel(reason).catch(() => {});
-    },
-  }, { highWaterMark: 0 });
+  idleMs: number,
+  limit: number,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const deadline = new Deadline(up.abort);
+  deadline.arm(idleMs, "went idle");
+  const chunks: Uint8Array<ArrayBuffer>[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of up.res.body ?? []) {
+      deadline.touch();
+      chunks.push(chunk);
+      size += chunk.byteLength;
+      if (size >= limit) break;
+    }
+  } catch (e) {
+    if (e instanceof ClientGone || e instanceof GatewayError) throw e;
+    throw new GatewayError(
+      502,
+      "upstream",
+      `upstream ${up.provider} failed while sending its body`,
+    );
+  } finally {
+    deadline.clear();
+    up.release();
+  }
+  if (size >= limit) up.abort();
+  return concatAll(chunks, Math.min(size, limit));
+}
+
+function concatAll(chunks: Uint8Array<ArrayBuffer>[], size: number): Uint8Array<ArrayBuffer> {
+  if (chunks.length === 1 && chunks[0].byteLength === size) return chunks[0];
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c.subarray(0, size - at), at);
+    at += c.byteLength;
+    if (at >= size) break;
+  }
+  return out;
+}
+
+/** Larger JSON answers are refused rather than held in memory. */
+export const MAX_UPSTREAM_JSON_BYTES = 256 * 1024 * 1024;
+
+/** A 2xx JSON body: checked for its content type, read whole, and parsed (502 if invalid). */
+export async function readUpstreamJson(
+  up: UpstreamResponse,
+  idleMs: number,
+): Promise<{ bytes: Uint8Array<ArrayBuffer>; json: Record<string, unknown> }> {
+  checkContentType(up, "json");
+  const bytes = await readBody(up, idleMs, MAX_UPSTREAM_JSON_BYTES + 1);
+  const invalid = (why: string) =>
+    new GatewayError(502, "upstream", `upstream ${up.provider} returned ${why}`);
+  if (bytes.byteLength > MAX_UPSTREAM_JSON_BYTES) {
+    throw invalid(`a body over ${MAX_UPSTREAM_JSON_BYTES} bytes`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    throw invalid("invalid JSON");
+  }
+  if (!json || typeof json !== "object" || Array.isArray(json)) throw invalid("a non-object JSON");
+  return { bytes, json: json as Record<string, unknown> };
+}
+
+/** Error bodies are read this far at most; the rest is not needed for the message. */
+const MAX_ERROR_BYTES = 64 * 1024;
+
+/** A non-2xx upstream body as text: bounded, scrubbed of provider keys. */
+export async function readErrorText(
+  up: UpstreamResponse,
+  idleMs: number,
+  secrets: Secrets,
+): Promise<string> {
+  const bytes = await readBody(up, idleMs, MAX_ERROR_BYTES).catch(() => new Uint8Array());
+  return secrets.scrub(new TextDecoder().decode(bytes));
+}
+
+/** Reads an upstream error response and re-wraps it as a GatewayError (status kept). */
+export async function upstreamError(
+  up: UpstreamResponse,
+  idleMs: number,
+  secrets: Secrets,
+): Promise<GatewayError> {
+  const text = await readErrorText(up, idleMs, secrets);
+  return fromProviderError(up.res.status, text, pickHeaders(up.res.headers, RETRY_HEADERS));
 }
 
 /** The JSON of the event that tells a client its stream was cut, shaped so SDKs raise it. */
@@ -214,29 +284,4 @@ export function withInterruption(
     },
     cancel: (reason) => reader.cancel(reason),
   }, { highWaterMark: 0 });
-}
-
-/**
- * Passes bytes through untouched while looking for any of the format's end markers, without
- * parsing events. A small tail is kept so a marker split across chunks is still found.
- */
-export function watchEndMarker(markers: readonly string[]): {
-  stream: TransformStream<Uint8Array, Uint8Array>;
-  ended: () => boolean;
-} {
-  const decoder = new TextDecoder();
-  const keep = Math.max(...markers.map((m) => m.length));
-  let tail = "";
-  let seen = false;
-  const stream = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
-      if (!seen) {
-        const text = tail + decoder.decode(chunk, { stream: true });
-        seen = markers.some((m) => text.includes(m));
-        tail = text.slice(-keep);
-      }
-      controller.enqueue(chunk);
-    },
-  });
-  return { stream, ended: () => seen };
 }

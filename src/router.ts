@@ -21,7 +21,8 @@ export interface ListedModel {
 
 export function globToRegExp(glob: string): RegExp {
   const body = glob.split("*").map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*");
-  return new RegExp(`^${body}$`);
+  // `s`: a newline in a model name must not slip past a `*` into "no route".
+  return new RegExp(`^${body}$`, "s");
 }
 
 export class Router {

@@ -12,6 +12,8 @@ import { logAccess } from "./log.ts";
 import { ClientGone } from "./relay.ts";
 import { Router } from "./router.ts";
 import { createStore } from "./store.ts";
+import { Secrets } from "./secrets.ts";
+import { TrustedProxies } from "./trusted_proxies.ts";
 
 /** Incoming request-id headers, in order of preference (Kong's first). */
 const REQUEST_ID_HEADERS = ["x-kong-request-id", "x-request-id", "x-correlation-id"];
@@ -23,7 +25,11 @@ export async function createGateway(config: Config): Promise<Gateway> {
     router: new Router(config),
     keys: await KeyStore.from(config),
     store: await createStore(config.response_store),
+    secrets: new Secrets(config.providers.map((p) => p.api_key)),
+    proxies: new TrustedProxies(config.trusted_proxies),
     draining: false,
+    stopping: new AbortController(),
+    closingSockets: new AbortController(),
   };
 }
 
@@ -64,10 +70,15 @@ function findEndpoint(req: Request, path: string): Endpoint {
 }
 
 /** Logs a response; for streams, once the body has been sent (or the client left). */
-function logWhenDone(res: Response, record: AccessRecord, started: number): Response {
+function logWhenDone(
+  res: Response,
+  record: AccessRecord,
+  started: number,
+  secrets: Secrets,
+): Response {
   const finish = () => {
     record.duration_ms = Math.round(performance.now() - started);
-    logAccess(record);
+    logAccess(record, secrets);
   };
   // Only streams are wrapped: re-streaming a fixed body would cost Deno's fast path.
   if (!res.body || res.headers.get("x-accel-buffering") !== "no") {
@@ -109,13 +120,7 @@ function logWhenDone(res: Response, record: AccessRecord, started: number): Resp
   });
 }
 
-/**
- * The client's address: the first `X-Forwarded-For` hop (set by Kong, which sits in front),
- * else the peer of this connection.
- */
-function clientIp(req: Request, info?: Deno.ServeHandlerInfo): string | undefined {
-  const forwarded = req.headers.get("x-forwarded-for")?.split(",")[0].trim();
-  if (forwarded) return forwarded;
+function peerAddress(info?: Deno.ServeHandlerInfo): string | undefined {
   const addr = info?.remoteAddr;
   return addr && "hostname" in addr ? addr.hostname : undefined;
 }
@@ -133,7 +138,7 @@ export function createHandler(
       method: req.method,
       endpoint: "unknown",
       path: url.pathname,
-      client_ip: clientIp(req, info),
+      client_ip: gw.proxies.clientIp(peerAddress(info), req.headers.get("x-forwarded-for")),
     };
     let res: Response;
     try {
@@ -153,12 +158,14 @@ export function createHandler(
         : e instanceof ClientGone
         ? new GatewayError(499, "invalid_request", "client closed the request")
         : internalError(e, requestId);
+      // Upstream text may ride in the message: no provider key leaves in it.
+      err.message = gw.secrets.scrub(err.message);
       record.error = err.message;
       res = errorResponse(dialect, err, requestId);
     }
     record.status = res.status;
     if (res.status !== 101) res.headers.set(REQUEST_ID_RESPONSE_HEADER, requestId);
-    return logWhenDone(res, record, started);
+    return logWhenDone(res, record, started, gw.secrets);
   };
 }
 

@@ -107,25 +107,66 @@ Deno.test("shutdown: SIGTERM drains in-flight streams, refuses new connections, 
   }
 });
 
-Deno.test("shutdown: the drain is bounded by shutdown_grace_s", async () => {
+/** Reads a response body to its end as text. */
+const readAll = (res: Response) => res.text();
+
+/** Opens a WebSocket, sends one frame, and resolves with its frames and close code. */
+function wsUntilClose(url: string, frame: unknown) {
+  const ws = new WebSocket(url.replace(/^http/, "ws") + "/v1/responses", {
+    headers: { authorization: `Bearer ${KEY}` },
+  });
+  const frames: Record<string, unknown>[] = [];
+  const first = Promise.withResolvers<void>();
+  ws.onopen = () => ws.send(JSON.stringify(frame));
+  ws.onmessage = (e) => {
+    frames.push(JSON.parse(e.data));
+    first.resolve();
+  };
+  const closed = new Promise<{ code: number; reason: string; frames: typeof frames }>((resolve) =>
+    ws.onclose = (e) => resolve({ code: e.code, reason: e.reason, frames })
+  );
+  return { first: first.promise, closed };
+}
+
+Deno.test("shutdown: streams longer than shutdown_grace_s end with the interruption", async () => {
   const upstream = await startMockUpstream();
   const config = await writeConfig(upstream.url, 1);
   try {
     // This time the config comes from GATEWAY_CONFIG.
     const gw = await spawnGateway("main.ts", [], { GATEWAY_CONFIG: config });
-    const res = await post(
-      `${gw.url}/v1/messages`,
-      anthropicHeaders(),
-      bodies.messages("msg-stall", true),
+    const streams = await Promise.all([
+      post(`${gw.url}/v1/messages`, anthropicHeaders(), bodies.messages("msg-stall", true)),
+      post(`${gw.url}/v1/chat/completions`, openaiHeaders(), bodies.chat("msg-stall", true)),
+      post(
+        `${gw.url}/v1beta/models/gem-stall:streamGenerateContent`,
+        { ...anthropicHeaders(), "x-goog-api-key": KEY },
+        bodies.gemini(),
+      ),
+    ]);
+    // A passthrough socket (relayed frames) and a converted one (frames built here).
+    const sockets = ["pt-stall", "msg-stall"].map((model) =>
+      wsUntilClose(gw.url, { type: "response.create", model, input: "hi" })
     );
-    const reader = res.body!.getReader();
-    await reader.read();
+    await Promise.all(sockets.map((s) => s.first));
     const started = performance.now();
     gw.process.kill("SIGINT");
+    const [relayed, converted, array] = await Promise.all(streams.map(readAll));
+    for (const [label, text] of [["relayed", relayed], ["converted", converted]]) {
+      assert.match(text, /upstream_interrupted.*the gateway is shutting down/, label);
+      assert.match(text, /data: \[DONE\]\n\n$/, `${label}: ends with [DONE]`);
+    }
+    const elements = JSON.parse(array);
+    assert.equal(elements.at(-1).error.type, "upstream_interrupted", "the array stays parseable");
+    for (const ws of await Promise.all(sockets.map((s) => s.closed))) {
+      assert.equal(ws.code, 1001, "WebSocket closed as going away");
+      assert.match(ws.reason, /shutting down/);
+      const last = JSON.stringify(ws.frames.at(-1));
+      assert.match(last, /"type":"upstream_interrupted"/, last);
+      assert.match(last, /shutting down/, last);
+    }
     const out = await gw.output();
     assert.equal(out.code, 0);
     assert.ok(performance.now() - started < 5_000, "exited after the grace period");
-    await reader.cancel().catch(() => {});
   } finally {
     await upstream.close();
     await Deno.remove(config);

@@ -155,9 +155,31 @@ Deno.test({
     let nginx: RunningNginx | undefined;
     let client: Deno.HttpClient | undefined;
     try {
-      nginx = await startNginx({ upstreamPort: backend.port });
+      nginx = await startNginx({ upstreamPort: backend.port, clientTimeoutS: 1 });
       client = Deno.createHttpClient({ caCerts: [nginx.caPem] });
       const { url, port } = nginx;
+
+      await t.step("a silent or slow client is closed by the proxy, not held open", async () => {
+        for (const sends of ["", "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"]) {
+          const conn = await Deno.connectTls({ port, caCerts: [nginx!.caPem] });
+          try {
+            if (sends) await conn.write(new TextEncoder().encode(sends));
+            const started = performance.now();
+            const buf = new Uint8Array(1024);
+            // nginx drops the connection (without a TLS close_notify) once client_header_timeout
+            // runs out.
+            try {
+              while (await conn.read(buf) !== null) { /* drain */ }
+            } catch (e) {
+              assert.equal((e as Error).name, "UnexpectedEof", String(e));
+            }
+            const ms = performance.now() - started;
+            assert.ok(ms < 5_000, `closed after ${ms} ms`);
+          } finally {
+            conn.close();
+          }
+        }
+      });
 
       await t.step(
         "X-Forwarded-*, preserved Host and X-Kong-Request-Id reach the backend",

@@ -5,6 +5,7 @@ import { decodeStream } from "./decode_stream.ts";
 import { encodeRequest } from "./encode_request.ts";
 import { encodeStream } from "./encode_stream.ts";
 import { decodeResponse, encodeResponse } from "./response.ts";
+import { watch } from "./watch.ts";
 
 export const chatCodec: Codec = {
   api: "chat",
@@ -15,4 +16,5 @@ export const chatCodec: Codec = {
   encodeRequest,
   decodeResponse,
   decodeStream,
+  watch,
 };

@@ -40,7 +40,7 @@ function decodeFinish(reason: string, sawToolCall: boolean): ir.FinishReason {
 const count = (v: unknown) => (typeof v === "number" ? v : 0);
 
 /** §5.6: the prompt includes cached content; output is candidates plus thoughts. */
-function decodeUsage(meta: unknown): ir.Usage | undefined {
+export function decodeUsage(meta: unknown): ir.Usage | undefined {
   if (!isObject(meta)) return undefined;
   const usage: ir.Usage = {
     inputTokens: count(meta.promptTokenCount) + count(meta.toolUsePromptTokenCount),

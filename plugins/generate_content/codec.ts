@@ -7,6 +7,7 @@ import { decodeResponse, encodeResponse } from "./response.ts";
 import { decodeRequest } from "./ingress.ts";
 import { decodeStream, encodeStream } from "./stream.ts";
 import { encodeRequest, path } from "./upstream.ts";
+import { watch } from "./watch.ts";
 
 export const geminiCodec: Codec = {
   api: "generate-content",
@@ -17,4 +18,5 @@ export const geminiCodec: Codec = {
   encodeRequest,
   decodeResponse,
   decodeStream,
+  watch,
 };

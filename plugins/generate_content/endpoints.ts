@@ -4,7 +4,9 @@ import { badRequest } from "../../src/errors.ts";
 import { readJsonBody } from "../../src/http.ts";
 import { type Framing, generate } from "../../src/pipeline.ts";
 import type { SseEvent } from "../../src/sse.ts";
+import { jsonArrayFraming } from "../../src/stream_stage.ts";
 import { geminiCodec } from "./codec.ts";
+import { path } from "./upstream.ts";
 import { validateRequest } from "./schema.ts";
 
 const PREFIX = "/v1beta/models/";
@@ -37,14 +39,17 @@ const JSON_ARRAY: Framing = {
       },
     });
   },
-  end: { complete: (sent) => (sent ? "]" : "[]"), interrupted: interruptedElement },
-  relayedEnd: { complete: () => "", interrupted: interruptedElement },
+  end: {
+    complete: (sent) => (sent ? "]" : "[]"),
+    interrupted: (sent, why) => `${sent ? ",\r\n" : "["}${errorElement(why)}]`,
+  },
+  relayed: () => jsonArrayFraming(errorElement),
 };
 
 /** The interruption as the array's last element, in Google's error shape (js-genai raises it). */
-function interruptedElement(sent: boolean, why: string): string {
+function errorElement(why: string): string {
   const error = { code: 502, message: why, status: "UNAVAILABLE", type: "upstream_interrupted" };
-  return `${sent ? ",\r\n" : "["}${JSON.stringify({ error })}]`;
+  return JSON.stringify({ error });
 }
 
 export const generateContent: Handler = async (ctx) => {
@@ -59,9 +64,7 @@ export const generateContent: Handler = async (ctx) => {
     body,
     model,
     stream,
-    passthroughPath: arrayStream
-      ? (upstreamModel) => `${PREFIX}${upstreamModel}:streamGenerateContent`
-      : undefined,
+    passthroughPath: arrayStream ? (upstreamModel) => path(upstreamModel, true, "") : undefined,
     framing: arrayStream ? JSON_ARRAY : undefined,
   });
 };

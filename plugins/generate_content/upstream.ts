@@ -2,6 +2,7 @@
 import type * as ir from "../../src/ir.ts";
 import type { EncodeContext } from "../../src/codec.ts";
 import { badRequest, unsupported } from "../../src/errors.ts";
+import { modelSegment } from "../../src/model_segment.ts";
 import { signatureFor } from "../../src/signature.ts";
 import { argumentsObject, CUSTOM_INPUT_KEY, urlSource } from "../shared.ts";
 import { forGemini } from "./json_schema.ts";
@@ -13,10 +14,10 @@ interface Content {
   parts: Part[];
 }
 
-export const path = (model: string, stream: boolean): string =>
-  stream
-    ? `/v1beta/models/${model}:streamGenerateContent?alt=sse`
-    : `/v1beta/models/${model}:generateContent`;
+/** The upstream path; the model becomes one safe segment before its `:action`. */
+export const path = (model: string, stream: boolean, alt = "?alt=sse"): string =>
+  `/v1beta/models/${modelSegment(model, { action: true })}:` +
+  (stream ? `streamGenerateContent${alt}` : "generateContent");
 
 export function encodeRequest(req: ir.Request, ctx: EncodeContext): Record<string, unknown> {
   if (req.n !== undefined && req.n > 1) {

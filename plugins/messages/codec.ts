@@ -5,6 +5,7 @@ import { encodeRequest } from "./encode_request.ts";
 import { decodeResponse, encodeResponse } from "./response.ts";
 import { decodeStream } from "./decode_stream.ts";
 import { encodeStream } from "./encode_stream.ts";
+import { watch } from "./watch.ts";
 
 export const messagesCodec: Codec = {
   api: "messages",
@@ -16,4 +17,5 @@ export const messagesCodec: Codec = {
   encodeRequest,
   decodeResponse,
   decodeStream,
+  watch,
 };

@@ -6,6 +6,7 @@ import { decodeStream } from "./decode_stream.ts";
 import { encodeRequest } from "./encode_request.ts";
 import { encodeResponse } from "./encode_response.ts";
 import { encodeStream } from "./encode_stream.ts";
+import { watch } from "./watch.ts";
 
 export const responsesCodec: Codec = {
   api: "responses",
@@ -16,4 +17,5 @@ export const responsesCodec: Codec = {
   encodeRequest,
   decodeResponse,
   decodeStream,
+  watch,
 };

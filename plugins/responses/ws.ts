@@ -19,8 +19,6 @@ import { responseSettings } from "./echo.ts";
 import { parseRequest, validateRequest } from "./schema.ts";
 import { chainedItems, inputItems, keeper, newResponseId } from "./state.ts";
 
-/** Close a socket whose client has sent nothing for this long (server pings do not count). */
-const IDLE_LIMIT_MS = 70 * 60_000;
 const TERMINAL = ["response.completed", "response.incomplete", "response.failed"];
 /** Decoding a relayed terminal event only for its usage needs no ids or clock. */
 const NO_CONTEXT = { now: 0, id: "" };
@@ -50,6 +48,10 @@ function errorFrame(err: GatewayError, code?: string): string {
   });
 }
 
+/** WebSocket close codes: the server is going away; a message was too big. */
+const GOING_AWAY = 1001;
+const TOO_BIG = 1009;
+
 class ResponsesSocket {
   private queue: Promise<void> = Promise.resolve();
   private readonly closed = new AbortController();
@@ -58,6 +60,8 @@ class ResponsesSocket {
   private last?: LastResponse;
   private upstream?: UpstreamSocket;
   private idle?: ReturnType<typeof setTimeout>;
+  /** Frames received and not yet answered (converted routes). */
+  private inFlight = 0;
 
   constructor(
     private readonly ctx: RequestContext,
@@ -68,16 +72,27 @@ class ResponsesSocket {
     socket.onmessage = (e) => this.onFrame(e.data);
     socket.onclose = () => this.shutdown();
     socket.onerror = () => this.shutdown();
+    ctx.gw.closingSockets.signal.addEventListener("abort", this.onStop);
     this.resetIdle();
   }
 
+  private readonly onStop = () => {
+    const why = "the gateway is shutting down";
+    if (this.upstream) return this.upstream.interrupt(why, GOING_AWAY);
+    if (this.inFlight > 0) this.sendError(interrupted(why));
+    this.closed.abort(); // a converted response in flight stops: its upstream call is aborted
+    this.close(GOING_AWAY, why);
+  };
+
   private resetIdle() {
     clearTimeout(this.idle);
-    this.idle = setTimeout(() => this.socket.close(1000, "idle"), IDLE_LIMIT_MS);
+    const { idle_timeout_s } = this.ctx.gw.config.websocket;
+    this.idle = setTimeout(() => this.close(1000, "idle"), idle_timeout_s * 1000);
   }
 
   private shutdown() {
     clearTimeout(this.idle);
+    this.ctx.gw.closingSockets.signal.removeEventListener("abort", this.onStop);
     this.closed.abort();
     this.upstream?.close();
   }
@@ -86,17 +101,39 @@ class ResponsesSocket {
     if (this.socket.readyState === WebSocket.OPEN) this.socket.send(text);
   }
 
-  close() {
-    if (this.socket.readyState === WebSocket.OPEN) this.socket.close(1000);
+  /** Relays a provider's frame; one that holds a provider key is scrubbed first. */
+  relayFrame(text: string) {
+    const { secrets } = this.ctx.gw;
+    this.send(secrets.found(text) ? secrets.scrub(text) : text);
+  }
+
+  sendError(err: GatewayError, code?: string) {
+    this.send(this.ctx.gw.secrets.scrub(errorFrame(err, code)));
+  }
+
+  close(code = 1000, reason?: string) {
+    if (this.socket.readyState === WebSocket.OPEN) this.socket.close(code, reason);
+  }
+
+  log(p: Pending) {
+    p.record.duration_ms = Math.round(performance.now() - p.started);
+    logAccess(p.record, this.ctx.gw.secrets);
   }
 
   private onFrame(data: unknown) {
     this.resetIdle();
+    const max = this.ctx.gw.config.websocket.max_message_bytes;
+    if (tooBig(data, max)) {
+      const why = `message exceeds websocket.max_message_bytes (${max} bytes)`;
+      this.sendError(new GatewayError(413, "request_too_large", why));
+      return this.close(TOO_BIG, "message too big");
+    }
     // Responses run one at a time, in order.
+    this.inFlight++;
     this.queue = this.queue.then(() => this.handle(data)).catch((e) => {
       const err = e instanceof GatewayError ? e : new GatewayError(500, "upstream", String(e));
-      this.send(errorFrame(err));
-    });
+      this.sendError(err);
+    }).finally(() => this.inFlight--);
   }
 
   private async handle(data: unknown): Promise<void> {
@@ -141,7 +178,7 @@ class ResponsesSocket {
       throw e;
     } finally {
       // A relayed response is logged by the upstream socket when it ends.
-      if (!relayed) logResponse({ record: ctx.record, started });
+      if (!relayed) this.log({ record: ctx.record, started });
     }
   }
 
@@ -198,7 +235,7 @@ class ResponsesSocket {
       } catch (e) {
         ctx.record.status = e instanceof GatewayError ? e.status : 500;
         const code = e instanceof GatewayError ? e.code : undefined;
-        return this.send(errorFrame(e as GatewayError, code));
+        return this.sendError(e as GatewayError, code);
       }
       input = [...chain, ...input];
     }
@@ -229,11 +266,11 @@ class ResponsesSocket {
     } catch (e) {
       if (this.closed.signal.aborted) return;
       ctx.record.interrupted = true;
-      return this.send(errorFrame(interrupted(String(e instanceof GatewayError ? e.message : e))));
+      return this.sendError(interrupted(String(e instanceof GatewayError ? e.message : e)));
     }
     if (!tap.ended()) {
       ctx.record.interrupted = true;
-      return this.send(errorFrame(interrupted("the upstream closed the stream before its end")));
+      return this.sendError(interrupted("the upstream closed the stream before its end"));
     }
     if (done) this.last = { id: done.id, input, output: done.output };
   }
@@ -245,9 +282,15 @@ interface Pending {
   started: number;
 }
 
-function logResponse(p: Pending) {
-  p.record.duration_ms = Math.round(performance.now() - p.started);
-  logAccess(p.record);
+/** Whether a frame is over `max` bytes (a text frame counts its UTF-8 length). */
+function tooBig(data: unknown, max: number): boolean {
+  if (typeof data === "string") {
+    // UTF-8 takes 1 to 3 bytes per UTF-16 unit: encode only when the bounds cannot tell.
+    if (data.length > max) return true;
+    return data.length * 3 > max && new TextEncoder().encode(data).byteLength > max;
+  }
+  if (data instanceof ArrayBuffer) return data.byteLength > max;
+  return data instanceof Blob && data.size > max;
 }
 
 function interrupted(message: string): GatewayError {
@@ -278,7 +321,7 @@ class UpstreamSocket {
         this.end(text);
       }
       this.arm(timeouts.idle_ms, "went idle");
-      client.send(text);
+      client.relayFrame(text);
     };
     ws.onclose = () => this.interrupt("the upstream WebSocket closed before the response ended");
   }
@@ -294,7 +337,7 @@ class UpstreamSocket {
     } catch {
       // an unreadable terminal event is relayed as is; only the log lacks its details
     }
-    logResponse(done);
+    this.client.log(done);
   }
 
   /** (Re)starts the watchdog while a response is in flight. */
@@ -308,14 +351,14 @@ class UpstreamSocket {
   }
 
   /** Ends the client socket, telling it first if a response was cut short. */
-  private interrupt(why: string) {
+  interrupt(why: string, code?: number) {
     clearTimeout(this.watchdog);
-    if (this.pending.length > 0) this.client.send(errorFrame(interrupted(why)));
+    if (this.pending.length > 0) this.client.sendError(interrupted(why));
     for (const p of this.pending.splice(0)) {
       Object.assign(p.record, { status: 502, interrupted: true, error: why });
-      logResponse(p);
+      this.client.log(p);
     }
-    this.client.close();
+    this.client.close(code, code ? why : undefined);
   }
 
   static open(r: Resolved, forward: Headers, client: ResponsesSocket): Promise<UpstreamSocket> {

@@ -1,6 +1,12 @@
 /** OpenAI Chat Completions: `POST /v1/chat/completions`. */
 import { ids, nowSeconds } from "./ids.ts";
-import { OPENAI_BAD_JSON, openaiError, openaiHeaders, openaiNotFound } from "./openai.ts";
+import {
+  OPENAI_BAD_JSON,
+  openaiError,
+  openaiErrorObject,
+  openaiHeaders,
+  openaiNotFound,
+} from "./openai.ts";
 import { pieces, type Reply, textOf, type Usage } from "./scenario.ts";
 import { arrayOf, type Json, type Vendor } from "./vendor.ts";
 import { untyped, type WireEvent } from "./wire.ts";
@@ -106,6 +112,8 @@ export const chat: Vendor = {
   validate: () => undefined,
   json: chatJson,
   events: chatEvents,
+  streamError: (status, detail) =>
+    untyped({ error: openaiErrorObject(status, "messages", detail) }),
   error: openaiError("messages"),
   headers: openaiHeaders,
   badJson: OPENAI_BAD_JSON,

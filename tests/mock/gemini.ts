@@ -131,6 +131,7 @@ export const gemini: Vendor = {
   json: (reply) => response(reply, ids.geminiResponse(), replyParts(reply, 1), true),
   events: geminiEvents,
   error: geminiError,
+  streamError: (status, detail) => untyped(geminiError(status, detail).body),
   headers: () => ({ server: "scaffolding on HTTPServer2" }),
   badJson: "Invalid JSON payload received. Unexpected token.",
   notFound: (method, path) => `Method not found: ${method} ${path}`,

@@ -161,6 +161,11 @@ export const messages: Vendor = {
     ),
   events: messagesEvents,
   error: messagesError,
+  streamError: (status, detail) => {
+    const { error } = messagesError(status, detail).body as { error: Json };
+    const event: Json = { type: "error", error };
+    return typed(event);
+  },
   headers: () => ({ "request-id": ids.anthropicRequest() }),
   badJson: "There was an error parsing the body: expected value at line 1 column 1",
   notFound: () => "Not Found",

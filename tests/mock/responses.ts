@@ -3,7 +3,13 @@
  * (see websocket.ts), and `POST /v1/responses/compact`.
  */
 import { ids, nowSeconds } from "./ids.ts";
-import { OPENAI_BAD_JSON, openaiError, openaiHeaders, openaiNotFound } from "./openai.ts";
+import {
+  OPENAI_BAD_JSON,
+  openaiError,
+  openaiErrorObject,
+  openaiHeaders,
+  openaiNotFound,
+} from "./openai.ts";
 import {
   pieces,
   type Reply,
@@ -265,6 +271,16 @@ export const responses: Vendor = {
   },
   events: (reply, body) => responseStream(reply, body).events,
   error: openaiError("input"),
+  streamError: (status, detail) => {
+    const e = openaiErrorObject(status, "input", detail);
+    const event: Json = {
+      type: "error",
+      code: e.code ?? e.type,
+      message: e.message,
+      param: e.param,
+    };
+    return typed(event);
+  },
   headers: openaiHeaders,
   badJson: OPENAI_BAD_JSON,
   notFound: openaiNotFound,

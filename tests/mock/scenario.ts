@@ -15,10 +15,33 @@ export const SLOW_MS = 300;
  * `think-tool` reasons and then calls a tool, `slow-think` reasons slowly).
  */
 export interface Scenario {
-  /** err400 / err429 / err500 / err529: fail with this HTTP status and the vendor envelope. */
+  /**
+   * errNNN (400, 429, 500, 502, 503, 529): fail with this HTTP status and the vendor envelope;
+   * `errNNNhtml` / `errNNNtext` send an nginx-like HTML page or plain text instead.
+   */
   error?: number;
-  /** Stream the first events and some text, then drop the connection (no terminal event). */
+  errorBody?: "html" | "text";
+  /** `echo`: every error (HTTP body, stream error event, WebSocket frame) quotes the key. */
+  echo: boolean;
+  /** `hang`: send no response headers at all. */
+  hang: boolean;
+  /** `silent`: send the headers, then no body byte. */
+  silent: boolean;
+  /**
+   * Stream the first events and some text, then stop (no terminal event): `cut` resets the
+   * connection between events, `cutmid` inside one; `close` and `closemid` end it cleanly.
+   */
   cut: boolean;
+  cutHow: "reset" | "close";
+  cutInside: boolean;
+  /** `badjson`: a non-stream body that is not JSON; in a stream, one event's JSON broken. */
+  badJson: boolean;
+  /** `errevent`: a stream that sends the vendor's in-stream error event where `cut` would stop. */
+  errEvent: boolean;
+  /** `ctype`: a 200 whose body is an HTML page (content type text/html). */
+  wrongType: boolean;
+  /** `huge`: a reply text of HUGE_CHARS characters. */
+  huge: boolean;
   /** Send the first event(s), then nothing for STALL_MS. */
   stall: boolean;
   /** Pause between stream events (SLOW_MS for `slow`). */
@@ -29,12 +52,26 @@ export interface Scenario {
   tool: boolean;
 }
 
+/** Characters of a `huge` reply. */
+export const HUGE_CHARS = 1024 * 1024;
+
 export function parseScenario(model: string): Scenario {
   const m = model.toLowerCase();
-  const err = m.match(/err(400|429|500|529)/);
+  const err = m.match(/err(400|429|500|502|503|529)(html|text)?/);
+  const cut = m.match(/(cut|close)(mid)?/);
   return {
     error: err ? Number(err[1]) : undefined,
-    cut: m.includes("cut"),
+    errorBody: err?.[2] as Scenario["errorBody"],
+    echo: m.includes("echo"),
+    hang: m.includes("hang"),
+    silent: m.includes("silent"),
+    cut: cut !== null,
+    cutHow: cut?.[1] === "close" ? "close" : "reset",
+    cutInside: cut?.[2] === "mid",
+    badJson: m.includes("badjson"),
+    errEvent: m.includes("errevent"),
+    wrongType: m.includes("ctype"),
+    huge: m.includes("huge"),
     stall: m.includes("stall"),
     delayMs: m.includes("slow") ? SLOW_MS : 0,
     think: m.includes("think"),
@@ -121,6 +158,7 @@ export function planReply(
   } else {
     reply.text = `Hello from ${vendor} mock: ${turn.userText}`;
   }
+  if (scenario.huge && reply.text) reply.text = reply.text.padEnd(HUGE_CHARS, " lorem");
   return reply;
 }
 

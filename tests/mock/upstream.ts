@@ -2,7 +2,8 @@
  * A mock model provider speaking the four vendor wire formats on loopback, used by the
  * gateway's tests as its upstream. Words in the model name (the JSON `model`, or Gemini's path
  * segment) pick the scenario, see scenario.ts: text (default), tool, think, cut, stall, slow,
- * err400, err429, err500, err529. They combine: `think-tool` reasons, then calls a tool.
+ * err400, err429, err500, err529, and the faults (hang, silent, cutmid, close, closemid,
+ * badjson, errevent, ctype, huge, echo). They combine: `think-tool` reasons, then calls a tool.
  * Auth is not checked; Anthropic requests without `max_tokens` get Anthropic's 400.
  *
  * Endpoints:
@@ -17,16 +18,26 @@ import { chat } from "./chat.ts";
 import { gemini } from "./gemini.ts";
 import { messages } from "./messages.ts";
 import { compactJson, responses } from "./responses.ts";
-import { parseScenario, type Scenario } from "./scenario.ts";
-import { countTokens, type ErrorDetail, type Json, replyFor, type Vendor } from "./vendor.ts";
+import { parseScenario, type Scenario, STALL_MS } from "./scenario.ts";
+import {
+  countTokens,
+  credentialOf,
+  echoMessage,
+  type ErrorDetail,
+  type Json,
+  replyFor,
+  type Vendor,
+} from "./vendor.ts";
 import { ResponsesSocket } from "./websocket.ts";
 import {
   CHAT_SSE,
   CUT,
+  type Faults,
   type Framing,
   GEMINI_ARRAY,
   GEMINI_SSE,
   rawFraming,
+  sleep,
   streamBody,
   TYPED_SSE,
   untyped,
@@ -69,6 +80,19 @@ interface Call {
   text: string;
   url: URL;
   model: string;
+  /** The credential header's value as received (echoed by `echo` errors). */
+  credential: string;
+}
+
+/** An nginx-like error page or plain text, for `errNNNhtml` / `errNNNtext`. */
+function rawError(status: number, kind: "html" | "text", echo: string): Response {
+  const body = kind === "html"
+    ? `<html>\r\n<head><title>${status} Bad Gateway</title></head>\r\n<body>\r\n` +
+      `<center><h1>${status} Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n` +
+      `${echo}</body>\r\n</html>\r\n`
+    : `upstream connect error or disconnect/reset before headers. ${echo}`;
+  const type = kind === "html" ? "text/html" : "text/plain";
+  return new Response(body, { status, headers: { "content-type": type } });
 }
 
 /** A generation endpoint (its streaming framing, if this call streams) or a plain JSON one. */
@@ -147,7 +171,7 @@ function errorResponse(vendor: Vendor, status: number, detail?: ErrorDetail): Re
 }
 
 /** Whether a non-streaming reply must be sent in timed pieces too. */
-const timed = (s: Scenario) => s.cut || s.stall || s.delayMs > 0;
+const timed = (s: Scenario) => s.cut || s.stall || s.silent || s.delayMs > 0;
 
 /** A JSON body in two halves, so that `cut`, `stall` and `slow` apply to it. */
 function halves(body: string): WireEvent[] {
@@ -218,29 +242,62 @@ class Upstream implements MockUpstream {
         return errorResponse(endpoint.vendor, 400, { message: endpoint.vendor.badJson });
       }
       const model = endpoint.model ? endpoint.model(match) : String(json.model ?? "");
-      return this.#respond(endpoint, { body: json, text, url, model });
+      const credential = credentialOf(req.headers);
+      return await this.#respond(endpoint, { body: json, text, url, model, credential });
     }
     const vendor = vendorForPath(url.pathname);
     return errorResponse(vendor, 404, { message: vendor.notFound(req.method, url.pathname) });
   }
 
-  #respond(endpoint: Endpoint, call: Call): Response {
+  async #respond(endpoint: Endpoint, call: Call): Promise<Response> {
     const { vendor } = endpoint;
     const scenario = parseScenario(call.model);
-    if (scenario.error) return errorResponse(vendor, scenario.error);
+    const echo = scenario.echo ? echoMessage(call.credential) : "";
+    if (scenario.hang) {
+      await sleep(STALL_MS, this.#closing.signal);
+      return errorResponse(vendor, 503);
+    }
+    if (scenario.error && scenario.errorBody) {
+      return rawError(scenario.error, scenario.errorBody, echo);
+    }
+    if (scenario.error) {
+      return errorResponse(vendor, scenario.error, echo ? { message: echo } : undefined);
+    }
+    if (scenario.wrongType) {
+      const page = "<!doctype html><html><body><h1>Sign in</h1></body></html>";
+      return new Response(page, { headers: { "content-type": "text/html; charset=utf-8" } });
+    }
     if ("answer" in endpoint) return jsonResponse(vendor, endpoint.answer(call));
     const invalid = vendor.validate(call.body);
     if (invalid) return errorResponse(vendor, 400, { message: invalid });
     const reply = replyFor(vendor, call.body, call.model, scenario);
     const framing = endpoint.framing(call);
-    if (framing) return this.#stream(vendor.events(reply, call.body), framing, scenario, vendor);
-    const body = vendor.json(reply, call.body);
-    if (!timed(scenario)) return jsonResponse(vendor, body);
-    const pieces = halves(JSON.stringify(body));
-    return this.#stream(pieces, rawFraming(vendor.jsonContentType), scenario, vendor);
+    if (framing) {
+      const faults = {
+        errorEvent: scenario.errEvent
+          ? vendor.streamError(500, echo ? { message: echo } : undefined)
+          : undefined,
+        badJson: scenario.badJson,
+      };
+      return this.#stream(vendor.events(reply, call.body), framing, scenario, vendor, faults);
+    }
+    let text = JSON.stringify(vendor.json(reply, call.body));
+    if (scenario.badJson) text = text.slice(0, -20) + "<!-- truncated -->";
+    if (!timed(scenario)) {
+      return new Response(text, {
+        headers: { "content-type": vendor.jsonContentType, ...vendor.headers() },
+      });
+    }
+    return this.#stream(halves(text), rawFraming(vendor.jsonContentType), scenario, vendor);
   }
 
-  #stream(events: WireEvent[], framing: Framing, scenario: Scenario, vendor: Vendor): Response {
+  #stream(
+    events: WireEvent[],
+    framing: Framing,
+    scenario: Scenario,
+    vendor: Vendor,
+    faults?: Faults,
+  ): Response {
     const closing = this.#closing.signal;
     const body = streamBody(events, framing, scenario, {
       closing,
@@ -253,14 +310,19 @@ class Upstream implements MockUpstream {
           .finally(() => this.#deliveries.delete(tracked));
         this.#deliveries.add(tracked);
       },
-    });
+    }, faults);
     const headers = { "content-type": framing.contentType, "cache-control": "no-cache" };
     return new Response(body, { headers: { ...headers, ...vendor.headers() } });
   }
 
   #upgrade(req: Request): Response {
     const { socket, response } = Deno.upgradeWebSocket(req);
-    const session = new ResponsesSocket(socket, this.#closing.signal, (t) => this.wsFrames.push(t));
+    const session = new ResponsesSocket(
+      socket,
+      this.#closing.signal,
+      (t) => this.wsFrames.push(t),
+      credentialOf(req.headers),
+    );
     this.#sockets.add(session);
     session.closed.then(() => this.#sockets.delete(session));
     return response;

@@ -33,6 +33,8 @@ export interface Vendor {
   events(reply: Reply, body: Json): WireEvent[];
   /** The vendor's error envelope and status for a scenario status (400/404/429/500/529). */
   error(status: number, detail?: ErrorDetail): ErrorReply;
+  /** The vendor's in-stream error event. */
+  streamError(status: number, detail?: ErrorDetail): WireEvent;
   /** Headers every response carries (request ids and the like). */
   headers(): Record<string, string>;
   /** The vendor's 400 message for a body that is not a JSON object. */
@@ -55,3 +57,13 @@ export function countTokens(bodyText: string): number {
 export function replyFor(vendor: Vendor, body: Json, model: string, scenario: Scenario): Reply {
   return planReply(vendor.name, model, scenario, vendor.turn(body), vendor.firstTool(body));
 }
+
+const CREDENTIAL_HEADERS = ["authorization", "x-api-key", "x-goog-api-key"];
+
+export function credentialOf(headers: Headers): string {
+  return CREDENTIAL_HEADERS.map((h) => headers.get(h)).find((v) => v !== null) ?? "";
+}
+
+/** The message of an `echo` error: what a provider (or a proxy) says of a rejected key. */
+export const echoMessage = (credential: string) =>
+  `Incorrect API key provided: ${credential}. You can find your API key in your account.`;

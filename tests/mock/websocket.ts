@@ -5,7 +5,7 @@
 import { openaiErrorObject, openaiStatus } from "./openai.ts";
 import { responses, responseStream, warmupStream } from "./responses.ts";
 import { parseScenario } from "./scenario.ts";
-import { type ErrorDetail, type Json, replyFor } from "./vendor.ts";
+import { echoMessage, type ErrorDetail, type Json, replyFor } from "./vendor.ts";
 import { deliver, sleep } from "./wire.ts";
 
 /** How long close() waits for the peer's close frame. */
@@ -30,7 +30,12 @@ export class ResponsesSocket {
   /** The id of the last completed response: the only valid `previous_response_id`. */
   #lastId?: string;
 
-  constructor(socket: WebSocket, closing: AbortSignal, onFrame: (text: string) => void) {
+  constructor(
+    socket: WebSocket,
+    closing: AbortSignal,
+    onFrame: (text: string) => void,
+    private readonly credential = "",
+  ) {
     this.#socket = socket;
     this.#signal = AbortSignal.any([this.#stop.signal, closing]);
     const { promise, resolve } = Promise.withResolvers<void>();
@@ -101,7 +106,8 @@ export class ResponsesSocket {
     const model = String(frame.model ?? "");
     const scenario = parseScenario(model);
     if (scenario.error) {
-      this.#send(errorFrame(scenario.error));
+      const echo = scenario.echo ? { message: echoMessage(this.credential) } : undefined;
+      this.#send(errorFrame(scenario.error, echo));
       return;
     }
     const warmup = frame.generate === false;

@@ -82,6 +82,14 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
 
 export type Outcome = "done" | "cut" | "aborted";
 
+/** What a stream sends where a `cut` would stop it, instead of stopping there. */
+export interface Faults {
+  /** `errevent`: the vendor's in-stream error event, then a clean close. */
+  errorEvent?: WireEvent;
+  /** `badjson`: that event with its JSON broken, and the stream goes on. */
+  badJson?: boolean;
+}
+
 /**
  * Yields `events` with the scenario's timing and returns how the delivery ended: `cut` stops
  * after the second content fragment (never sending the last event); `stall` waits STALL_MS
@@ -92,7 +100,7 @@ export async function* paced(
   scenario: Scenario,
   signal: AbortSignal,
 ): AsyncGenerator<{ event: WireEvent; index: number }, Outcome> {
-  const cutAt = scenario.cut ? cutIndex(events) : -1;
+  const cutAt = scenario.cut || scenario.errEvent ? cutIndex(events) : -1;
   const stallAt = scenario.stall ? stallIndex(events) : -1;
   for (let index = 0; index < events.length; index++) {
     if (index === cutAt) return "cut";
@@ -153,21 +161,49 @@ export function streamBody(
   framing: Framing,
   scenario: Scenario,
   hooks: StreamHooks,
+  faults: Faults = {},
 ): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   const stop = new AbortController();
-  const steps = paced(events, scenario, AbortSignal.any([stop.signal, hooks.closing]));
+  const signal = AbortSignal.any([stop.signal, hooks.closing]);
+  const steps = paced(events, scenario, signal);
+  const faultAt = cutIndex(events);
   let finished = false;
+  const text = (event: WireEvent, index: number) => {
+    const wire = framing.encode(event, index);
+    if (!faults.badJson || index !== faultAt) return wire;
+    // Break the payload's JSON, keep the framing around it.
+    const data = typeof event.data === "string" ? event.data : JSON.stringify(event.data);
+    return wire.replace(data, data.slice(0, Math.ceil(data.length / 2)));
+  };
   return new ReadableStream<Uint8Array>({
+    async start(controller) {
+      // `silent`: headers go out, then nothing until the mock shuts down.
+      if (scenario.silent) {
+        await sleep(STALL_MS, signal);
+        if (!finished) controller.close();
+        finished = true;
+      }
+    },
     pull(controller) {
       const step = steps.next().then((result) => {
         if (finished) return; // cancelled meanwhile
         if (!result.done) {
           const { event, index } = result.value;
-          return controller.enqueue(encoder.encode(framing.encode(event, index)));
+          return controller.enqueue(encoder.encode(text(event, index)));
         }
         finished = true;
-        if (result.value === "cut") return controller.error(CUT);
+        if (result.value === "cut") {
+          if (faults.errorEvent) {
+            controller.enqueue(encoder.encode(framing.encode(faults.errorEvent, faultAt)));
+            return controller.close();
+          }
+          if (scenario.cutInside) {
+            const next = framing.encode(events[faultAt], faultAt);
+            controller.enqueue(encoder.encode(next.slice(0, Math.ceil(next.length / 2))));
+          }
+          return scenario.cutHow === "close" ? controller.close() : controller.error(CUT);
+        }
         if (result.value === "done") controller.enqueue(encoder.encode(framing.end));
         controller.close();
       });

@@ -29,6 +29,8 @@ export interface NginxOptions {
   http2?: boolean;
   /** How long to wait for nginx to accept connections (ms). */
   startTimeoutMs?: number;
+  /** Header-read, body-read and keep-alive timeouts for clients (s; Kong's default: 60). */
+  clientTimeoutS?: number;
 }
 
 export interface RunningNginx {
@@ -179,6 +181,7 @@ export interface NginxConfParams {
   certFile: string;
   keyFile: string;
   http2: boolean;
+  clientTimeoutS: number;
 }
 
 /**
@@ -213,6 +216,13 @@ http {
     client_max_body_size 0;
     underscores_in_headers on;
     server_tokens off;
+
+    # Silent and slow clients are the proxy's to close: Deno.serve has no header-read or
+    # keep-alive timeout. Kong: nginx_http_client_header_timeout, nginx_http_client_body_timeout
+    # and nginx_http_keepalive_timeout in kong.conf (docs/kong.md).
+    client_header_timeout ${p.clientTimeoutS}s;
+    client_body_timeout ${p.clientTimeoutS}s;
+    keepalive_timeout ${p.clientTimeoutS}s;
 
     # WebSocket: pass the upgrade through; otherwise keep the upstream connection alive.
     map $http_upgrade $upstream_connection {
@@ -348,6 +358,7 @@ export async function startNginx(opts: NginxOptions): Promise<RunningNginx> {
         certFile: certs.certFile,
         keyFile: certs.keyFile,
         http2: opts.http2 ?? true,
+        clientTimeoutS: opts.clientTimeoutS ?? 60,
       }),
     );
     const nginx = await nginxBinary();

@@ -1,0 +1,30 @@
+/**
+ * A relayed Anthropic stream ends with `message_stop` or an `error` event. Usage comes in two
+ * parts: input counts in `message_start`, cumulative output counts in `message_delta`.
+ */
+import type { StreamWatch } from "../../src/codec.ts";
+import { jsonObjectOf } from "../shared.ts";
+import { type Obj, usageToIr, type WireUsage } from "./common.ts";
+
+const TYPE = /"type"\s*:\s*"([^"]+)"/;
+
+export function watch(): StreamWatch {
+  let start: string | undefined;
+  let delta: string | undefined;
+  return {
+    inspect(e) {
+      const type = e.event ?? e.data.match(TYPE)?.[1];
+      if (type === "message_start") start = e.data;
+      else if (type === "message_delta") delta = e.data;
+      return type === "message_stop" || type === "error";
+    },
+    usage() {
+      if (start === undefined && delta === undefined) return undefined;
+      const first = (jsonObjectOf(start ?? "{}")?.message as Obj | undefined)?.usage;
+      const later = jsonObjectOf(delta ?? "{}")?.usage as Obj | undefined;
+      const usage: Obj = { ...(first as Obj | undefined) };
+      for (const [k, v] of Object.entries(later ?? {})) if (v != null) usage[k] = v;
+      return usageToIr(usage as WireUsage);
+    },
+  };
+}

@@ -1,0 +1,27 @@
+/** A relayed Responses stream ends with its terminal event, whose response carries the usage. */
+import type { StreamWatch } from "../../src/codec.ts";
+import { lastUsage } from "../shared.ts";
+import { obj } from "./read.ts";
+import { fromWireUsage } from "./usage.ts";
+
+const TERMINAL = new Set([
+  "response.completed",
+  "response.incomplete",
+  "response.failed",
+  "error",
+]);
+const TYPE = /"type"\s*:\s*"([^"]+)"/;
+
+export function watch(): StreamWatch {
+  const last = lastUsage((json) => fromWireUsage(obj(json.response).usage));
+  return {
+    inspect(e) {
+      // The `event:` line names the type; a provider that omits it has it first in the JSON.
+      const type = e.event ?? e.data.match(TYPE)?.[1];
+      if (!type || !TERMINAL.has(type)) return false;
+      if (type !== "error") last.keep(e.data);
+      return true;
+    },
+    usage: last.usage,
+  };
+}

@@ -1,0 +1,347 @@
+/**
+ * The one stage a relayed stream passes through on its way from the provider to the client.
+ * Bytes are forwarded as they arrive, but only whole events: the tail of an event that is still
+ * arriving is held back until its end. That way an interruption ending always starts on a fresh
+ * event boundary, and a provider key split across two chunks is still found and scrubbed.
+ * Events are parsed only as far as the format's watch needs (end, error, usage); everything
+ * else is a scan for blank lines.
+ */
+import type { StreamWatch } from "./codec.ts";
+import { Deadline } from "./deadline.ts";
+import { GatewayError } from "./errors.ts";
+import type * as ir from "./ir.ts";
+import { ClientGone, type UpstreamResponse } from "./relay.ts";
+import type { Secrets } from "./secrets.ts";
+import { formatSse, type SseEvent } from "./sse.ts";
+
+/** A single upstream event larger than this ends the stream (it would be held in memory). */
+export const MAX_EVENT_BYTES = 64 * 1024 * 1024;
+
+export interface Timeouts {
+  first_byte_ms: number;
+  idle_ms: number;
+}
+
+/** What a framing found in the bytes received so far. */
+interface Scan {
+  /** Offset just past the last complete event. */
+  cut: number;
+  /** The complete events, parsed far enough for a watch. */
+  events: SseEvent[];
+  /** A complete event that is not a JSON payload (SSE only), with the events before it. */
+  malformedAt?: number;
+}
+
+/** How a stream's bytes divide into events, and how it ends when cut. */
+export interface UpstreamFraming {
+  /** Scans `buf`, of which bytes before `from` were scanned before and held back. */
+  scan(buf: Uint8Array, from: number, decode: (b: Uint8Array) => string): Scan;
+  /** Text that closes the client's stream after a complete upstream stream. */
+  complete(): string;
+  /** Text that tells the client the stream was cut short. */
+  interrupted(why: string): string;
+}
+
+const LF = 10;
+const CR = 13;
+
+/** The offset just past the last blank line in buf[from - 3 ..], or 0 if there is none. */
+function lastBlankLine(buf: Uint8Array, from: number): number {
+  for (let i = buf.length - 1; i >= Math.max(1, from - 3); i--) {
+    const b = buf[i];
+    if (b !== LF && b !== CR) continue;
+    const p = buf[i - 1];
+    // "\n\n", "\r\r", or "\r\n\r\n" (and a lone "\r\n" after "\n").
+    if (p === b && b === LF) return i + 1;
+    if (p === b && b === CR && buf[i + 1] !== LF) return i + 1;
+    if (b === LF && p === CR && (buf[i - 2] === LF || buf[i - 2] === CR)) return i + 1;
+  }
+  return 0;
+}
+
+/** One SSE record's `event:` name and joined `data:` lines. */
+function parseRecord(record: string): SseEvent | undefined {
+  let event: string | undefined;
+  let data: string | undefined;
+  for (const line of record.split(/\r\n|\r|\n/)) {
+    if (line.startsWith("data:")) {
+      const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
+      data = data === undefined ? value : `${data}\n${value}`;
+    } else if (line.startsWith("event:")) {
+      event = line.slice(line.charCodeAt(6) === 32 ? 7 : 6);
+    }
+  }
+  return data === undefined ? undefined : { event, data };
+}
+
+/** A JSON payload (or the chat `[DONE]` marker), judged by its first and last characters. */
+function looksWhole(data: string): boolean {
+  const t = data.trim();
+  if (t === "[DONE]") return true;
+  const first = t[0];
+  const last = t[t.length - 1];
+  return (first === "{" && last === "}") || (first === "[" && last === "]");
+}
+
+/**
+ * Server-sent events, ended (when cut) by `interruption` in the client's dialect, then
+ * `data: [DONE]` (converted streams, which encode their own ending, need none).
+ */
+export function sseFraming(interruption: (why: string) => string = () => ""): UpstreamFraming {
+  return {
+    scan(buf, from, decode) {
+      const cut = lastBlankLine(buf, from);
+      if (cut === 0) return { cut, events: [] };
+      const events: SseEvent[] = [];
+      const records = decode(buf.subarray(0, cut)).split(/\r\n\r\n|\n\n|\r\r/);
+      for (const record of records) {
+        const e = parseRecord(record);
+        if (!e) continue; // comments, keep-alives, the empty string after the last blank line
+        if (!looksWhole(e.data)) return { cut, events, malformedAt: events.length };
+        events.push(e);
+      }
+      return { cut, events };
+    },
+    complete: () => "",
+    interrupted: (why) => interruption(why) + "data: [DONE]\n\n",
+  };
+}
+
+/**
+ * Google's streamed JSON array (`[{…}\n,\r\n{…}\n]`): the elements are the events. A cut
+ * stream still ends as a parseable array, its last element the interruption error.
+ */
+export function jsonArrayFraming(
+  errorElement: (why: string) => string,
+): UpstreamFraming {
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  let opened = false;
+  let closed = false;
+  let elements = 0;
+  let start = -1;
+  return {
+    scan(buf, from, decode) {
+      let cut = 0;
+      const events: SseEvent[] = [];
+      for (let i = from; i < buf.length; i++) {
+        const c = buf[i];
+        if (inString) {
+          if (escaped) escaped = false;
+          else if (c === 0x5c) escaped = true;
+          else if (c === 0x22) inString = false;
+          continue;
+        }
+        if (c === 0x22) inString = true;
+        else if (c === 0x5b || c === 0x7b) { // [ {
+          depth++;
+          if (depth === 1 && c === 0x5b) {
+            opened = true;
+            cut = i + 1;
+          } else if (depth === 2) start = i;
+        } else if (c === 0x5d || c === 0x7d) { // ] }
+          depth--;
+          if (depth === 1) {
+            events.push({ data: decode(buf.subarray(start, i + 1)) });
+            elements++;
+            cut = i + 1;
+          } else if (depth === 0) {
+            closed = true;
+            cut = i + 1;
+          }
+        }
+      }
+      // Offsets are relative to buf; an element still open keeps its start for the next scan.
+      if (start >= 0) start -= cut;
+      return { cut, events };
+    },
+    complete: () => (closed ? "" : opened ? "]" : "[]"),
+    interrupted: (why) => {
+      if (closed) return "";
+      const element = errorElement(why);
+      return opened ? `${elements ? ",\r\n" : ""}${element}]` : `[${element}]`;
+    },
+  };
+}
+
+const encoder = new TextEncoder();
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+/** Complete upstream events and the bytes that carry them (scrubbed if they held a key). */
+export interface Batch {
+  events: SseEvent[];
+  bytes: Uint8Array;
+}
+
+/**
+ * Reads an upstream stream body whole events at a time, under the first-byte and idle
+ * deadline. `next()` resolves to the next batch, or undefined at the upstream's end; it throws
+ * `ClientGone` when the client left, and a GatewayError when the upstream failed, timed out or
+ * sent a malformed or oversized event (after returning the good events before it).
+ */
+export class EventReader {
+  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  private readonly decoder = new TextDecoder();
+  private readonly decode = (b: Uint8Array) => this.decoder.decode(b);
+  private readonly deadline: Deadline;
+  private held?: Uint8Array;
+  private first = true;
+  private failure?: GatewayError;
+  private done = false;
+
+  constructor(
+    private readonly up: UpstreamResponse,
+    private readonly timeouts: Timeouts,
+    private readonly framing: UpstreamFraming,
+    private readonly secrets: Secrets,
+  ) {
+    this.reader = up.res.body!.getReader();
+    this.deadline = new Deadline((err) => up.abort(err));
+    this.deadline.arm(timeouts.first_byte_ms, "sent no data");
+  }
+
+  async next(): Promise<Batch | undefined> {
+    if (this.failure) throw this.failure;
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await this.reader.read();
+      } catch (e) {
+        this.close();
+        if (e instanceof ClientGone || e instanceof GatewayError) throw e;
+        throw new GatewayError(502, "upstream", "the upstream connection failed mid-stream");
+      }
+      if (chunk.done) {
+        this.close();
+        return undefined;
+      }
+      if (this.first) {
+        this.first = false;
+        this.deadline.arm(this.timeouts.idle_ms, "went idle");
+      } else this.deadline.touch();
+      const from = this.held?.length ?? 0;
+      const batch = this.take(this.held ? concat(this.held, chunk.value) : chunk.value, from);
+      if (this.held && this.held.length > MAX_EVENT_BYTES) {
+        this.fail(`an upstream event exceeded ${MAX_EVENT_BYTES} bytes`);
+      }
+      if (batch) return batch;
+      if (this.failure) throw this.failure;
+    }
+  }
+
+  /** The complete events of `buf` (undefined if none); holds back the incomplete tail. */
+  private take(buf: Uint8Array, from: number): Batch | undefined {
+    const scan = this.framing.scan(buf, from, this.decode);
+    this.held = scan.cut === 0 ? buf : scan.cut < buf.length ? buf.slice(scan.cut) : undefined;
+    if (scan.cut === 0) return undefined;
+    if (scan.malformedAt !== undefined) {
+      this.fail("the upstream sent a malformed event");
+      const events = scan.events.slice(0, scan.malformedAt);
+      return events.length ? this.scrubbed(events, events.map(formatSse).join("")) : undefined;
+    }
+    const bytes = buf.subarray(0, scan.cut);
+    const leaks = this.secrets.longest > 0 && scan.events.some((e) => this.secrets.found(e.data));
+    // Scrubbing re-encodes; everything else goes out as the provider's own bytes.
+    return leaks
+      ? this.scrubbed(scan.events, this.decode(bytes))
+      : { events: scan.events, bytes: bytes.slice() };
+  }
+
+  private scrubbed(events: SseEvent[], text: string): Batch {
+    const scrub = (t: string) => this.secrets.scrub(t);
+    return {
+      events: events.map((e) => ({ ...e, data: scrub(e.data) })),
+      bytes: encoder.encode(scrub(text)),
+    };
+  }
+
+  /** Ends reading early: the upstream call is abandoned, and `next()` throws the reason. */
+  private fail(why: string) {
+    this.failure = new GatewayError(502, "upstream", why);
+    this.up.abort(this.failure);
+    this.reader.cancel().catch(() => {});
+    this.close();
+  }
+
+  private close() {
+    if (this.done) return;
+    this.done = true;
+    this.deadline.clear();
+    this.up.release();
+  }
+
+  /** The client left: abort the upstream call. */
+  cancel(reason: unknown): Promise<void> {
+    this.close();
+    this.up.abort(new ClientGone(String(reason)));
+    return this.reader.cancel(reason).catch(() => {});
+  }
+}
+
+export interface RelayOptions {
+  watch: StreamWatch;
+  /** Called once with the usage the stream reported, if any. */
+  onUsage(usage: ir.Usage): void;
+  /** Called once if the stream ended with the interruption ending. */
+  onInterrupted(why: string): void;
+}
+
+/**
+ * A relayed stream: the provider's bytes, whole events at a time, scrubbed of provider keys,
+ * ending either as the provider ended it or with the framing's interruption ending.
+ */
+export function relayStream(
+  events: EventReader,
+  framing: UpstreamFraming,
+  o: RelayOptions,
+): ReadableStream<Uint8Array> {
+  let ended = false;
+  const finish = (controller: ReadableStreamDefaultController<Uint8Array>, why?: string) => {
+    const usage = o.watch.usage();
+    if (usage) o.onUsage(usage);
+    const text = why === undefined ? framing.complete() : framing.interrupted(why);
+    if (text) controller.enqueue(encoder.encode(text));
+    controller.close();
+    if (why !== undefined) o.onInterrupted(why);
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let batch: Batch | undefined;
+      try {
+        batch = await events.next();
+      } catch (e) {
+        if (e instanceof ClientGone) return controller.error(e);
+        // A failure after the end marker (e.g. a reset after [DONE]) lost nothing.
+        return finish(controller, ended ? undefined : (e as GatewayError).message);
+      }
+      if (!batch) {
+        return finish(
+          controller,
+          ended ? undefined : "the upstream closed the stream before its end",
+        );
+      }
+      for (const e of batch.events) if (o.watch.inspect(e)) ended = true;
+      controller.enqueue(batch.bytes);
+    },
+    cancel: (reason) => events.cancel(reason),
+  }, { highWaterMark: 0 });
+}
+
+/** A converted stream's upstream events, for the target codec's stream decoder. */
+export function upstreamEvents(events: EventReader): ReadableStream<SseEvent> {
+  return new ReadableStream<SseEvent>({
+    async pull(controller) {
+      const batch = await events.next();
+      if (!batch) return controller.close();
+      for (const e of batch.events) controller.enqueue(e);
+    },
+    cancel: (reason) => events.cancel(reason),
+  }, { highWaterMark: 0 });
+}

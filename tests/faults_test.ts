@@ -1,0 +1,226 @@
+/**
+ * The fault matrix: every client format × every provider API × JSON/stream × the upstream
+ * faults the mock injects (error statuses with JSON, text and HTML bodies; no headers; no body;
+ * stalls; resets and clean closes between and inside events; broken JSON; wrong content type;
+ * in-stream errors; huge bodies). Each cell asserts exactly what the client gets: its own error
+ * envelope with the right status, or a well-formed stream that ends either normally, with the
+ * provider's own error event, or with the interruption ending on a fresh event boundary. No
+ * cell may leak the provider key (the `echo` faults quote it in every error).
+ */
+import assert from "node:assert/strict";
+import {
+  googleHeaders,
+  type Harness,
+  INGRESS,
+  type Ingress,
+  post,
+  PROVIDER_KEY,
+  startHarness,
+} from "./helpers.ts";
+import { HUGE_CHARS } from "./mock/scenario.ts";
+
+/** Short timeouts so that `hang`, `silent` and `stall` end quickly. */
+const TIMEOUTS = { first_byte_ms: 400, idle_ms: 400 };
+
+const PROVIDERS = ["chat", "resp", "msg", "gem"] as const;
+type Provider = typeof PROVIDERS[number];
+
+/** What the client must get. */
+type Expect =
+  | { kind: "error"; status: (c: Ingress, p: Provider) => number; says?: RegExp }
+  | { kind: "interrupted" }
+  | { kind: "provider-error" }
+  | { kind: "ok"; minChars?: number };
+
+const status = (n: number) => () => n;
+/** Anthropic's 529 reaches Anthropic clients only; other providers say 503 themselves. */
+const overloaded = (c: Ingress, p: Provider) => p === "msg" && c.name === "messages" ? 529 : 503;
+
+interface Fault {
+  name: string;
+  json?: Expect;
+  stream?: Expect;
+  /** Runs with the default timeouts (the mock takes a while to build a huge reply). */
+  patient?: true;
+}
+
+const ERROR_FAULTS: Fault[] = [
+  ["err429", 429],
+  ["err500", 500],
+  ["err503", 503],
+  ["err400echo", 400],
+].map(([name, n]) => {
+  const e: Expect = { kind: "error", status: status(n as number) };
+  return { name: name as string, json: e, stream: e };
+});
+
+const INTERRUPTED: Expect = { kind: "interrupted" };
+const BAD_GATEWAY: Expect = { kind: "error", status: status(502) };
+const TIMEOUT: Expect = { kind: "error", status: status(504), says: /within 400 ms/ };
+
+const FAULTS: Fault[] = [
+  ...ERROR_FAULTS,
+  {
+    name: "err529",
+    json: { kind: "error", status: overloaded },
+    stream: { kind: "error", status: overloaded },
+  },
+  {
+    name: "err502htmlecho",
+    json: { kind: "error", status: status(502), says: /502 Bad Gateway nginx/ },
+    stream: { kind: "error", status: status(502), says: /502 Bad Gateway nginx/ },
+  },
+  {
+    name: "err500textecho",
+    json: { kind: "error", status: status(500), says: /upstream connect error/ },
+    stream: { kind: "error", status: status(500), says: /upstream connect error/ },
+  },
+  { name: "hang", json: TIMEOUT, stream: TIMEOUT },
+  { name: "silent", json: TIMEOUT, stream: INTERRUPTED },
+  { name: "stall", json: TIMEOUT, stream: INTERRUPTED },
+  { name: "cut", json: BAD_GATEWAY, stream: INTERRUPTED },
+  { name: "cutmid", json: BAD_GATEWAY, stream: INTERRUPTED },
+  { name: "close", json: BAD_GATEWAY, stream: INTERRUPTED },
+  { name: "closemid", json: BAD_GATEWAY, stream: INTERRUPTED },
+  { name: "badjson", json: BAD_GATEWAY, stream: INTERRUPTED },
+  { name: "errevent-echo", stream: { kind: "provider-error" } },
+  { name: "ctype", json: BAD_GATEWAY, stream: BAD_GATEWAY },
+  {
+    name: "huge",
+    json: { kind: "ok", minChars: HUGE_CHARS },
+    stream: { kind: "ok", minChars: HUGE_CHARS },
+    patient: true,
+  },
+];
+
+/** The error in the client's own envelope; returns its message. */
+function envelopeMessage(c: Ingress, body: Record<string, unknown>): string {
+  const e = body.error as Record<string, unknown> | undefined;
+  assert.ok(e && typeof e.message === "string", `no error object: ${JSON.stringify(body)}`);
+  if (c.name === "messages") assert.equal(body.type, "error", "Anthropic envelope");
+  if (c.name === "gemini") assert.equal(typeof e.status, "string", "Google envelope");
+  if (c.name === "chat" || c.name === "responses") assert.ok("type" in e, "OpenAI envelope");
+  return e.message as string;
+}
+
+/** SSE records, each checked to be whole: every `data:` is JSON or `[DONE]`. */
+function strictSse(text: string): { event?: string; data: string }[] {
+  const records = text.split(/\r?\n\r?\n/).filter((r) => r.trim() !== "");
+  return records.map((record) => {
+    let event: string | undefined;
+    const data: string[] = [];
+    for (const line of record.split(/\r?\n/)) {
+      if (line.startsWith("event:")) event = line.slice(6).trim();
+      else if (line.startsWith("data:")) data.push(line.slice(5).trim());
+    }
+    const joined = data.join("\n");
+    if (joined !== "[DONE]") {
+      assert.doesNotThrow(() => JSON.parse(joined), `event is not whole JSON: ${record}`);
+    }
+    return { event, data: joined };
+  });
+}
+
+const isInterruption = (data: string) => data.includes('"upstream_interrupted"');
+
+/** One cell: what the client got for `fault` on this ingress × provider × mode. */
+async function cell(h: Harness, c: Ingress, p: Provider, fault: Fault, stream: boolean) {
+  const expect = stream ? fault.stream : fault.json;
+  if (!expect) return;
+  const model = `${p}-${fault.name}`;
+  const label = `${c.name} ← ${p} ${stream ? "stream" : "json"} ${fault.name}`;
+  const res = await post(h.url + c.path(model, stream), c.headers, c.body(model, stream));
+  const text = await res.text();
+  assert.ok(!text.includes(PROVIDER_KEY), `${label}: the provider key leaked: ${text}`);
+  switch (expect.kind) {
+    case "error": {
+      assert.equal(res.status, expect.status(c, p), `${label}: status (${text.slice(0, 300)})`);
+      const message = envelopeMessage(c, JSON.parse(text));
+      if (expect.says) assert.match(message, expect.says, label);
+      assert.doesNotMatch(message, /<[a-z]+>/i, `${label}: no HTML in the message`);
+      return;
+    }
+    case "ok": {
+      assert.equal(res.status, 200, `${label}: ${text.slice(0, 300)}`);
+      assert.ok(text.length >= (expect.minChars ?? 0), `${label}: body of ${text.length} chars`);
+      if (stream) {
+        const events = strictSse(text);
+        assert.ok(!events.some((e) => isInterruption(e.data)), `${label}: not interrupted`);
+      } else JSON.parse(text);
+      return;
+    }
+    case "interrupted": {
+      assert.equal(res.status, 200, `${label}: ${text.slice(0, 300)}`);
+      const events = strictSse(text);
+      const data = events.map((e) => e.data);
+      assert.equal(data.at(-1), "[DONE]", `${label}: ends with [DONE]`);
+      assert.ok(isInterruption(data.at(-2) ?? ""), `${label}: interruption last: ${text}`);
+      assert.equal(data.filter(isInterruption).length, 1, `${label}: one interruption`);
+      return;
+    }
+    case "provider-error": {
+      assert.equal(res.status, 200, label);
+      const events = strictSse(text);
+      assert.ok(!events.some((e) => isInterruption(e.data)), `${label}: no extra interruption`);
+      assert.ok(
+        events.some((e) => /"error"/.test(e.data) || e.event === "error"),
+        `${label}: the error event reached the client: ${text}`,
+      );
+      return;
+    }
+  }
+}
+
+Deno.test("faults: every ingress × provider × mode × fault ends as specified", async (t) => {
+  const h = await startHarness({ timeouts: TIMEOUTS });
+  const patient = await startHarness();
+  try {
+    for (const fault of FAULTS) {
+      await t.step(fault.name, async () => {
+        // The 32 cells of one fault run together: the timeout faults then cost one timeout.
+        const on = fault.patient ? patient : h;
+        const cells = INGRESS.flatMap((c) =>
+          PROVIDERS.flatMap((p) => [false, true].map((stream) => cell(on, c, p, fault, stream)))
+        );
+        const results = await Promise.allSettled(cells);
+        const failures = results.flatMap((r) => r.status === "rejected" ? [String(r.reason)] : []);
+        assert.deepEqual(failures, [], failures.join("\n\n"));
+      });
+    }
+    await t.step("the access log never holds the provider key", () => {
+      // The access-log sink is per process: the later harness holds every line.
+      const log = JSON.stringify([h.logs, patient.logs]);
+      assert.ok(!log.includes(PROVIDER_KEY), "key in the access log");
+      assert.ok(log.includes("[redacted]"), "the echoed key was redacted, not dropped");
+    });
+  } finally {
+    await h.close();
+    await patient.close();
+  }
+});
+
+/** Google's streamed JSON array (no `alt=sse`) must stay a parseable array whatever happens. */
+Deno.test("faults: a relayed Gemini JSON-array stream always stays parseable", async (t) => {
+  const h = await startHarness({ timeouts: TIMEOUTS });
+  try {
+    for (const fault of ["cut", "cutmid", "closemid", "silent", "stall", "errevent-echo"]) {
+      await t.step(fault, async () => {
+        const res = await post(
+          `${h.url}/v1beta/models/gem-${fault}:streamGenerateContent`,
+          googleHeaders(),
+          { contents: [{ role: "user", parts: [{ text: "hi" }] }] },
+        );
+        const text = await res.text();
+        assert.ok(!text.includes(PROVIDER_KEY), "no key");
+        const array = JSON.parse(text);
+        assert.ok(Array.isArray(array), text);
+        const errors = array.filter((e: Record<string, unknown>) => e.error);
+        assert.equal(errors.length, 1, `exactly one error element: ${text}`);
+        const interrupted = errors[0].error.type === "upstream_interrupted";
+        assert.equal(interrupted, fault !== "errevent-echo", "provider error, or the interruption");
+      });
+    }
+  } finally {
+    await h.close();
+  }
+});
