@@ -4,20 +4,20 @@ import type { Config } from "./config.ts";
 import type { Dialect, EndpointName } from "./endpoints.ts";
 import type { Usage } from "./ir.ts";
 import type { Router } from "./router.ts";
+import type { ResponseStore } from "./store.ts";
 import type { Secrets } from "./secrets.ts";
 import type { TrustedProxies } from "./trusted_proxies.ts";
-import type { ResponseStore } from "./store.ts";
 
 export interface Gateway {
   config: Config;
   router: Router;
   keys: KeyStore;
+  /** Stored Responses (previous_response_id, GET /v1/responses/{id}). */
+  store: ResponseStore;
   /** Every provider credential, scrubbed from whatever upstream text leaves the gateway. */
   secrets: Secrets;
   /** Peers whose X-Forwarded-For names the client (Kong). */
   proxies: TrustedProxies;
-  /** Stored Responses (previous_response_id, GET /v1/responses/{id}). */
-  store: ResponseStore;
   /** Set on shutdown: /readyz turns 503 and new requests are refused. */
   draining: boolean;
   /** Aborted when the shutdown grace runs out: open streams end with the interruption. */

@@ -11,9 +11,9 @@ import { errorResponse, GatewayError, notFound } from "./errors.ts";
 import { logAccess } from "./log.ts";
 import { ClientGone } from "./relay.ts";
 import { Router } from "./router.ts";
+import { createStore } from "./store.ts";
 import { Secrets } from "./secrets.ts";
 import { TrustedProxies } from "./trusted_proxies.ts";
-import { createStore } from "./store.ts";
 
 /** Incoming request-id headers, in order of preference (Kong's first). */
 const REQUEST_ID_HEADERS = ["x-kong-request-id", "x-request-id", "x-correlation-id"];
@@ -24,9 +24,9 @@ export async function createGateway(config: Config): Promise<Gateway> {
     config,
     router: new Router(config),
     keys: await KeyStore.from(config),
+    store: await createStore(config.response_store),
     secrets: new Secrets(config.providers.map((p) => p.api_key)),
     proxies: new TrustedProxies(config.trusted_proxies),
-    store: await createStore(config.response_store),
     draining: false,
     stopping: new AbortController(),
     closingSockets: new AbortController(),

@@ -330,3 +330,68 @@ Deno.test("Open Responses compliance: every converted family, JSON and stream", 
     await h.close();
   }
 });
+
+Deno.test("Open Responses compliance: every request setting is echoed, JSON and stream", async () => {
+  const h = await startHarness();
+  const settings = {
+    instructions: "Be brief.",
+    temperature: 0.3,
+    top_p: 0.9,
+    presence_penalty: 0.5,
+    frequency_penalty: 0.25,
+    top_logprobs: 2,
+    max_output_tokens: 300,
+    max_tool_calls: 3,
+    truncation: "auto",
+    parallel_tool_calls: false,
+    tool_choice: "required",
+    tools: [{ ...WEATHER_TOOL, strict: false }],
+    text: { format: { type: "text" }, verbosity: "low" },
+    reasoning: { effort: "high", summary: "detailed" },
+    store: true,
+    metadata: { team: "a" },
+    safety_identifier: "user-42",
+    prompt_cache_key: "cache-1",
+  };
+  try {
+    for (const model of ["chat-tool", "msg-tool", "gem-tool", "resp-tool"]) {
+      const body = { model, input: "Weather?", ...settings };
+      const r = await jsonResponse(
+        await post(`${h.url}/v1/responses`, openaiHeaders(), body),
+        model,
+      );
+      const events = await streamEvents(
+        await post(`${h.url}/v1/responses`, openaiHeaders(), { ...body, stream: true }),
+        model,
+      );
+      for (
+        const response of [
+          r,
+          ...events.filter((e) => e.response).map((e) => e.response as Json),
+        ]
+      ) {
+        for (const [k, v] of Object.entries(settings)) {
+          assert.deepEqual(response[k], v, `${model} ${k}`);
+        }
+        assert.equal(response.background, false);
+        assert.equal(response.service_tier, "default");
+      }
+    }
+    const schemaFormat = {
+      type: "json_schema",
+      name: "answer",
+      schema: { type: "object", properties: { a: { type: "string" } } },
+    };
+    const r = await (await post(`${h.url}/v1/responses`, openaiHeaders(), {
+      model: "msg-text",
+      input: "JSON please",
+      text: { format: schemaFormat },
+    })).json();
+    assert.deepEqual(r.text, {
+      format: { ...schemaFormat, description: null, strict: false },
+      verbosity: "medium",
+    });
+  } finally {
+    await h.close();
+  }
+});

@@ -22,6 +22,13 @@ function echoTool(tool: Record<string, unknown>): unknown {
   };
 }
 
+/** `text.format` as echoed: a JSON schema format with `description` and `strict` filled in. */
+function echoFormat(format: Record<string, unknown> | null | undefined): unknown {
+  if (!format) return { type: "text" };
+  if (format.type !== "json_schema") return format;
+  return { ...format, description: format.description ?? null, strict: format.strict ?? false };
+}
+
 export function responseSettings(req: ResponsesRequest): ResponseSettings {
   const text = req.text ?? {};
   return {
@@ -33,7 +40,7 @@ export function responseSettings(req: ResponsesRequest): ResponseSettings {
     parallel_tool_calls: req.parallel_tool_calls ?? true,
     text: {
       ...text,
-      format: text.format ?? { type: "text" },
+      format: echoFormat(text.format as Record<string, unknown> | null | undefined),
       verbosity: text.verbosity ?? "medium",
     },
     temperature: req.temperature ?? 1,
