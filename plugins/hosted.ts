@@ -75,6 +75,17 @@ export function planHosted(
   return forced ? { tools, forced } : { tools };
 }
 
+/** A vendor's approximate `user_location` object as IR (both vendors name the fields alike). */
+export function userLocationOf(loc: unknown): ir.HostedTool["userLocation"] {
+  if (!loc || typeof loc !== "object") return undefined;
+  const where: NonNullable<ir.HostedTool["userLocation"]> = {};
+  for (const k of ["city", "region", "country", "timezone"] as const) {
+    const v = (loc as Record<string, unknown>)[k];
+    if (typeof v === "string") where[k] = v;
+  }
+  return Object.keys(where).length ? where : undefined;
+}
+
 /** Reports the options of a mapped hosted tool that the target has no field for. */
 export function dropOptions(
   t: ir.HostedTool,

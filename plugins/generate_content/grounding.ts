@@ -137,8 +137,11 @@ export class GroundingBuilder {
     const searches = this.calls.filter((c) => c.kind === "web_search");
     if (searches.length || this.citations.length) {
       const chunks: Obj[] = [];
+      const uri = (i: number) => String((chunks[i].web as Obj).uri);
       const chunkIndex = (url: string, title?: string) => {
-        let i = chunks.findIndex((c) => (c.web as Obj).uri === url);
+        let i = chunks.findIndex((_, j) => uri(j) === url);
+        // OpenAI cites its sources with tracking parameters added (`?utm_source=openai`).
+        if (i < 0) i = chunks.findIndex((_, j) => uri(j) === url.split("?")[0]);
         if (i < 0) i = chunks.push({ web: { uri: url, title: title ?? url } }) - 1;
         return i;
       };

@@ -3,6 +3,7 @@ import type * as ir from "../../src/ir.ts";
 import type { z } from "zod";
 import { badRequest } from "../../src/errors.ts";
 import { readSignature } from "../../src/signature.ts";
+import { userLocationOf } from "../hosted.ts";
 import { FAMILY, readAttached } from "./common.ts";
 import {
   type documentBlock,
@@ -253,14 +254,8 @@ function hostedTool(tool: ToolParam, path: string): ir.HostedTool {
   const blocked = domains(t.blocked_domains);
   if (allowed) out.allowedDomains = allowed;
   if (blocked) out.blockedDomains = blocked;
-  const loc = t.user_location as Record<string, unknown> | null | undefined;
-  if (loc && typeof loc === "object") {
-    const where: NonNullable<ir.HostedTool["userLocation"]> = {};
-    for (const k of ["city", "region", "country", "timezone"] as const) {
-      if (typeof loc[k] === "string") where[k] = loc[k] as string;
-    }
-    if (Object.keys(where).length) out.userLocation = where;
-  }
+  const where = userLocationOf(t.user_location);
+  if (where) out.userLocation = where;
   return out;
 }
 

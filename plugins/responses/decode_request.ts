@@ -10,6 +10,7 @@
 import { badRequest } from "../../src/errors.ts";
 import type * as ir from "../../src/ir.ts";
 import { openAiEffort, openAiJsonSchema, parseDataUri, urlSource } from "../shared.ts";
+import { userLocationOf } from "../hosted.ts";
 import { appendReasoning, reasoningText } from "./carrier.ts";
 import { COMPACTION_PROMPT, summaryMessage } from "./compaction.ts";
 import {
@@ -144,14 +145,8 @@ function hostedTool(t: Record<string, unknown>, path: string): ir.HostedTool {
   if (Array.isArray(filters?.allowed_domains) && filters.allowed_domains.length) {
     out.allowedDomains = filters.allowed_domains.map(String);
   }
-  const loc = t.user_location as Record<string, unknown> | null | undefined;
-  if (loc && typeof loc === "object") {
-    const where: NonNullable<ir.HostedTool["userLocation"]> = {};
-    for (const k of ["city", "region", "country", "timezone"] as const) {
-      if (typeof loc[k] === "string") where[k] = loc[k] as string;
-    }
-    if (Object.keys(where).length) out.userLocation = where;
-  }
+  const where = userLocationOf(t.user_location);
+  if (where) out.userLocation = where;
   if (typeof t.search_context_size === "string") out.contextSize = t.search_context_size;
   return out;
 }

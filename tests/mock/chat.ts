@@ -101,6 +101,7 @@ export const chat: Vendor = {
     if (last?.role !== "tool") return { userText };
     return { userText, toolResult: textOf(last.content, isText) };
   },
+  hostedSearch: () => undefined,
   firstTool: (body) =>
     arrayOf(body.tools).map((t) => t?.function?.name ?? t?.custom?.name).find(Boolean),
   validate: () => undefined,

@@ -27,6 +27,8 @@ export interface Scenario {
   think: boolean;
   /** Answer with a tool call (unless the last turn is a tool result). */
   tool: boolean;
+  /** Run the vendor's hosted web search when the request declares it. */
+  search: boolean;
 }
 
 export function parseScenario(model: string): Scenario {
@@ -39,6 +41,7 @@ export function parseScenario(model: string): Scenario {
     delayMs: m.includes("slow") ? SLOW_MS : 0,
     think: m.includes("think"),
     tool: m.includes("tool"),
+    search: m.includes("search"),
   };
 }
 
@@ -88,9 +91,24 @@ export interface ToolCall {
   arguments: string;
 }
 
+/** What the mock's hosted web search finds (every vendor renders the same two pages). */
+export const SEARCH_RESULTS = [
+  { url: "https://deno.com/blog/v3", title: "Deno 3 is here", pageAge: "April 30, 2026" },
+  { url: "https://docs.deno.com/runtime/", title: "Deno runtime docs", pageAge: undefined },
+] as const;
+
+/** The answer after a search; it cites SEARCH_RESULTS[0] on `SEARCH_CITED`. */
+export const SEARCH_CITED = "Deno 3 is here";
+
+export interface Search {
+  query: string;
+}
+
 export interface Reply {
   vendor: VendorName;
   model: string;
+  /** A hosted web search runs first (its results are SEARCH_RESULTS). */
+  search?: Search;
   reasoning?: string;
   /** Set unless the reply is a tool call. */
   text?: string;
@@ -107,8 +125,17 @@ export function planReply(
   scenario: Scenario,
   turn: Turn,
   firstTool: string | undefined,
+  search?: "declared" | "only",
 ): Reply {
   const reply: Reply = { vendor, model, usage: usageFor(scenario.think) };
+  // The vendor's own hosted search runs when it is the request's only tool (the search
+  // sub-requests of Claude Code and Gemini CLI), or when the model name says `search`.
+  if (search === "only" || (search && scenario.search)) {
+    const query = turn.userText.slice(0, 200);
+    reply.search = { query };
+    reply.text = `Results for "${query}": ${SEARCH_CITED}.`;
+    return reply;
+  }
   if (scenario.think) {
     reply.reasoning = `The user wrote "${
       turn.toolResult ?? turn.userText
