@@ -102,8 +102,8 @@ export const chat: Vendor = {
     return { userText, toolResult: textOf(last.content, isText) };
   },
   hostedSearch: () => undefined,
-  firstTool: (body) =>
-    arrayOf(body.tools).map((t) => t?.function?.name ?? t?.custom?.name).find(Boolean),
+  toolNames: (body) =>
+    arrayOf(body.tools).map((t) => t?.function?.name ?? t?.custom?.name).filter(Boolean),
   validate: () => undefined,
   json: chatJson,
   events: chatEvents,

@@ -174,9 +174,9 @@ export const gemini: Vendor = {
     const result = arrayOf(contents.at(-1)?.parts).findLast((p) => p?.functionResponse);
     return result ? { userText, toolResult: functionResponseText(result) } : { userText };
   },
-  firstTool: (body) =>
+  toolNames: (body) =>
     arrayOf(body.tools).flatMap((t) => arrayOf(t?.functionDeclarations)).map((d) => d?.name)
-      .find(Boolean),
+      .filter(Boolean),
   hostedSearch: (body) => searchTools(arrayOf(body.tools), (t) => t?.googleSearch !== undefined),
   validate: (body) =>
     Array.isArray(body.contents)

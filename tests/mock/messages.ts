@@ -218,7 +218,7 @@ export const messages: Vendor = {
       : undefined;
     return result ? { userText, toolResult: toolResultText(result) } : { userText };
   },
-  firstTool: (body) => arrayOf(body.tools).map((t) => t?.name).find(Boolean),
+  toolNames: (body) => arrayOf(body.tools).map((t) => t?.name).filter(Boolean),
   hostedSearch: (body) =>
     searchTools(arrayOf(body.tools), (t) => /^web_search_\d+$/.test(String(t?.type))),
   validate(body) {

@@ -311,7 +311,7 @@ export const responses: Vendor = {
     if (last?.type !== "function_call_output") return { userText };
     return { userText, toolResult: toolOutputText(last.output) };
   },
-  firstTool: (body) => arrayOf(body.tools).map((t) => t?.name).find(Boolean),
+  toolNames: (body) => arrayOf(body.tools).map((t) => t?.name).filter(Boolean),
   hostedSearch: (body) =>
     searchTools(arrayOf(body.tools), (t) => String(t?.type).startsWith("web_search")),
   validate: () => undefined,

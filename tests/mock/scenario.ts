@@ -29,6 +29,11 @@ export interface Scenario {
   tool: boolean;
   /** Run the vendor's hosted web search when the request declares it. */
   search: boolean;
+  /**
+   * `websearch`: call the client's own web search function (Claude Code's WebSearch, Gemini
+   * CLI's google_web_search) with SEARCH_QUERY, which then runs a hosted search sub-request.
+   */
+  webSearch: boolean;
 }
 
 export function parseScenario(model: string): Scenario {
@@ -42,6 +47,7 @@ export function parseScenario(model: string): Scenario {
     think: m.includes("think"),
     tool: m.includes("tool"),
     search: m.includes("search"),
+    webSearch: m.includes("websearch"),
   };
 }
 
@@ -100,6 +106,9 @@ export const SEARCH_RESULTS = [
 /** The answer after a search; it cites SEARCH_RESULTS[0] on `SEARCH_CITED`. */
 export const SEARCH_CITED = "Deno 3 is here";
 
+/** What the `websearch` scenario asks the client's web search function for. */
+export const SEARCH_QUERY = "deno 3 release date";
+
 export interface Search {
   query: string;
 }
@@ -124,7 +133,7 @@ export function planReply(
   model: string,
   scenario: Scenario,
   turn: Turn,
-  firstTool: string | undefined,
+  toolNames: string[],
   search?: "declared" | "only",
 ): Reply {
   const reply: Reply = { vendor, model, usage: usageFor(scenario.think) };
@@ -141,8 +150,11 @@ export function planReply(
       turn.toolResult ?? turn.userText
     }". A short answer will do.`;
   }
-  if (scenario.tool && turn.toolResult === undefined) {
-    reply.toolCall = { name: firstTool ?? DEFAULT_TOOL, arguments: TOOL_ARGUMENTS };
+  const searchFunction = toolNames.find((n) => /web_?search/i.test(n));
+  if (scenario.webSearch && searchFunction && turn.toolResult === undefined) {
+    reply.toolCall = { name: searchFunction, arguments: JSON.stringify({ query: SEARCH_QUERY }) };
+  } else if (scenario.tool && turn.toolResult === undefined) {
+    reply.toolCall = { name: toolNames[0] ?? DEFAULT_TOOL, arguments: TOOL_ARGUMENTS };
   } else if (turn.toolResult !== undefined) {
     reply.text = `Tool said: ${turn.toolResult}`;
   } else {

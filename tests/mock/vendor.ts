@@ -23,8 +23,8 @@ export interface Vendor {
   jsonContentType: string;
   /** The last user text, or the tool result the last turn carries. */
   turn(body: Json): Turn;
-  /** Name of the first tool the request declares. */
-  firstTool(body: Json): string | undefined;
+  /** Names of the function tools the request declares, in order. */
+  toolNames(body: Json): string[];
   /** Whether the request declares the vendor's hosted web search, and whether alone. */
   hostedSearch(body: Json): "declared" | "only" | undefined;
   /** A 400 message when the vendor would reject the body, else undefined. */
@@ -55,9 +55,15 @@ export function countTokens(bodyText: string): number {
 
 /** The reply `vendor` gives to `body` under `scenario`. */
 export function replyFor(vendor: Vendor, body: Json, model: string, scenario: Scenario): Reply {
-  const { name } = vendor;
-  const search = vendor.hostedSearch(body);
-  return planReply(name, model, scenario, vendor.turn(body), vendor.firstTool(body), search);
+  const names = vendor.toolNames(body);
+  return planReply(
+    vendor.name,
+    model,
+    scenario,
+    vendor.turn(body),
+    names,
+    vendor.hostedSearch(body),
+  );
 }
 
 /** "only" when every tool is a search tool, "declared" when some are, else undefined. */
