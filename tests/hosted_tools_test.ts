@@ -162,6 +162,49 @@ Deno.test("hosted search: openai SDK web_search on Anthropic and Gemini provider
   }
 });
 
+// ---- chat clients: web_search_options ----
+
+Deno.test("hosted search: openai SDK chat web_search_options on the three other families", async (t) => {
+  const h = await startHarness();
+  const client = new OpenAI({ baseURL: `${h.url}/v1`, apiKey: KEY, maxRetries: 0 });
+  try {
+    for (const target of Object.keys(TARGETS) as Target[]) {
+      for (const stream of [false, true]) {
+        await t.step(`${target}, ${stream ? "stream" : "JSON"}`, async () => {
+          const params = {
+            model: `${TARGETS[target]}-text`,
+            messages: [{ role: "user" as const, content: QUERY }],
+            web_search_options: {},
+          };
+          let content = "";
+          let annotations: OpenAI.Chat.Completions.ChatCompletionMessage.Annotation[] = [];
+          if (stream) {
+            // The stream helper does not collect annotations: read the raw chunks.
+            for await (const chunk of await client.chat.completions.create({ ...params, stream })) {
+              const delta = chunk.choices[0]?.delta as { content?: string; annotations?: [] };
+              content += delta?.content ?? "";
+              annotations = delta?.annotations ?? annotations;
+            }
+          } else {
+            const message = (await client.chat.completions.create(params)).choices[0].message;
+            content = message.content ?? "";
+            annotations = message.annotations ?? [];
+          }
+          assert.deepEqual(upstreamSearchTool(h, target), UPSTREAM_TOOL[target]);
+          assert.equal(content, ANSWER);
+          const [note] = annotations;
+          assert.equal(note?.type, "url_citation");
+          const { start_index, end_index, url } = note.url_citation;
+          assert.equal(content.slice(start_index, end_index), SEARCH_CITED);
+          assert.equal(url, citedUrl(target));
+        });
+      }
+    }
+  } finally {
+    await h.close();
+  }
+});
+
 // ---- Gemini CLI's google_web_search: googleSearch ----
 
 Deno.test("hosted search: @google/genai googleSearch on Anthropic and Responses providers", async (t) => {
