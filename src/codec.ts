@@ -20,6 +20,8 @@ export interface EncodeContext {
    * collected here and reported in the `x-gateway-dropped-params` response header.
    */
   dropped?: string[];
+  /** The route's `hosted_tools` policy (default `map`). */
+  hostedTools?: "map" | "drop" | "reject";
 }
 
 /** Deterministic inputs for decoders (tests pin them). */

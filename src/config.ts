@@ -39,6 +39,12 @@ const routeSchema = z.strictObject({
   /** Overrides the provider's `default_max_tokens` for this route's models. */
   default_max_tokens: z.number().int().positive().optional(),
   passthrough: z.boolean().default(false),
+  /**
+   * Hosted tools (web search, …) on converted routes: `map` to the target's own where it has
+   * one (else drop and report), `drop` them all (reported), or `reject` them with a 400.
+   * Absent: `map`.
+   */
+  hosted_tools: z.enum(["map", "drop", "reject"]).optional(),
 });
 
 const keySchema = z.union([

@@ -45,6 +45,8 @@ export interface AccessRecord {
   duration_ms?: number;
   ttfb_ms?: number;
   usage?: Usage;
+  /** Request fields the upstream could not take and the gateway left out (never silently). */
+  dropped?: string[];
   interrupted?: boolean;
   error?: string;
   /** Responses store outcome: `kept`, `too_large`, `taken`, `off` (store: false), `failed`. */

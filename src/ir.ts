@@ -34,6 +34,21 @@ export interface TextPart extends Extensions {
   text: string;
   /** Gemini `thoughtSignature` attached to a text part. */
   signature?: Signature;
+  /** Web sources this text cites (answers of hosted web search / fetch). */
+  citations?: Citation[];
+}
+
+/**
+ * A cited web source. `start`/`end` are character (UTF-16) offsets into the text part; absent,
+ * the whole part cites it (Anthropic cites per text block).
+ */
+export interface Citation {
+  url: string;
+  title?: string;
+  start?: number;
+  end?: number;
+  /** The cited passage, when the vendor says (Anthropic `cited_text`). */
+  citedText?: string;
 }
 
 export interface ImagePart extends Extensions {
@@ -96,8 +111,37 @@ export interface RedactedThinkingPart {
   family: Family;
 }
 
+/** What hosted (server-side) tools the gateway maps between vendors do. */
+export type HostedKind = "web_search" | "web_fetch";
+
+export interface WebResult {
+  url: string;
+  title?: string;
+  /** Anthropic `page_age`. */
+  pageAge?: string;
+}
+
+/**
+ * One run of a hosted tool in an answer: Anthropic `server_tool_use` + its `*_tool_result`,
+ * a Responses `web_search_call` item, or Gemini `groundingMetadata` / `urlContextMetadata`.
+ * It is complete when it appears (streams open and close it at once).
+ */
+export interface HostedCallPart {
+  type: "hosted_call";
+  id: string;
+  kind: HostedKind;
+  /** Search queries (Gemini may run several in one call). */
+  queries?: string[];
+  /** The fetched page (`web_fetch`). */
+  url?: string;
+  results?: WebResult[];
+  /** The vendor's error code when the tool failed. */
+  error?: string;
+}
+
 export type Part =
   | TextPart
+  | HostedCallPart
   | ImagePart
   | DocumentPart
   | AudioPart
@@ -124,6 +168,26 @@ export interface Tool extends Extensions {
   kind?: "function" | "custom";
   /** Responses `namespace` the tool was declared in (Codex `additional_tools`); calls echo it. */
   namespace?: string;
+}
+
+/**
+ * A hosted (server-side) tool the client declared: Responses `web_search`, Anthropic
+ * `web_search_20250305`, Gemini `googleSearch`, and the others. Each target maps the kinds it
+ * has natively; the rest are dropped and reported, or refused (route option `hosted_tools`).
+ */
+export interface HostedTool {
+  /** Undefined: no other vendor has an equivalent (file search, code execution, …). */
+  kind?: HostedKind;
+  /** The client's name for it (its `type`, or Gemini's tool key). */
+  name: string;
+  /** Where the client declared it, e.g. `tools[8]`. */
+  field: string;
+  maxUses?: number;
+  allowedDomains?: string[];
+  blockedDomains?: string[];
+  userLocation?: { city?: string; region?: string; country?: string; timezone?: string };
+  /** OpenAI `search_context_size`. */
+  contextSize?: string;
 }
 
 export type ToolChoice =
@@ -164,6 +228,10 @@ export interface Request {
   messages: Message[];
   tools?: Tool[];
   toolChoice?: ToolChoice;
+  /** Hosted tools, kept apart from the function tools the client runs itself. */
+  hostedTools?: HostedTool[];
+  /** The client forces this hosted tool (its `HostedTool.name`); `toolChoice` is then unset. */
+  hostedChoice?: string;
   parallelToolCalls?: boolean;
   maxTokens?: number;
   temperature?: number;
@@ -242,8 +310,11 @@ export type StreamEvent =
         name: string;
         kind?: "function" | "custom";
         signature?: Signature;
-      };
+      }
+      | HostedCallPart;
   }
+  /** A citation for the text part `index` (sent before its `part_stop` when possible). */
+  | { type: "citation"; index: number; citation: Citation }
   | { type: "text_delta"; index: number; text: string }
   | { type: "thinking_delta"; index: number; text: string }
   | { type: "arguments_delta"; index: number; json: string }

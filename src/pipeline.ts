@@ -204,7 +204,9 @@ async function callConverted(
     route: r.label,
     defaultMaxTokens: r.route.default_max_tokens ?? r.provider.default_max_tokens,
     dropped,
+    hostedTools: r.route.hosted_tools,
   });
+  if (dropped.length) ctx.record.dropped = [...new Set(dropped)];
   const up = await callUpstream({
     provider: r.provider,
     path: target.path(r.upstreamModel, req.stream),

@@ -67,21 +67,46 @@ Deno.test("validateRequest lets unknown block types and fields through (passthro
   assert.doesNotThrow(() => validateRequest(body({ messages, future_field: { a: 1 } })));
 });
 
-Deno.test("decodeRequest rejects what only an Anthropic upstream understands", () => {
+Deno.test("decodeRequest: server tools are hosted tools, their runs leave the history", () => {
   const server = [{
     role: "assistant",
-    content: [{ type: "web_search_tool_result", tool_use_id: "s", content: [] }],
+    content: [
+      { type: "thinking", thinking: "t", signature: "sig" },
+      { type: "server_tool_use", id: "srvtoolu_1", name: "web_search", input: { query: "q" } },
+      { type: "web_search_tool_result", tool_use_id: "srvtoolu_1", content: [] },
+      { type: "text", text: "answer", citations: [{ type: "web_search_result_location" }] },
+    ],
   }];
-  rejects(
-    () => codec.decodeRequest(body({ messages: server }), "m"),
-    /web_search_tool_result blocks are only available on an Anthropic upstream/,
-    "messages[0].content[0].type",
+  const tools = [
+    { type: "bash_20250124", name: "bash" },
+    { type: "web_search_20250305", name: "web_search", max_uses: 2, allowed_domains: ["a.b"] },
+  ];
+  const req = codec.decodeRequest(
+    body({ messages: server, tools, tool_choice: { type: "tool", name: "web_search" } }),
+    "m",
   );
-  rejects(
-    () => codec.decodeRequest(body({ tools: [{ type: "bash_20250124", name: "bash" }] }), "m"),
-    /server tool bash_20250124/,
-    "tools[0].type",
-  );
+  assert.deepEqual(req.messages, [{
+    role: "assistant",
+    parts: [
+      { type: "thinking", text: "t", signature: { family: "anthropic", value: "sig" } },
+      { type: "text", text: "answer" },
+    ],
+  }]);
+  assert.deepEqual(req.hostedTools, [
+    { name: "bash", field: "tools[0]" },
+    {
+      name: "web_search",
+      field: "tools[1]",
+      kind: "web_search",
+      maxUses: 2,
+      allowedDomains: ["a.b"],
+    },
+  ]);
+  assert.equal(req.hostedChoice, "web_search");
+  assert.equal(req.toolChoice, undefined);
+});
+
+Deno.test("decodeRequest rejects what only an Anthropic upstream understands", () => {
   rejects(
     () => codec.decodeRequest(body({ messages: [{ role: "tool", content: "x" }] }), "m"),
     /expected user, assistant or system/,

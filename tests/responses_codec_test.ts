@@ -102,16 +102,44 @@ Deno.test("decodeRequest flattens Codex's additional_tools namespace", () => {
   assert.deepEqual(req.messages, [{ role: "user", parts: [{ type: "text", text: "hi" }] }]);
 });
 
-Deno.test("decodeRequest rejects what needs a responses upstream or server state", () => {
+Deno.test("decodeRequest keeps hosted tools apart, with their options and a forced choice", () => {
+  const req = codec.decodeRequest({
+    input: [
+      { type: "web_search_call", id: "ws_1", status: "completed", action: { type: "search" } },
+      { role: "user", content: "x" },
+    ],
+    tools: [
+      { type: "file_search", vector_store_ids: [] },
+      {
+        type: "web_search_preview",
+        user_location: { type: "approximate", city: "Paris", region: null },
+        search_context_size: "high",
+      },
+    ],
+    tool_choice: { type: "web_search_preview" },
+  }, "m");
+  assert.deepEqual(req.hostedTools, [
+    { name: "file_search", field: "tools[0]" },
+    {
+      name: "web_search_preview",
+      field: "tools[1]",
+      kind: "web_search",
+      userLocation: { city: "Paris" },
+      contextSize: "high",
+    },
+  ]);
+  assert.equal(req.hostedChoice, "web_search_preview");
+  assert.equal(req.toolChoice, undefined);
+  assert.equal(req.tools, undefined);
+  assert.deepEqual(req.messages, [{ role: "user", parts: [{ type: "text", text: "x" }] }]);
   rejects(
-    () =>
-      codec.decodeRequest(
-        { input: "x", tools: [{ type: "file_search", vector_store_ids: [] }] },
-        "m",
-      ),
-    'tools[0]: hosted tool "file_search" cannot be converted to another API format; hosted tools need a responses upstream',
-    "tools[0]",
+    () => codec.decodeRequest({ input: "x", tool_choice: { type: "image_generation" } }, "m"),
+    'tool_choice: forces the hosted tool "image_generation", which tools does not declare',
+    "tool_choice",
   );
+});
+
+Deno.test("decodeRequest rejects what needs server state", () => {
   rejects(
     () => codec.decodeRequest({ input: "x", conversation: "conv_1" }, "m"),
     /^conversation: /,

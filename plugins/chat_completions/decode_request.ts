@@ -22,6 +22,7 @@ import {
   type thinkingBlock,
   type ToolChoice,
 } from "./schema.ts";
+import { userLocationOf } from "../hosted.ts";
 import { thinkingBlockToIr, toolCallToIr } from "./wire.ts";
 
 type Part = { type: string } & Record<string, unknown>;
@@ -58,7 +59,29 @@ export function decodeRequest(raw: Record<string, unknown>, model: string): ir.R
     metadata: body.metadata ?? undefined,
     stream: body.stream === true,
     streamUsage: body.stream_options?.include_usage ?? undefined,
+    hostedTools: webSearch(body.web_search_options),
   };
+}
+
+/**
+ * `web_search_options` (search models) is chat's hosted web search: the target runs its own
+ * (docs/hosted-tools.md), answering with citations that come back as `annotations`.
+ */
+function webSearch(
+  options: Record<string, unknown> | null | undefined,
+): ir.HostedTool[] | undefined {
+  if (!options) return undefined;
+  const tool: ir.HostedTool = {
+    kind: "web_search",
+    name: "web_search_options",
+    field: "web_search_options",
+  };
+  const where = userLocationOf((options.user_location as { approximate?: unknown })?.approximate);
+  if (where) tool.userLocation = where;
+  if (typeof options.search_context_size === "string") {
+    tool.contextSize = options.search_context_size;
+  }
+  return [tool];
 }
 
 /**
@@ -75,7 +98,6 @@ function rejectInexpressible(body: ChatRequest) {
   if (body.modalities?.includes("audio") || body.audio) {
     throw inexpressible("audio", "audio output");
   }
-  if (body.web_search_options) throw inexpressible("web_search_options", "hosted web search");
   if (body.verbosity && body.verbosity !== "medium") {
     throw inexpressible("verbosity", "a verbosity other than medium");
   }

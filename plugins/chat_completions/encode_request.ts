@@ -5,6 +5,7 @@ import type * as ir from "../../src/ir.ts";
 import { signatureFor } from "../../src/signature.ts";
 import { dataUri, TOOL_ERROR_PREFIX } from "../shared.ts";
 import { FAMILY, type Obj, signatureExtra, toolCallFromIr } from "./wire.ts";
+import { planHosted } from "../hosted.ts";
 
 /** Said in a tool message whose images/documents had to move to the next user message. */
 export const MOVED_MEDIA_NOTE = "[attachments follow in the next user message]";
@@ -25,6 +26,9 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Obj {
     response_format: req.responseFormat && encodeResponseFormat(req.responseFormat),
     user: req.user,
   };
+  // Chat Completions providers run no hosted tools: dropped and reported (or a 400 when the
+  // request has no other tools).
+  planHosted(req, ctx, () => false);
   // Chat refuses tool_choice and parallel_tool_calls without tools.
   if (req.tools?.length) {
     body.tools = req.tools.map(encodeTool);

@@ -17,6 +17,7 @@ import {
   thinkingBlockFromIr,
   toolCallFromIr,
   toolCallId,
+  urlCitation,
   usageFromIr,
 } from "./wire.ts";
 
@@ -37,6 +38,10 @@ class ChatStreamEncoder {
    * unknown delta field, so they go out once, complete.
    */
   #thinking = new Map<number, ir.ThinkingPart | ir.RedactedThinkingPart>();
+  /** Text parts by IR index: where each starts in the content, and its text (for citations). */
+  #texts = new Map<number, { start: number; text: string }>();
+  #contentLength = 0;
+  #citations: { index: number; citation: ir.Citation }[] = [];
 
   constructor(private ctx: ClientContext) {}
 
@@ -49,8 +54,16 @@ class ChatStreamEncoder {
         return this.#send(out, { role: "assistant", content: "" });
       case "part_start":
         return this.#partStart(e.index, e.part, out);
-      case "text_delta":
+      case "text_delta": {
+        const part = this.#texts.get(e.index) ?? { start: this.#contentLength, text: "" };
+        this.#texts.set(e.index, part);
+        part.text += e.text;
+        this.#contentLength += e.text.length;
         return this.#send(out, { content: e.text });
+      }
+      case "citation":
+        this.#citations.push({ index: e.index, citation: e.citation });
+        return;
       case "thinking_delta":
         this.#appendThinking(e.index, e.text);
         return this.#send(out, { reasoning_content: e.text });
@@ -110,6 +123,12 @@ class ChatStreamEncoder {
     if (needsThinkingBlocks(thinking)) {
       this.#send(out, { thinking_blocks: thinking.map(thinkingBlockFromIr) });
     }
+    // Annotations need whole parts: they go out once, in one delta before the finish.
+    const annotations = this.#citations.flatMap(({ index, citation }) => {
+      const part = this.#texts.get(index);
+      return part ? [urlCitation(citation, part.text, part.start)] : [];
+    });
+    if (annotations.length) this.#send(out, { annotations });
     this.#send(out, {}, finishFromIr(e.reason, this.#tools.size > 0));
     const usage = e.usage ?? this.#usage;
     if (this.ctx.streamUsage && usage) {

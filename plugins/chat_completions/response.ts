@@ -16,6 +16,7 @@ import {
   toolCallFromIr,
   toolCallId,
   toolCallToIr,
+  urlCitation,
   usageFromIr,
   usageToIr,
 } from "./wire.ts";
@@ -53,6 +54,8 @@ function encodeMessage(res: ir.Response): Obj {
     content: texts.length ? texts.map((p) => p.text).join("") : null,
     refusal: null,
   };
+  const annotations = urlCitations(texts);
+  if (annotations.length) message.annotations = annotations;
   const reasoning = thinking.filter((p) => p.type === "thinking").map((p) => p.text).join("");
   if (reasoning) message.reasoning_content = reasoning;
   if (needsThinkingBlocks(thinking)) message.thinking_blocks = thinking.map(thinkingBlockFromIr);
@@ -62,6 +65,16 @@ function encodeMessage(res: ir.Response): Obj {
     );
   }
   return message;
+}
+
+/** The text parts' citations as `url_citation` annotations on the joined content. */
+function urlCitations(texts: ir.TextPart[]): Obj[] {
+  let at = 0;
+  return texts.flatMap((p) => {
+    const start = at;
+    at += p.text.length;
+    return (p.citations ?? []).map((c) => urlCitation(c, p.text, start));
+  });
 }
 
 // ---- upstream → IR ----

@@ -4,6 +4,7 @@ import { GatewayError } from "../../src/errors.ts";
 import type * as ir from "../../src/ir.ts";
 import { carrySignature, readSignature } from "../../src/signature.ts";
 import type { ChatUsage, customCall, functionCall } from "./schema.ts";
+import { citedSpan } from "../hosted.ts";
 
 export const FAMILY: ir.Family = "openai";
 
@@ -165,3 +166,17 @@ export function needsThinkingBlocks(parts: (ir.ThinkingPart | ir.RedactedThinkin
 /** A malformed upstream body is the provider's fault: 502, not the client's 400. */
 export const badUpstream = (message: string) =>
   new GatewayError(502, "upstream", `upstream chat completion: ${message}`);
+
+/** A citation as chat's `url_citation` annotation; `offset` is where its part starts. */
+export function urlCitation(c: ir.Citation, partText: string, offset: number): Obj {
+  const { start, end } = citedSpan(c, partText);
+  return {
+    type: "url_citation",
+    url_citation: {
+      start_index: offset + start,
+      end_index: offset + end,
+      title: c.title ?? c.url,
+      url: c.url,
+    },
+  };
+}

@@ -12,6 +12,8 @@ import { CUSTOM_INPUT_KEY } from "../shared.ts";
 import { isObject } from "./json_schema.ts";
 import { FAMILY, responseCallId } from "./parts.ts";
 
+import { AnswerText, decodeGrounding } from "./grounding.ts";
+
 type Obj = Record<string, unknown>;
 
 const CONTENT_FILTER = new Set([
@@ -61,6 +63,10 @@ export class ChunkDecoder {
   private nextIndex = 0;
   private calls = 0;
   private usage?: ir.Usage;
+  /** The answer text so far, to place grounding offsets (bytes of the whole answer). */
+  private readonly text = new AnswerText();
+  /** The candidate of the last chunk with hosted-tool metadata (Gemini sends it at the end). */
+  private grounded?: Obj;
 
   constructor(private readonly ctx: DecodeContext) {
     this.responseId = ctx.id;
@@ -78,6 +84,9 @@ export class ChunkDecoder {
       : undefined;
     const parts = isObject(candidate?.content) ? candidate.content.parts : undefined;
     for (const part of Array.isArray(parts) ? parts : []) if (isObject(part)) this.part(part, out);
+    if (candidate && (candidate.groundingMetadata || candidate.urlContextMetadata)) {
+      this.grounded = candidate;
+    }
     const reason = candidate ? candidate.finishReason : blockReason(chunk);
     if (typeof reason === "string") this.finish(reason, out);
     return out;
@@ -118,6 +127,7 @@ export class ChunkDecoder {
       out.push({ type: "part_start", index: this.open.index, part: { type: kind } });
     }
     const index = this.open.index;
+    if (text && kind === "text") this.text.add(index, text);
     if (text) {
       out.push(
         kind === "text"
@@ -160,12 +170,24 @@ export class ChunkDecoder {
     );
   }
 
+  /** Citations while their text part is still open, then each hosted run as a whole part. */
+  private grounding(candidate: Obj, out: ir.StreamEvent[]) {
+    const { citations, calls } = decodeGrounding(candidate, this.text, this.responseId);
+    out.push(...citations);
+    this.close(out);
+    for (const part of calls) {
+      const index = this.nextIndex++;
+      out.push({ type: "part_start", index, part }, { type: "part_stop", index });
+    }
+  }
+
   private close(out: ir.StreamEvent[]) {
     if (this.open) out.push({ type: "part_stop", index: this.open.index });
     this.open = undefined;
   }
 
   private finish(reason: string, out: ir.StreamEvent[]) {
+    if (this.grounded) this.grounding(this.grounded, out);
     this.close(out);
     this.finished = true;
     out.push({

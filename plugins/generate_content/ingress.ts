@@ -261,10 +261,33 @@ const FILES_API_HOST = "generativelanguage.googleapis.com";
 
 // ---- tools ----
 
-function decodeTools(req: GeminiRequest): Pick<ir.Request, "tools" | "toolChoice"> {
+/** Gemini built-in tools with a counterpart in another format (the rest have none). */
+const HOSTED_KINDS: Record<string, ir.HostedKind> = {
+  googleSearch: "web_search",
+  googleSearchRetrieval: "web_search",
+  urlContext: "web_fetch",
+};
+
+/** A built-in tool as an IR hosted tool; the target maps, drops or refuses it. */
+function hostedTool(key: string, value: unknown, field: string): ir.HostedTool {
+  const out: ir.HostedTool = { name: key, field };
+  const kind = HOSTED_KINDS[key];
+  if (kind) out.kind = kind;
+  const exclude = (value as { excludeDomains?: unknown } | null)?.excludeDomains;
+  if (kind === "web_search" && Array.isArray(exclude) && exclude.length) {
+    out.blockedDomains = exclude.map(String);
+  }
+  return out;
+}
+
+function decodeTools(
+  req: GeminiRequest,
+): Pick<ir.Request, "tools" | "toolChoice" | "hostedTools"> {
+  const hosted: ir.HostedTool[] = [];
   const declarations = (req.tools ?? []).flatMap((tool, i) => {
-    const hosted = Object.keys(tool).find((k) => k !== "functionDeclarations");
-    if (hosted) throw geminiOnly(`tools[${i}].${hosted}`, `${hosted} tools`);
+    for (const [key, value] of Object.entries(tool)) {
+      if (key !== "functionDeclarations") hosted.push(hostedTool(key, value, `tools[${i}].${key}`));
+    }
     return tool.functionDeclarations ?? [];
   });
   let tools = declarations.map(decodeDeclaration);
@@ -288,7 +311,11 @@ function decodeTools(req: GeminiRequest): Pick<ir.Request, "tools" | "toolChoice
         toolChoice = { type: "required" };
       }
   }
-  return { tools: tools.length ? tools : undefined, toolChoice };
+  return {
+    tools: tools.length ? tools : undefined,
+    toolChoice,
+    ...(hosted.length && { hostedTools: hosted }),
+  };
 }
 
 function decodeDeclaration(d: GeminiFunctionDeclaration): ir.Tool {

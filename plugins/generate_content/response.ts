@@ -6,6 +6,8 @@ import { ChunkDecoder } from "./chunks.ts";
 import { argumentsObject } from "../shared.ts";
 import { FAMILY, redactedSignature } from "./parts.ts";
 
+import { GroundingBuilder } from "./grounding.ts";
+
 type Obj = Record<string, unknown>;
 
 // ---- upstream ----
@@ -27,9 +29,12 @@ function foldEvent(res: ir.Response, e: ir.StreamEvent) {
     case "part_start":
       res.parts[e.index] = e.part.type === "tool_call"
         ? { ...e.part, arguments: "" }
-        : e.part.type === "redacted_thinking"
+        : e.part.type === "redacted_thinking" || e.part.type === "hosted_call"
         ? e.part
         : { ...e.part, text: "" };
+      break;
+    case "citation":
+      if (part?.type === "text") (part.citations ??= []).push(e.citation);
       break;
     case "text_delta":
     case "thinking_delta":
@@ -100,13 +105,14 @@ export function clientChunk(
   ctx: ClientContext,
   responseId: string,
   parts: Obj[],
-  end?: { reason: ir.FinishReason; usage?: ir.Usage },
+  end?: { reason: ir.FinishReason; usage?: ir.Usage; grounding?: GroundingBuilder },
 ): Obj {
   return {
     candidates: [{
       content: { role: "model", parts },
       ...(end && { finishReason: FINISH[end.reason] }),
       index: 0,
+      ...end?.grounding?.metadata(),
     }],
     ...(end?.usage && { usageMetadata: encodeUsage(end.usage) }),
     modelVersion: ctx.model,
@@ -115,9 +121,12 @@ export function clientChunk(
 }
 
 export function encodeResponse(res: ir.Response, ctx: ClientContext): Obj {
-  const parts = res.parts.flatMap((p) => {
+  const grounding = new GroundingBuilder();
+  const parts = res.parts.flatMap((p, i) => {
+    if (p.type === "text") grounding.part(i, p);
+    if (p.type === "hosted_call") grounding.call(p);
     const part = clientPart(p);
     return part ? [part] : [];
   });
-  return clientChunk(ctx, res.id, parts, { reason: res.finish, usage: res.usage });
+  return clientChunk(ctx, res.id, parts, { reason: res.finish, usage: res.usage, grounding });
 }

@@ -5,6 +5,7 @@ import { dataEvent, type SseEvent } from "../../src/sse.ts";
 import { jsonObjectOf, streamErrorBody } from "../shared.ts";
 import { ChunkDecoder } from "./chunks.ts";
 import { clientChunk, clientPart } from "./response.ts";
+import { GroundingBuilder } from "./grounding.ts";
 
 // ---- upstream ----
 
@@ -36,6 +37,7 @@ interface PendingCall {
 export function encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent, SseEvent> {
   let responseId = "";
   let usage: ir.Usage | undefined;
+  const grounding = new GroundingBuilder();
   const kinds = new Map<number, "text" | "thinking">();
   const calls = new Map<number, PendingCall>();
   const part = (p: ir.Part): SseEvent[] => {
@@ -52,10 +54,15 @@ export function encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent
       case "part_start":
         if (e.part.type === "tool_call") calls.set(e.index, { part: e.part, json: "" });
         else if (e.part.type === "redacted_thinking") return part(e.part);
+        else if (e.part.type === "hosted_call") grounding.call(e.part);
         else kinds.set(e.index, e.part.type);
         return [];
       case "text_delta":
+        grounding.text.add(e.index, e.text);
         return part({ type: "text", text: e.text });
+      case "citation":
+        grounding.citation(e.index, e.citation);
+        return [];
       case "thinking_delta":
         return part({ type: "thinking", text: e.text });
       case "arguments_delta": {
@@ -86,7 +93,11 @@ export function encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent
       case "finish":
         return [
           dataEvent(
-            clientChunk(ctx, responseId, [], { reason: e.reason, usage: e.usage ?? usage }),
+            clientChunk(ctx, responseId, [], {
+              reason: e.reason,
+              usage: e.usage ?? usage,
+              grounding,
+            }),
           ),
         ];
       case "error":

@@ -5,6 +5,7 @@ import { badRequest, unsupported } from "../../src/errors.ts";
 import { modelSegment } from "../../src/model_segment.ts";
 import { signatureFor } from "../../src/signature.ts";
 import { argumentsObject, CUSTOM_INPUT_KEY, urlSource } from "../shared.ts";
+import { dropOptions, planHosted } from "../hosted.ts";
 import { forGemini } from "./json_schema.ts";
 import { audioMime, FAMILY, geminiId } from "./parts.ts";
 
@@ -26,11 +27,17 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Record<strin
   const body: Record<string, unknown> = { contents: encodeMessages(req.messages, ctx) };
   const system = plainText(req.system);
   if (system.length) body.systemInstruction = { parts: system };
+  // Gemini models refuse built-in tools next to function declarations (wire-formats §6): a
+  // request with function tools keeps those, and its hosted tools are dropped and reported.
+  const hosted = planHosted(req, ctx, (_t, withFunctions) => !withFunctions);
   if (req.tools?.length) {
     body.tools = [{ functionDeclarations: req.tools.map(encodeTool) }];
     if (req.toolChoice) {
       body.toolConfig = { functionCallingConfig: encodeToolChoice(req.toolChoice) };
     }
+  } else if (hosted.tools.length) {
+    // Gemini cannot force a built-in tool: offered alone, the model decides when to search.
+    body.tools = hosted.tools.map((t) => builtInTool(t, ctx));
   }
   // Gemini cannot forbid parallel calls: the hint is dropped, and reported as dropped.
   if (req.parallelToolCalls === false) ctx.dropped?.push("parallel_tool_calls");
@@ -136,7 +143,26 @@ function encodePart(p: ir.Part, names: Map<string, string>, ctx: EncodeContext):
         : [];
     case "redacted_thinking":
       return []; // another family's encrypted reasoning means nothing to Gemini
+    case "hosted_call":
+      return []; // a hosted run of another vendor cannot be replayed here
   }
+}
+
+/** A hosted tool as Gemini's built-in one; options it has no field for are reported. */
+function builtInTool(t: ir.HostedTool, ctx: EncodeContext): Part {
+  if (t.kind === "web_fetch") {
+    dropOptions(t, ctx, ["maxUses", "allowedDomains", "blockedDomains"]);
+    return { urlContext: {} };
+  }
+  // `excludeDomains` exists on Vertex only, not on the Gemini API.
+  dropOptions(t, ctx, [
+    "maxUses",
+    "allowedDomains",
+    "blockedDomains",
+    "userLocation",
+    "contextSize",
+  ]);
+  return { googleSearch: {} };
 }
 
 function functionResponse(

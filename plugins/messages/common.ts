@@ -140,3 +140,125 @@ export function attachedSignatureBlocks(sig: ir.Signature | undefined): Tagged[]
 export function readAttached(sig: ir.Signature): ir.Signature | undefined {
   return sig.family === FAMILY ? undefined : readMarked(ATTACHED, sig);
 }
+
+// ---- server tools (hosted web search and fetch) ----
+
+/** Anthropic's server tool name for each IR hosted kind, and back. */
+export const SERVER_TOOL_NAMES: Record<ir.HostedKind, string> = {
+  web_search: "web_search",
+  web_fetch: "web_fetch",
+};
+
+const KIND_BY_NAME: Record<string, ir.HostedKind> = {
+  web_search: "web_search",
+  web_fetch: "web_fetch",
+};
+
+/** A `server_tool_use` block as a hosted run still waiting for its result (web search/fetch). */
+export function serverRun(id: string, name: string, input: Obj): ir.HostedCallPart | undefined {
+  const kind = KIND_BY_NAME[name];
+  if (!kind) return undefined;
+  const part: ir.HostedCallPart = { type: "hosted_call", id, kind };
+  if (kind === "web_search") part.queries = typeof input.query === "string" ? [input.query] : [];
+  else if (typeof input.url === "string") part.url = input.url;
+  return part;
+}
+
+/** Fills a hosted run from its `web_search_tool_result` / `web_fetch_tool_result` block. */
+export function applyServerResult(run: ir.HostedCallPart, block: Obj) {
+  const content = block.content;
+  if (Array.isArray(content)) {
+    run.results = (content as Obj[]).flatMap((r) =>
+      typeof r?.url === "string"
+        ? [{
+          url: r.url,
+          ...(typeof r.title === "string" && { title: r.title }),
+          ...(typeof r.page_age === "string" && { pageAge: r.page_age }),
+        }]
+        : []
+    );
+    return;
+  }
+  const c = (content ?? {}) as Obj;
+  if (typeof c.error_code === "string") {
+    run.error = c.error_code;
+    return;
+  }
+  if (typeof c.url === "string") {
+    const doc = (c.content ?? {}) as Obj;
+    run.url ??= c.url;
+    run.results = [{ url: c.url, ...(typeof doc.title === "string" && { title: doc.title }) }];
+  }
+}
+
+/** Whether a block type is a server tool's result (not the client's own `tool_result`). */
+export const isServerResult = (type: unknown) =>
+  typeof type === "string" && type !== "tool_result" && type.endsWith("_tool_result");
+
+/** A `web_search_result_location` citation as an IR citation (the whole text block cites it). */
+export function citationOf(c: Obj): ir.Citation | undefined {
+  if (c?.type !== "web_search_result_location" || typeof c.url !== "string") return undefined;
+  const out: ir.Citation = { url: c.url };
+  if (typeof c.title === "string") out.title = c.title;
+  if (typeof c.cited_text === "string") out.citedText = c.cited_text;
+  return out;
+}
+
+/** Server tool ids look like `srvtoolu_…`; others' ids are kept behind that prefix. */
+export const serverToolId = (irId: string) =>
+  irId.startsWith("srvtoolu_") ? irId : `srvtoolu_${irId.replace(/[^a-zA-Z0-9_-]/g, "_")}`;
+
+/** A hosted run as the client blocks Claude Code reads: `server_tool_use` and its result. */
+export function serverToolBlocks(p: ir.HostedCallPart): { use: Tagged; result: Tagged } {
+  const id = serverToolId(p.id);
+  const name = SERVER_TOOL_NAMES[p.kind];
+  const input = p.kind === "web_search" ? { query: p.queries?.[0] ?? "" } : { url: p.url ?? "" };
+  const use = { type: "server_tool_use", id, name, input };
+  if (p.kind === "web_fetch") {
+    const url = p.url ?? p.results?.[0]?.url ?? "";
+    const content = p.error ? { type: "web_fetch_tool_result_error", error_code: "unavailable" } : {
+      type: "web_fetch_result",
+      url,
+      content: {
+        type: "document",
+        source: { type: "text", media_type: "text/plain", data: "" },
+        title: p.results?.[0]?.title ?? null,
+      },
+      retrieved_at: null,
+    };
+    return { use, result: { type: "web_fetch_tool_result", tool_use_id: id, content } };
+  }
+  const content = p.error
+    ? { type: "web_search_tool_result_error", error_code: "unavailable" }
+    : (p.results ?? []).map((r) => ({
+      type: "web_search_result",
+      url: r.url,
+      title: r.title ?? r.url,
+      encrypted_content: "",
+      page_age: r.pageAge ?? null,
+    }));
+  return { use, result: { type: "web_search_tool_result", tool_use_id: id, content } };
+}
+
+/**
+ * An IR citation as Anthropic's: it has no offsets (a text block cites as a whole), so the
+ * cited passage is the part's span; `encrypted_index` is Anthropic's own and left empty.
+ */
+export function citationBlock(c: ir.Citation, text: string): Obj {
+  const start = c.start ?? 0;
+  const end = c.end ?? text.length;
+  return {
+    type: "web_search_result_location",
+    url: c.url,
+    title: c.title ?? null,
+    cited_text: c.citedText ?? text.slice(start, end).slice(0, 150),
+    encrypted_index: "",
+  };
+}
+
+/** `usage.server_tool_use`: how many searches and fetches ran. */
+export function serverToolUsage(runs: readonly ir.HostedCallPart[]): Obj | undefined {
+  if (runs.length === 0) return undefined;
+  const count = (k: ir.HostedKind) => runs.filter((r) => r.kind === k).length;
+  return { web_search_requests: count("web_search"), web_fetch_requests: count("web_fetch") };
+}

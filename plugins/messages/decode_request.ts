@@ -3,6 +3,7 @@ import type * as ir from "../../src/ir.ts";
 import type { z } from "zod";
 import { badRequest } from "../../src/errors.ts";
 import { readSignature } from "../../src/signature.ts";
+import { userLocationOf } from "../hosted.ts";
 import { FAMILY, readAttached } from "./common.ts";
 import {
   type documentBlock,
@@ -36,9 +37,11 @@ export function decodeRequest(body: Record<string, unknown>, model: string): ir.
     maxTokens: req.max_tokens,
     stream: req.stream === true,
   };
-  const tools = decodeTools(req.tools ?? []);
+  const hosted: ir.HostedTool[] = [];
+  const tools = decodeTools(req.tools ?? [], hosted);
   if (tools.length) out.tools = tools;
-  if (req.tool_choice) Object.assign(out, decodeToolChoice(req.tool_choice));
+  if (hosted.length) out.hostedTools = hosted;
+  if (req.tool_choice) Object.assign(out, decodeToolChoice(req.tool_choice, hosted));
   const reasoning = decodeReasoning(req);
   if (reasoning) out.reasoning = reasoning;
   const format = req.output_config?.format;
@@ -95,6 +98,7 @@ function decodeMessage(role: string, content: string | Block[], path: string): i
   };
   asBlocks(content).forEach((block, j) => {
     const at = `${path}.content[${j}]`;
+    if (SERVER_RUN.test(block.type)) return;
     if (block.type === "tool_result") push("tool", [decodeToolResult(block, at)]);
     else if (block.type === "mid_conv_system") {
       const system = block as z.infer<typeof midConversationSystemBlock>;
@@ -121,6 +125,13 @@ function attachCarrier(last: ir.Message | undefined, role: string, part: ir.Part
 
 /** Blocks only an Anthropic upstream understands (server tools and their results). */
 const SERVER_BLOCK = /^(server_tool_use|.*_tool_result|container_upload|search_result)$/;
+
+/**
+ * Server-tool runs of earlier turns (`server_tool_use` and its `*_tool_result`): their findings
+ * are in the text that follows, and no other vendor can replay the run itself, so they are
+ * left out of the converted history (thinking blocks around them keep their order).
+ */
+const SERVER_RUN = /^(server_tool_use|(?!tool_result$).*_tool_result)$/;
 
 function decodePart(block: Block, path: string): ir.Part {
   switch (block.type) {
@@ -212,19 +223,43 @@ function decodeToolResult(block: Block, path: string): ir.ToolResultPart {
  */
 const TOOL_SEARCH = /^tool_search_tool_/;
 
-function decodeTools(tools: ToolParam[]): ir.Tool[] {
-  return tools.flatMap((t, i) =>
-    TOOL_SEARCH.test(t.type ?? "") ? [] : [decodeTool(t, `tools[${i}]`)]
-  );
+/** Function tools; server tools (a versioned `type`) go to `hosted` under the name they call. */
+function decodeTools(tools: ToolParam[], hosted: ir.HostedTool[]): ir.Tool[] {
+  return tools.flatMap((t, i) => {
+    if (TOOL_SEARCH.test(t.type ?? "")) return [];
+    if (t.type && t.type !== "custom") {
+      hosted.push({ ...hostedTool(t, `tools[${i}]`), name: t.name });
+      return [];
+    }
+    return [decodeTool(t, `tools[${i}]`)];
+  });
+}
+
+/** Versioned Anthropic tool types with a counterpart in another format. */
+const HOSTED_KINDS: [RegExp, ir.HostedKind][] = [
+  [/^web_search_\d+$/, "web_search"],
+  [/^web_fetch_\d+$/, "web_fetch"],
+];
+
+/** A server tool (any versioned `type`) as an IR hosted tool; the target decides its fate. */
+function hostedTool(tool: ToolParam, path: string): ir.HostedTool {
+  const t = tool as ToolParam & Record<string, unknown>;
+  const out: ir.HostedTool = { name: String(tool.type), field: path };
+  const kind = HOSTED_KINDS.find(([re]) => re.test(String(tool.type)))?.[1];
+  if (!kind) return out;
+  out.kind = kind;
+  if (typeof t.max_uses === "number") out.maxUses = t.max_uses;
+  const domains = (v: unknown) => Array.isArray(v) && v.length ? v.map(String) : undefined;
+  const allowed = domains(t.allowed_domains);
+  const blocked = domains(t.blocked_domains);
+  if (allowed) out.allowedDomains = allowed;
+  if (blocked) out.blockedDomains = blocked;
+  const where = userLocationOf(t.user_location);
+  if (where) out.userLocation = where;
+  return out;
 }
 
 function decodeTool(tool: ToolParam, path: string): ir.Tool {
-  if (tool.type && tool.type !== "custom") {
-    throw invalid(
-      `${path}.type`,
-      `server tool ${tool.type} is only available on an Anthropic upstream`,
-    );
-  }
   if (!tool.input_schema) throw invalid(`${path}.input_schema`, "required");
   const out: ir.Tool = { name: tool.name, parameters: tool.input_schema };
   const description = describeTool(tool);
@@ -242,8 +277,11 @@ function describeTool(tool: ToolParam): string | undefined {
   return `${tool.description ?? ""}\n\nInput examples:\n${examples}`.trimStart();
 }
 
-function decodeToolChoice(choice: NonNullable<MessagesRequest["tool_choice"]>) {
-  const out: Pick<ir.Request, "toolChoice" | "parallelToolCalls"> = {};
+function decodeToolChoice(
+  choice: NonNullable<MessagesRequest["tool_choice"]>,
+  hosted: ir.HostedTool[],
+) {
+  const out: Pick<ir.Request, "toolChoice" | "hostedChoice" | "parallelToolCalls"> = {};
   switch (choice.type) {
     case "auto":
       out.toolChoice = { type: "auto" };
@@ -256,7 +294,9 @@ function decodeToolChoice(choice: NonNullable<MessagesRequest["tool_choice"]>) {
       break;
     case "tool":
       if (!choice.name) throw invalid("tool_choice.name", "required");
-      out.toolChoice = { type: "tool", name: choice.name };
+      // Claude Code's WebSearch forces the server tool by its name (`web_search`).
+      if (hosted.some((t) => t.name === choice.name)) out.hostedChoice = choice.name;
+      else out.toolChoice = { type: "tool", name: choice.name };
       break;
     default:
       throw invalid("tool_choice.type", "expected auto, any, tool or none");

@@ -4,10 +4,14 @@ import type { DecodeContext } from "../../src/codec.ts";
 import type { SseEvent } from "../../src/sse.ts";
 import { jsonObjectOf } from "../shared.ts";
 import {
+  applyServerResult,
+  citationOf,
   errorFromType,
   FAMILY,
   finishFromStopReason,
+  isServerResult,
   type Obj,
+  serverRun,
   unwrapCustomInput,
   usageToIr,
   type WireUsage,
@@ -17,18 +21,54 @@ type Emit = (e: ir.StreamEvent) => void;
 
 /** An open upstream block, by its upstream `index`. */
 interface Block {
-  /** The IR part index. */
+  /** The IR part index (-1: a block with no part of its own, e.g. a server tool's). */
   index: number;
   /** Custom tool calls collect their `{"input": …}` JSON to unwrap it at the stop. */
   customJson?: string;
+  /** A `server_tool_use` block: its input JSON is collected; the run waits for its result. */
+  server?: { id: string; name: string; json: string };
+  /** A text block: where it starts in its IR part, and its citations (sent at its stop). */
+  text?: { start: number; citations: ir.Citation[] };
 }
 
 export function decodeStream(ctx: DecodeContext): TransformStream<SseEvent, ir.StreamEvent> {
   const blocks = new Map<number, Block>();
+  /** Server tool runs waiting for their result block, by `server_tool_use` id. */
+  const runs = new Map<string, ir.HostedCallPart>();
   let nextIndex = 0;
+  /**
+   * The IR text part text blocks go to. Anthropic splits an answer with citations into many
+   * text blocks; a run of text blocks is one IR part (one Responses message), so the part's
+   * stop waits (`held`) until something else starts.
+   */
+  let textRun: { index: number; length: number; held: boolean } | undefined;
+  const release = (emit: Emit) => {
+    if (textRun?.held) emit({ type: "part_stop", index: textRun.index });
+    textRun = undefined;
+  };
   let sawToolCall = false;
   let usage: WireUsage = {};
   let stop: { reason: unknown; sequence: unknown } = { reason: null, sequence: null };
+
+  /** A text block opens an IR text part, or continues the one just before it. */
+  function textBlock(upstreamIndex: number, block: Obj, emit: Emit) {
+    if (!textRun?.held) {
+      release(emit);
+      textRun = { index: nextIndex++, length: 0, held: false };
+      emit({ type: "part_start", index: textRun.index, part: { type: "text" } });
+    }
+    textRun.held = false;
+    const text = { start: textRun.length, citations: [] as ir.Citation[] };
+    for (const c of Array.isArray(block.citations) ? block.citations as Obj[] : []) {
+      const citation = citationOf(c);
+      if (citation) text.citations.push(citation);
+    }
+    blocks.set(upstreamIndex, { index: textRun.index, text });
+    if (block.text) {
+      textRun.length += String(block.text).length;
+      emit({ type: "text_delta", index: textRun.index, text: String(block.text) });
+    }
+  }
 
   const handlers: Record<string, (data: Obj, emit: Emit) => void> = {
     message_start(data, emit) {
@@ -44,6 +84,24 @@ export function decodeStream(ctx: DecodeContext): TransformStream<SseEvent, ir.S
     },
     content_block_start(data, emit) {
       const block = (data.content_block ?? {}) as Obj;
+      if (block.type === "text") return textBlock(Number(data.index), block, emit);
+      release(emit);
+      if (block.type === "server_tool_use") {
+        // The input streams as input_json_delta (the start shows `{}`).
+        const server = { id: String(block.id), name: String(block.name), json: "" };
+        return void blocks.set(Number(data.index), { index: -1, server });
+      }
+      if (isServerResult(block.type)) {
+        // The run is complete now: one whole IR part, opened and closed at once.
+        const run = runs.get(String(block.tool_use_id));
+        if (!run) return;
+        runs.delete(run.id);
+        applyServerResult(run, block);
+        const index = nextIndex++;
+        emit({ type: "part_start", index, part: run });
+        emit({ type: "part_stop", index });
+        return;
+      }
       const index = nextIndex;
       const opened = startPart(block, index, ctx, emit);
       if (!opened) return; // server-tool blocks: never requested by the gateway
@@ -53,12 +111,36 @@ export function decodeStream(ctx: DecodeContext): TransformStream<SseEvent, ir.S
     },
     content_block_delta(data, emit) {
       const block = blocks.get(Number(data.index));
-      if (block) emitDelta(block, (data.delta ?? {}) as Obj, emit);
+      const delta = (data.delta ?? {}) as Obj;
+      if (block?.text && delta.type === "citations_delta") {
+        const citation = citationOf((delta.citation ?? {}) as Obj);
+        if (citation) block.text.citations.push(citation);
+        return;
+      }
+      if (block?.text && textRun && delta.type === "text_delta") {
+        textRun.length += String(delta.text ?? "").length;
+      }
+      if (block) emitDelta(block, delta, emit);
     },
     content_block_stop(data, emit) {
       const block = blocks.get(Number(data.index));
       if (!block) return;
       blocks.delete(Number(data.index));
+      if (block.server) {
+        const { id, name, json } = block.server;
+        const run = serverRun(id, name, jsonObjectOf(json || "{}") ?? {});
+        if (run) runs.set(id, run);
+        return;
+      }
+      if (block.text && textRun) {
+        // The block's span is known now: its citations cite exactly that span.
+        const span = { start: block.text.start, end: textRun.length };
+        for (const c of block.text.citations) {
+          emit({ type: "citation", index: block.index, citation: { ...c, ...span } });
+        }
+        textRun.held = true;
+        return;
+      }
       if (block.customJson !== undefined) {
         emit({
           type: "arguments_delta",
@@ -77,6 +159,7 @@ export function decodeStream(ctx: DecodeContext): TransformStream<SseEvent, ir.S
       }
     },
     message_stop(_data, emit) {
+      release(emit);
       const finish: ir.StreamEvent = {
         type: "finish",
         reason: sawToolCall ? "tool_calls" : finishFromStopReason(stop.reason),
@@ -105,10 +188,6 @@ export function decodeStream(ctx: DecodeContext): TransformStream<SseEvent, ir.S
 
 function startPart(block: Obj, index: number, ctx: DecodeContext, emit: Emit): Block | undefined {
   switch (block.type) {
-    case "text":
-      emit({ type: "part_start", index, part: { type: "text" } });
-      if (block.text) emit({ type: "text_delta", index, text: String(block.text) });
-      return { index };
     case "thinking":
       emit({ type: "part_start", index, part: { type: "thinking" } });
       if (block.thinking) emit({ type: "thinking_delta", index, text: String(block.thinking) });
@@ -150,10 +229,10 @@ function emitDelta(block: Block, delta: Obj, emit: Emit) {
       return emitSignature(index, String(delta.signature ?? ""), emit);
     case "input_json_delta": {
       const json = String(delta.partial_json ?? "");
-      if (block.customJson !== undefined) block.customJson += json;
+      if (block.server) block.server.json += json;
+      else if (block.customJson !== undefined) block.customJson += json;
       else if (json) emit({ type: "arguments_delta", index, json });
       return;
     }
-      // citations_delta: citations have no IR slot.
   }
 }

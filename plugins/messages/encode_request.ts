@@ -4,6 +4,7 @@ import type { EncodeContext } from "../../src/codec.ts";
 import { unsupported } from "../../src/errors.ts";
 import { signatureFor } from "../../src/signature.ts";
 import { argumentsObject, CUSTOM_INPUT_KEY, urlSource } from "../shared.ts";
+import { dropOptions, type HostedPlan, planHosted } from "../hosted.ts";
 import { FAMILY, type Obj, toolUseId } from "./common.ts";
 
 type Role = "user" | "assistant";
@@ -15,7 +16,9 @@ interface Turn {
 
 export function encodeRequest(req: ir.Request, ctx: EncodeContext): Obj {
   rejectInexpressible(req, ctx);
-  const thinking = encodeThinking(req, ctx);
+  // Anthropic runs web search and web fetch alongside function tools.
+  const hosted = planHosted(req, ctx, (t) => t.kind !== undefined);
+  const thinking = encodeThinking(req, ctx, hosted.forced !== undefined);
   const body: Obj = {
     model: ctx.model,
     max_tokens: thinking?.maxTokens ?? req.maxTokens ?? ctx.defaultMaxTokens,
@@ -26,9 +29,10 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Obj {
   if (thinking) body.thinking = thinking.config;
   const outputConfig = encodeOutputConfig(req, thinking?.effort);
   if (outputConfig) body.output_config = outputConfig;
-  if (req.tools?.length) {
-    body.tools = req.tools.map(encodeTool);
-    const choice = encodeToolChoice(req);
+  if (req.tools?.length || hosted.tools.length) {
+    const server = hosted.tools.map((t) => serverTool(t, ctx));
+    body.tools = [...(req.tools ?? []).map(encodeTool), ...server];
+    const choice = encodeToolChoice(req, hosted);
     if (choice) body.tool_choice = choice;
   }
   Object.assign(
@@ -133,6 +137,8 @@ function encodePart(part: ir.Part, ctx: EncodeContext, path: string): Obj | unde
     }
     case "redacted_thinking":
       return part.family === FAMILY ? { type: "redacted_thinking", data: part.data } : undefined;
+    case "hosted_call":
+      return undefined; // a hosted run of another vendor cannot be replayed here
   }
 }
 
@@ -200,7 +206,31 @@ function encodeTool(tool: ir.Tool): Obj {
   return withCache(out, tool);
 }
 
-function encodeToolChoice(req: ir.Request): Obj | undefined {
+/** Anthropic's name and versioned type for each hosted kind. */
+const SERVER_TOOLS: Record<ir.HostedKind, { name: string; type: string }> = {
+  web_search: { name: "web_search", type: "web_search_20250305" },
+  web_fetch: { name: "web_fetch", type: "web_fetch_20250910" },
+};
+
+function serverTool(t: ir.HostedTool, ctx: EncodeContext): Obj {
+  dropOptions(t, ctx, t.kind === "web_fetch" ? ["userLocation", "contextSize"] : ["contextSize"]);
+  const out: Obj = { ...SERVER_TOOLS[t.kind!] };
+  if (t.maxUses !== undefined) out.max_uses = t.maxUses;
+  if (t.allowedDomains) out.allowed_domains = t.allowedDomains;
+  if (t.blockedDomains) out.blocked_domains = t.blockedDomains;
+  if (t.userLocation && t.kind === "web_search") {
+    out.user_location = { type: "approximate", ...t.userLocation };
+  }
+  return out;
+}
+
+function encodeToolChoice(req: ir.Request, hosted: HostedPlan): Obj | undefined {
+  if (hosted.forced) {
+    const forced = { type: "tool", name: SERVER_TOOLS[hosted.forced.kind!].name };
+    return req.parallelToolCalls === false
+      ? { ...forced, disable_parallel_tool_use: true }
+      : forced;
+  }
   const choice = req.toolChoice;
   if (choice?.type === "none") return { type: "none" };
   const out: Obj | undefined = choice?.type === "required"
@@ -254,13 +284,17 @@ function toolTurnLacksThinking(messages: ir.Message[]): boolean {
  * would refuse it: with a forced tool choice, a max_tokens too small for the minimum budget,
  * or a tool loop whose last assistant turn carries no Anthropic thinking block.
  */
-function encodeThinking(req: ir.Request, ctx: EncodeContext): Thinking | undefined {
+function encodeThinking(
+  req: ir.Request,
+  ctx: EncodeContext,
+  forcedHosted: boolean,
+): Thinking | undefined {
   const r = req.reasoning;
   if (!r) return undefined;
   if (r.disabled || r.effort === "none" || r.budgetTokens === 0) {
     return { config: { type: "disabled" }, disabled: true };
   }
-  const thinking = enabledThinking(req, r, ctx);
+  const thinking = forcedHosted ? undefined : enabledThinking(req, r, ctx);
   if (!thinking) ctx.dropped?.push("thinking");
   return thinking;
 }

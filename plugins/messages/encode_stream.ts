@@ -10,10 +10,13 @@ import { type SseEvent, typedEvent } from "../../src/sse.ts";
 import { CUSTOM_INPUT_KEY, streamErrorBody } from "../shared.ts";
 import {
   attachedSignatureBlocks,
+  citationBlock,
   FAMILY,
   messageId,
   type Obj,
   redactedThinkingBlock,
+  serverToolBlocks,
+  serverToolUsage,
   stopReasonFromIr,
   type Tagged,
   toolUseId,
@@ -36,6 +39,8 @@ interface OpenBlock {
   carrier?: ir.Signature;
   /** Custom tool calls stream raw text inside `{"input": "…"}`. */
   custom?: boolean;
+  /** A text block's text so far (a citation quotes its span). */
+  text?: string;
 }
 
 const CUSTOM_PREFIX = `{"${CUSTOM_INPUT_KEY}":"`;
@@ -48,6 +53,7 @@ export function encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent
   let nextIndex = 0;
   let sawToolCall = false;
   let usage: ir.Usage = { inputTokens: 0, outputTokens: 0 };
+  const runs: ir.HostedCallPart[] = [];
 
   function startBlock(emit: Emit, part: number, contentBlock: Tagged): OpenBlock {
     const index = nextIndex++;
@@ -84,8 +90,22 @@ export function encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent
     const p = e.part;
     switch (p.type) {
       case "text":
-        open = startBlock(emit, e.index, { type: "text", text: "" });
+        open = { ...startBlock(emit, e.index, { type: "text", text: "" }), text: "" };
         return;
+      case "hosted_call": {
+        // A whole run: the server tool's call (its input as one delta), then its result.
+        runs.push(p);
+        const { use, result } = serverToolBlocks(p);
+        const call = startBlock(emit, -1, { ...use, input: {} });
+        delta(emit, call.index, {
+          type: "input_json_delta",
+          partial_json: JSON.stringify(use.input),
+        });
+        emit({ type: "content_block_stop", index: call.index });
+        const done = startBlock(emit, -1, result);
+        emit({ type: "content_block_stop", index: done.index });
+        return;
+      }
       case "thinking":
         open = startBlock(emit, e.index, { type: "thinking", thinking: "", signature: "" });
         return;
@@ -119,7 +139,10 @@ export function encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent
         stop_reason: stopReasonFromIr(e.reason, e.stopSequence, sawToolCall),
         stop_sequence: e.stopSequence ?? null,
       },
-      usage: usageFromIr(usage),
+      usage: {
+        ...usageFromIr(usage),
+        ...(runs.length && { server_tool_use: serverToolUsage(runs) }),
+      },
     });
     emit({ type: "message_stop" });
   }
@@ -151,8 +174,15 @@ export function encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent
         case "part_start":
           return startPart(emit, e);
         case "text_delta":
-          if (current) delta(emit, current.index, { type: "text_delta", text: e.text });
-          return;
+          if (!current) return;
+          if (current.text !== undefined) current.text += e.text;
+          return delta(emit, current.index, { type: "text_delta", text: e.text });
+        case "citation":
+          if (current?.text === undefined) return; // its block is closed: Anthropic cannot add it
+          return delta(emit, current.index, {
+            type: "citations_delta",
+            citation: citationBlock(e.citation, current.text),
+          });
         case "thinking_delta":
           if (current) delta(emit, current.index, { type: "thinking_delta", thinking: e.text });
           return;

@@ -4,12 +4,19 @@ import type { ClientContext, DecodeContext } from "../../src/codec.ts";
 import { carrySignature } from "../../src/signature.ts";
 import { argumentsObject } from "../shared.ts";
 import {
+  applyServerResult,
   attachedSignatureBlocks,
+  citationBlock,
+  citationOf,
   FAMILY,
   finishFromStopReason,
+  isServerResult,
   messageId,
   type Obj,
   redactedThinkingBlock,
+  serverRun,
+  serverToolBlocks,
+  serverToolUsage,
   stopReasonFromIr,
   toolUseId,
   unwrapCustomInput,
@@ -22,7 +29,33 @@ import {
 
 export function decodeResponse(body: Obj, ctx: DecodeContext): ir.Response {
   const content = Array.isArray(body.content) ? (body.content as Obj[]) : [];
-  const parts = content.map((b) => decodeBlock(b, ctx)).filter((p) => p !== undefined);
+  const parts: ir.Part[] = [];
+  const runs = new Map<string, ir.HostedCallPart>();
+  let lastWasText = false;
+  for (const b of content) {
+    if (b.type === "server_tool_use") {
+      // A search or fetch sits where it ran; its result block fills it in.
+      const run = serverRun(String(b.id), String(b.name), (b.input ?? {}) as Obj);
+      if (run) {
+        parts.push(run);
+        runs.set(run.id, run);
+      }
+    } else if (isServerResult(b.type)) {
+      const run = runs.get(String(b.tool_use_id));
+      if (run) applyServerResult(run, b);
+    } else {
+      const part = decodeBlock(b, ctx);
+      const last = parts.at(-1);
+      // A run of text blocks (Anthropic splits cited answers) is one text part.
+      if (part?.type === "text" && last?.type === "text" && lastWasText) {
+        const start = last.text.length;
+        last.text += part.text;
+        const moved = (part.citations ?? []).map((c) => ({ ...c, start, end: last.text.length }));
+        if (moved.length) last.citations = [...(last.citations ?? []), ...moved];
+      } else if (part) parts.push(part);
+    }
+    lastWasText = b.type === "text";
+  }
   const res: ir.Response = {
     id: typeof body.id === "string" ? body.id : ctx.id,
     model: typeof body.model === "string" ? body.model : "",
@@ -36,11 +69,19 @@ export function decodeResponse(body: Obj, ctx: DecodeContext): ir.Response {
   return res;
 }
 
-/** One upstream content block; server-tool blocks (never requested by the gateway) are skipped. */
+/** One upstream content block (other server tools' blocks, never requested, are skipped). */
 function decodeBlock(b: Obj, ctx: DecodeContext): ir.Part | undefined {
   switch (b.type) {
-    case "text":
-      return { type: "text", text: String(b.text ?? "") };
+    case "text": {
+      const part: ir.TextPart = { type: "text", text: String(b.text ?? "") };
+      const citations = Array.isArray(b.citations)
+        ? (b.citations as Obj[]).map(citationOf).filter((c) => c !== undefined)
+        : [];
+      // Anthropic cites per block: the whole text.
+      const span = { start: 0, end: part.text.length };
+      if (citations.length) part.citations = citations.map((c) => ({ ...c, ...span }));
+      return part;
+    }
     case "thinking":
       return thinkingPart(String(b.thinking ?? ""), String(b.signature ?? ""));
     case "redacted_thinking":
@@ -75,6 +116,8 @@ function toolCallPart(
 
 export function encodeResponse(res: ir.Response, ctx: ClientContext): Obj {
   const sawToolCall = res.parts.some((p) => p.type === "tool_call");
+  const runs = res.parts.filter((p) => p.type === "hosted_call");
+  const serverTools = serverToolUsage(runs);
   return {
     id: messageId(res.id),
     type: "message",
@@ -84,15 +127,25 @@ export function encodeResponse(res: ir.Response, ctx: ClientContext): Obj {
     stop_reason: stopReasonFromIr(res.finish, res.stopSequence, sawToolCall),
     stop_sequence: res.stopSequence ?? null,
     stop_details: null,
-    usage: usageFromIr(res.usage ?? { inputTokens: 0, outputTokens: 0 }),
+    usage: {
+      ...usageFromIr(res.usage ?? { inputTokens: 0, outputTokens: 0 }),
+      ...(serverTools && { server_tool_use: serverTools }),
+    },
   };
 }
 
 /** The client blocks for one IR part (images and audio have no assistant block: skipped). */
 function encodeBlocks(part: ir.Part): Obj[] {
   switch (part.type) {
+    case "hosted_call": {
+      const { use, result } = serverToolBlocks(part);
+      return [use, result];
+    }
     case "text": {
-      const text = { type: "text", text: part.text };
+      const text: Obj = { type: "text", text: part.text };
+      if (part.citations?.length) {
+        text.citations = part.citations.map((c) => citationBlock(c, part.text));
+      }
       const carrier = attachedSignatureBlocks(part.signature);
       return part.text || carrier.length ? [text, ...carrier] : [];
     }

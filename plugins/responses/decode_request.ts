@@ -4,11 +4,13 @@
  * messages; consecutive assistant items (messages, reasoning, calls) one assistant message;
  * consecutive call outputs one tool message. Codex's `additional_tools` item and namespaces
  * flatten into IR tools; its `compaction_trigger` becomes a request for a summary. Hosted
- * tools and server-side state cannot be converted and get a 400 naming the field.
+ * tools become IR hosted tools (the target maps, drops or refuses them); server-side state
+ * cannot be converted and gets a 400 naming the field.
  */
 import { badRequest } from "../../src/errors.ts";
 import type * as ir from "../../src/ir.ts";
 import { openAiEffort, openAiJsonSchema, parseDataUri, urlSource } from "../shared.ts";
+import { userLocationOf } from "../hosted.ts";
 import { appendReasoning, reasoningText } from "./carrier.ts";
 import { COMPACTION_PROMPT, summaryMessage } from "./compaction.ts";
 import {
@@ -60,8 +62,9 @@ export function decodeRequest(body: Record<string, unknown>, model: string): ir.
   }
 
   const tools = new Map<string, ir.Tool>();
-  addTools(tools, req.tools ?? [], "tools");
-  input.toolLists.forEach(([list, path]) => addTools(tools, list, path));
+  const hosted: ir.HostedTool[] = [];
+  addTools(tools, hosted, req.tools ?? [], "tools");
+  input.toolLists.forEach(([list, path]) => addTools(tools, hosted, list, path));
 
   const out: ir.Request = {
     model,
@@ -69,9 +72,11 @@ export function decodeRequest(body: Record<string, unknown>, model: string): ir.
     messages: input.messages,
     stream: req.stream ?? false,
   };
-  const choice = toolChoiceOf(req.tool_choice, tools);
+  const choice = toolChoiceOf(req.tool_choice, tools, hosted);
   if (tools.size) out.tools = [...tools.values()];
-  if (choice) out.toolChoice = choice;
+  if (hosted.length) out.hostedTools = hosted;
+  if (typeof choice === "string") out.hostedChoice = choice;
+  else if (choice) out.toolChoice = choice;
   if (input.compaction) {
     out.compaction = true;
     // The summary must be the only output: no tool calls on a compaction turn.
@@ -121,25 +126,45 @@ function formatOf(format: { type?: string }): ir.ResponseFormat {
 
 const userText = (text: string): ir.Message => ({ role: "user", parts: [{ type: "text", text }] });
 
-/** How to leave out a hosted tool a client sends by default. */
-const HOSTED_TOOL_HINTS: Record<string, string> = {
-  web_search: ' (Codex sends it unless configured with web_search = "disabled")',
+/** Responses hosted-tool types with a counterpart in another format. */
+const HOSTED_KINDS: Record<string, ir.HostedKind> = {
+  web_search: "web_search",
+  web_search_2025_08_26: "web_search",
+  web_search_preview: "web_search",
+  web_search_preview_2025_03_11: "web_search",
 };
 
-const hostedTool = (type: string, path: string) =>
-  badRequest(
-    `${path}: hosted tool "${type}" cannot be converted to another API format; hosted tools need a responses upstream${
-      HOSTED_TOOL_HINTS[type] ?? ""
-    }`,
-    path,
-  );
+/** A hosted tool declaration as IR: the target maps, drops or refuses it (`planHosted`). */
+function hostedTool(t: Record<string, unknown>, path: string): ir.HostedTool {
+  const name = String(t.type ?? "");
+  const out: ir.HostedTool = { name, field: path };
+  const kind = HOSTED_KINDS[name];
+  if (!kind) return out;
+  out.kind = kind;
+  const filters = t.filters as { allowed_domains?: unknown } | null | undefined;
+  if (Array.isArray(filters?.allowed_domains) && filters.allowed_domains.length) {
+    out.allowedDomains = filters.allowed_domains.map(String);
+  }
+  const where = userLocationOf(t.user_location);
+  if (where) out.userLocation = where;
+  if (typeof t.search_context_size === "string") out.contextSize = t.search_context_size;
+  return out;
+}
 
 /**
  * Adds declared tools by name; a later declaration of a name replaces an earlier one (Codex
  * may repeat its tool list), but the same name in two namespaces has no flat equivalent.
  */
-function addTools(tools: Map<string, ir.Tool>, list: readonly Tool[], path: string) {
+function addTools(
+  tools: Map<string, ir.Tool>,
+  hosted: ir.HostedTool[],
+  list: readonly Tool[],
+  path: string,
+) {
   list.forEach((t, i) => {
+    if (!["function", "custom", "namespace"].includes(t.type ?? "")) {
+      return void hosted.push(hostedTool(t, `${path}[${i}]`));
+    }
     for (const tool of flattenTool(t, `${path}[${i}]`)) {
       const before = tools.get(tool.name);
       if (before && before.namespace !== tool.namespace) {
@@ -183,7 +208,7 @@ function flattenTool(t: Tool, path: string, namespace?: string): ir.Tool[] {
       return ns.tools.flatMap((inner, j) => flattenTool(inner, `${path}.tools[${j}]`, ns.name));
     }
     default:
-      throw hostedTool(t.type ?? "", path);
+      throw badRequest(`${path}.type: "${t.type}" tools cannot be nested in a namespace`, path);
   }
 }
 
@@ -200,10 +225,12 @@ function customDescription(c: Of<typeof customTool>): string | undefined {
   return c.description ? `${c.description}\n\n${grammar}` : grammar;
 }
 
+/** The IR tool choice, or the name of the hosted tool the client forces. */
 function toolChoiceOf(
   choice: ResponsesRequest["tool_choice"],
   tools: Map<string, ir.Tool>,
-): ir.ToolChoice | undefined {
+  hosted: ir.HostedTool[],
+): ir.ToolChoice | string | undefined {
   if (choice == null) return undefined;
   if (typeof choice === "string") return { type: choice };
   switch (choice.type) {
@@ -213,17 +240,25 @@ function toolChoiceOf(
     case "allowed_tools": {
       // Restricting the visible tools is what allowed_tools does; the IR says it by omission.
       const allowed = validated(choice, allowedTools);
-      const names = new Set(allowed.tools.map((t, i) => {
-        if (t.type !== "function" && t.type !== "custom") {
-          throw hostedTool(t.type, `tool_choice.tools[${i}]`);
-        }
-        return t.name;
-      }));
+      const names = new Set(allowed.tools.map((t) => t.name ?? t.type));
       for (const name of tools.keys()) if (!names.has(name)) tools.delete(name);
+      const kept = hosted.filter((t) => names.has(t.name));
+      hosted.splice(0, hosted.length, ...kept);
       return { type: allowed.mode };
     }
-    default:
-      throw hostedTool(choice.type ?? "", "tool_choice");
+    default: {
+      // A hosted tool choice (`{"type":"web_search_preview"}`) names the hosted tool's type.
+      const type = choice.type ?? "";
+      const kind = HOSTED_KINDS[type];
+      const forced = hosted.find((t) => t.name === type || (kind && t.kind === kind));
+      if (!forced) {
+        throw badRequest(
+          `tool_choice: forces the hosted tool "${type}", which tools does not declare`,
+          "tool_choice",
+        );
+      }
+      return forced.name;
+    }
   }
 }
 
@@ -272,6 +307,10 @@ class InputDecoder {
         }
         this.compaction = true;
         return void this.messages.push(userText(COMPACTION_PROMPT));
+      case "web_search_call":
+        // A hosted search of an earlier turn (Codex replays them): its findings are in the
+        // answer that follows, and no other vendor can replay the call itself.
+        return;
       case "additional_tools":
         return void this.toolLists.push([
           validated(item, additionalToolsItem).tools,

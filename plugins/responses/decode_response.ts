@@ -25,14 +25,20 @@ export function decodeResponse(body: Json, ctx: DecodeContext): ir.Response {
   return res;
 }
 
-/** One output item's parts (hosted-tool items never come back: the gateway sends none). */
+/** One output item's parts (of hosted calls, only web search ones: the gateway asks no others). */
 export function outputItemParts(item: Json): ir.Part[] {
   switch (item.type) {
     case "message":
       return arr(item.content).map(obj).flatMap((c) => {
         const text = str(c.text) ?? str(c.refusal);
-        return text === undefined ? [] : [{ type: "text", text } as const];
+        if (text === undefined) return [];
+        const part: ir.TextPart = { type: "text", text };
+        const citations = arr(c.annotations).map(obj).flatMap(citationOf);
+        if (citations.length) part.citations = citations;
+        return [part];
       });
+    case "web_search_call":
+      return [webSearchCall(item)];
     case "function_call":
     case "custom_tool_call":
       return [toolCall(item)];
@@ -44,6 +50,43 @@ export function outputItemParts(item: Json): ir.Part[] {
     default:
       return [];
   }
+}
+
+/** A `url_citation` annotation as an IR citation (other annotation types have no peer). */
+export function citationOf(a: Json): ir.Citation[] {
+  const url = str(a.url);
+  if (a.type !== "url_citation" || !url) return [];
+  const c: ir.Citation = { url };
+  const title = str(a.title);
+  if (title) c.title = title;
+  const start = num(a.start_index);
+  const end = num(a.end_index);
+  if (start !== undefined && end !== undefined) Object.assign(c, { start, end });
+  return [c];
+}
+
+/** A `web_search_call` item: a search (its queries and sources) or a page it opened. */
+export function webSearchCall(item: Json): ir.HostedCallPart {
+  const action = obj(item.action);
+  const part: ir.HostedCallPart = {
+    type: "hosted_call",
+    id: str(item.id) ?? "",
+    kind: action.type === "open_page" ? "web_fetch" : "web_search",
+  };
+  const url = str(action.url);
+  if (action.type === "open_page") {
+    if (url) Object.assign(part, { url, results: [{ url }] });
+  } else {
+    const queries = arr(action.queries).map(String);
+    const query = str(action.query);
+    part.queries = queries.length ? queries : query ? [query] : [];
+    part.results = arr(action.sources).map(obj).flatMap((s) => {
+      const u = str(s.url);
+      return u ? [{ url: u }] : [];
+    });
+  }
+  if (item.status === "failed") part.error = "unavailable";
+  return part;
 }
 
 export function toolCall(item: Json): ir.ToolCallPart {

@@ -10,7 +10,7 @@ import type { DecodeContext } from "../../src/codec.ts";
 import type * as ir from "../../src/ir.ts";
 import type { SseEvent } from "../../src/sse.ts";
 import { jsonObjectOf } from "../shared.ts";
-import { failure, finishOf, outputItemParts, toolCall } from "./decode_response.ts";
+import { citationOf, failure, finishOf, outputItemParts, toolCall } from "./decode_response.ts";
 import { type Json, num, obj, str } from "./read.ts";
 import { fromWireUsage } from "./usage.ts";
 
@@ -63,6 +63,13 @@ class StreamDecoder {
         return this.delta(this.textPart(key, at, out), str(e.delta), out);
       case "response.content_part.done":
         return this.stop(key, out);
+      case "response.output_text.annotation.added": {
+        const part = this.open.get(key);
+        for (const citation of citationOf(obj(e.annotation))) {
+          if (part) out.enqueue({ type: "citation", index: part.index, citation });
+        }
+        return;
+      }
       case "response.function_call_arguments.delta":
       case "response.custom_tool_call_input.delta":
         return this.argumentsDelta(`${at}`, str(e.delta), out);
@@ -185,6 +192,9 @@ class StreamDecoder {
       const index = this.nextIndex++;
       out.enqueue({ type: "part_start", index, part: startOf(part) });
       if (part.type === "text") out.enqueue({ type: "text_delta", index, text: part.text });
+      for (const citation of part.type === "text" ? part.citations ?? [] : []) {
+        out.enqueue({ type: "citation", index, citation });
+      }
       if (part.type === "thinking" && part.text) {
         out.enqueue({ type: "thinking_delta", index, text: part.text });
       }
@@ -227,6 +237,8 @@ class StreamDecoder {
 /** The `part_start` shape of a whole part. */
 function startOf(part: ir.Part): (ir.StreamEvent & { type: "part_start" })["part"] {
   switch (part.type) {
+    case "hosted_call":
+      return part;
     case "tool_call":
       return { type: "tool_call", id: part.id, name: part.name, kind: part.kind };
     case "redacted_thinking":

@@ -10,6 +10,7 @@ import { unsupported } from "../../src/errors.ts";
 import type * as ir from "../../src/ir.ts";
 import { signatureFor } from "../../src/signature.ts";
 import { dataUri, TOOL_ERROR_PREFIX } from "../shared.ts";
+import { dropOptions, planHosted } from "../hosted.ts";
 
 type Item = Record<string, unknown>;
 
@@ -22,10 +23,18 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Record<strin
     ...(instructions && { instructions }),
     input: new InputEncoder(ctx.route).encode(req.messages),
   };
+  // Responses has hosted web search (next to function tools), but no web fetch.
+  const hosted = planHosted(req, ctx, (t) => t.kind === "web_search");
+  const search = hosted.tools.map((t) => webSearchTool(t, ctx));
   // Tool settings without tools are errors to OpenAI, and mean nothing anyway.
-  if (req.tools?.length) {
-    body.tools = req.tools.map(toolDefinition);
-    if (req.toolChoice) body.tool_choice = toolChoiceOf(req.toolChoice, req.tools);
+  if (req.tools?.length || search.length) {
+    body.tools = [...(req.tools ?? []).map(toolDefinition), ...search];
+    if (req.toolChoice) body.tool_choice = toolChoiceOf(req.toolChoice, req.tools ?? []);
+    if (hosted.forced) {
+      // Responses cannot force one hosted tool by name; "required" does when it is the only one.
+      if (req.tools?.length) ctx.dropped?.push("tool_choice");
+      else body.tool_choice = "required";
+    }
     if (req.parallelToolCalls !== undefined) body.parallel_tool_calls = req.parallelToolCalls;
   }
   if (req.maxTokens !== undefined) body.max_output_tokens = req.maxTokens;
@@ -36,6 +45,8 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Record<strin
     // Without stored state, reasoning can only be replayed from its encrypted content.
     if (reasoning.effort !== "none") body.include = ["reasoning.encrypted_content"];
   }
+  // A search's sources are only listed when asked for; Anthropic clients want them back.
+  if (search.length) body.include = [...(body.include as string[] ?? []), SOURCES];
   if (req.responseFormat) body.text = { format: formatOf(req.responseFormat) };
   if (req.metadata) body.metadata = req.metadata;
   // OpenAI caps the end-user id at 64 characters; a longer one (Claude Code's) is dropped.
@@ -91,6 +102,17 @@ function toolDefinition(t: ir.Tool): Item {
     // Responses defaults to strict, which rejects most schemas written for other APIs.
     strict: t.strict ?? false,
   };
+}
+
+const SOURCES = "web_search_call.action.sources";
+
+function webSearchTool(t: ir.HostedTool, ctx: EncodeContext): Item {
+  dropOptions(t, ctx, ["maxUses", "blockedDomains"]);
+  const out: Item = { type: "web_search" };
+  if (t.allowedDomains) out.filters = { allowed_domains: t.allowedDomains };
+  if (t.userLocation) out.user_location = { type: "approximate", ...t.userLocation };
+  if (t.contextSize) out.search_context_size = t.contextSize;
+  return out;
 }
 
 function toolChoiceOf(choice: ir.ToolChoice, tools: ir.Tool[]): unknown {

@@ -15,6 +15,8 @@ import {
   terminalOf,
   toolCallItem,
   toolNamespaces,
+  urlCitation,
+  webSearchCallItem,
 } from "./output.ts";
 
 export function encodeResponse(res: ir.Response, ctx: ClientContext): unknown {
@@ -41,9 +43,14 @@ function outputItems(parts: readonly ir.Part[], respId: string, namespaces: Map<
   };
   for (const part of parts) {
     switch (part.type) {
-      case "text":
-        items.push(messageItem(id("msg"), "completed", [outputText(part.text)]));
+      case "text": {
+        const notes = (part.citations ?? []).map((c) => urlCitation(c, part.text));
+        items.push(messageItem(id("msg"), "completed", [outputText(part.text, notes)]));
         carry(part.signature);
+        break;
+      }
+      case "hosted_call":
+        items.push(webSearchCallItem(id("ws"), part, true));
         break;
       case "thinking":
         items.push(reasoningItem(id("rs"), part.text, encryptedContentOf(part)));

@@ -22,6 +22,8 @@ import {
   terminalOf,
   toolCallItem,
   toolNamespaces,
+  urlCitation,
+  webSearchCallItem,
 } from "./output.ts";
 
 type Out = TransformStreamDefaultController<SseEvent>;
@@ -36,6 +38,8 @@ interface OpenItem {
   text: string;
   summaryStarted: boolean;
   signature?: ir.Signature;
+  /** A text part's citations, sent as annotations when the text is complete. */
+  citations?: ir.Citation[];
 }
 
 export function encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent, SseEvent> {
@@ -130,6 +134,9 @@ class StreamEncoder {
       case "signature":
         item.signature = e.signature;
         return;
+      case "citation":
+        (item.citations ??= []).push(e.citation);
+        return;
       case "part_stop":
         return this.close(e.index, item, out);
     }
@@ -161,6 +168,8 @@ class StreamEncoder {
       ? "msg"
       : part.type === "tool_call"
       ? callPrefix(part)
+      : part.type === "hosted_call"
+      ? "ws"
       : "rs";
     const item: OpenItem = {
       outputIndex,
@@ -182,6 +191,17 @@ class StreamEncoder {
         part: outputText(""),
       });
     }
+    if (part.type === "hosted_call") {
+      // The run arrives whole: its progress events follow one another at once.
+      for (const phase of ["in_progress", "searching", "completed"]) {
+        this.emit(out, `response.web_search_call.${phase}`, this.ref(item));
+      }
+    }
+  }
+
+  /** A text item's annotations (whole-part citations need the complete text). */
+  private annotations(item: OpenItem): unknown[] {
+    return (item.citations ?? []).map((c) => urlCitation(c, item.text));
   }
 
   /** The item in its current state (`output_item.added` before any content, or final). */
@@ -190,7 +210,13 @@ class StreamEncoder {
     const { part } = item;
     switch (part.type) {
       case "text":
-        return messageItem(item.id, status, done ? [outputText(item.text)] : []);
+        return messageItem(
+          item.id,
+          status,
+          done ? [outputText(item.text, this.annotations(item))] : [],
+        );
+      case "hosted_call":
+        return webSearchCallItem(item.id, part, done);
       case "thinking":
         return reasoningItem(
           item.id,
@@ -210,6 +236,14 @@ class StreamEncoder {
     this.open.delete(index);
     const ref = this.ref(item);
     if (item.part.type === "text") {
+      this.annotations(item).forEach((annotation, i) =>
+        this.emit(out, "response.output_text.annotation.added", {
+          ...ref,
+          content_index: 0,
+          annotation_index: i,
+          annotation,
+        })
+      );
       this.emit(out, "response.output_text.done", {
         ...ref,
         content_index: 0,
@@ -219,7 +253,7 @@ class StreamEncoder {
       this.emit(out, "response.content_part.done", {
         ...ref,
         content_index: 0,
-        part: outputText(item.text),
+        part: outputText(item.text, this.annotations(item)),
       });
     } else if (item.part.type === "thinking" && item.summaryStarted) {
       this.emit(out, "response.reasoning_summary_text.done", {

@@ -1,6 +1,7 @@
 /** Client-facing Responses shapes, shared by the JSON answer and the stream. */
 import type { ClientContext } from "../../src/codec.ts";
 import type * as ir from "../../src/ir.ts";
+import { citedSpan } from "../hosted.ts";
 import { compactionContent } from "./compaction.ts";
 import { toWireUsage } from "./usage.ts";
 
@@ -32,12 +33,42 @@ export const responseId = (irId: string) => (irId.startsWith("resp_") ? irId : `
 export const itemId = (prefix: string, respId: string, outputIndex: number) =>
   `${prefix}_${respId.slice("resp_".length)}_${outputIndex}`;
 
-export const outputText = (text: string) => ({
+export const outputText = (text: string, annotations: unknown[] = []) => ({
   type: "output_text",
-  annotations: [],
+  annotations,
   logprobs: [],
   text,
 });
+
+/** An IR citation as a `url_citation` annotation of `text` (character offsets). */
+export function urlCitation(c: ir.Citation, text: string) {
+  const { start, end } = citedSpan(c, text);
+  return {
+    type: "url_citation",
+    start_index: start,
+    end_index: end,
+    url: c.url,
+    title: c.title ?? c.url,
+  };
+}
+
+/** A hosted search or fetch as the `web_search_call` item Codex keeps in its history. */
+export function webSearchCallItem(id: string, part: ir.HostedCallPart, done: boolean) {
+  const action = part.kind === "web_fetch"
+    ? { type: "open_page", url: part.url ?? part.results?.[0]?.url ?? null }
+    : {
+      type: "search",
+      query: part.queries?.[0] ?? "",
+      ...(part.queries && part.queries.length > 1 && { queries: part.queries }),
+      sources: (part.results ?? []).map((r) => ({ type: "url", url: r.url })),
+    };
+  return {
+    id,
+    type: "web_search_call",
+    status: !done ? "in_progress" : part.error ? "failed" : "completed",
+    action,
+  };
+}
 
 export const messageItem = (id: string, status: ItemStatus, content: unknown[]) => ({
   id,

@@ -9,7 +9,9 @@
  * How each CLI is aimed at the gateway: docs/real-clients.md (see also tests/clients/README.md).
  */
 import assert from "node:assert/strict";
+import type { RouteConfig } from "../../src/config.ts";
 import { type Harness, KEY, startHarness } from "../helpers.ts";
+import { SEARCH_CITED, SEARCH_RESULTS } from "../mock/scenario.ts";
 import type { RecordedRequest } from "../mock/upstream.ts";
 
 const BIN = new URL("./node_modules/.bin/", import.meta.url).pathname;
@@ -259,6 +261,8 @@ interface Case {
   ) => void;
   /** The gateway must refuse this run with a 400 whose message matches (nothing goes up). */
   rejected?: RegExp;
+  /** Routes this run needs (tried first); the run gets a harness of its own. */
+  routes?: RouteConfig[];
 }
 
 async function runCase(c: Case, h: Harness): Promise<void> {
@@ -330,6 +334,7 @@ function claudeCases(): Case[] {
       });
     }
   }
+  cases.push(...claudeWebSearchCases());
   cases.push({
     name: 'claude -p "/context" --model msg-text-context (count_tokens)',
     model: "msg-text-context",
@@ -352,6 +357,146 @@ function claudeCases(): Case[] {
     },
   });
   return cases;
+}
+
+/** A prompt that makes Claude Code / Gemini CLI search (the mock's `websearch` calls it). */
+const SEARCH_PROMPT = "Search the web: when was Deno 3 released?";
+
+/**
+ * Claude Code's WebSearch (default settings): the mock's main model calls the WebSearch tool;
+ * Claude Code then sends a sub-request whose only tool is Anthropic's web_search_20250305,
+ * forced. On a Responses or Gemini provider the gateway maps it to that provider's own search,
+ * whose results come back as server_tool_use + web_search_tool_result; Claude Code hands them
+ * to the main model as the tool's result, which the mock echoes ("Tool said: …"). On a chat
+ * provider the sub-request gets the 400 naming the tool and the route.
+ */
+function claudeWebSearchCases(): Case[] {
+  // `-p` cannot ask for permission: the run grants the tool (its search settings stay default).
+  const ALLOW_SEARCH = ["--allowedTools", "WebSearch"];
+  const target: Record<string, { path: RegExp; tool: string; source: string }> = {
+    resp: {
+      path: /^\/v1\/responses$/,
+      tool: '[{"type":"web_search"}]',
+      source: SEARCH_RESULTS[0].url,
+    },
+    gem: {
+      path: /:streamGenerateContent$/,
+      tool: '[{"googleSearch":{}}]',
+      source: new URL(SEARCH_RESULTS[0].url).hostname,
+    },
+  };
+  const cases: Case[] = Object.entries(target).map(([route, t]) => {
+    const model = `${route}-websearch-cli`;
+    return {
+      name: `claude -p --model ${model} (WebSearch → ${route} hosted search)`,
+      model,
+      expect: "tool",
+      run: (url) => claude(url, [...ALLOW_SEARCH, "--model", model, SEARCH_PROMPT]),
+      check(reqs, r) {
+        const searches = reqs.filter((q) =>
+          t.path.test(q.path) && JSON.stringify(q.json?.tools) === t.tool
+        );
+        assert.ok(
+          searches.length > 0,
+          `no ${t.tool} search reached the provider`,
+        );
+        for (const want of [SEARCH_CITED, t.source]) {
+          assert.ok(
+            r.stdout.includes(want),
+            `stdout lacks "${want}"\n${tail(r.stdout)}`,
+          );
+        }
+      },
+    };
+  });
+  cases.push({
+    name: "claude -p --model chat-websearch-cli (WebSearch on a chat provider: 400)",
+    model: "chat-websearch-cli",
+    expect: "tool",
+    run: (url) =>
+      claude(url, [
+        ...ALLOW_SEARCH,
+        "--model",
+        "chat-websearch-cli",
+        SEARCH_PROMPT,
+      ]),
+    check(_reqs, r, h) {
+      const refused = h.logs.filter((l) => l.model === "chat-websearch-cli" && l.status === 400);
+      assert.ok(refused.length > 0, "the search sub-request was not refused");
+      const message =
+        /400 tools\[0\]: hosted tool "web_search" \(hosted web search\) cannot be used on route "chat-\*"/;
+      assert.match(`400 ${refused[0].error}`, message);
+      // Claude Code hands the API error to the model as the tool's result; the mock echoes it.
+      assert.match(
+        r.stdout,
+        message,
+        `the 400 did not reach Claude Code\n${tail(r.stdout)}`,
+      );
+    },
+  });
+  return cases;
+}
+
+/** Gemini CLI's google_web_search runs on this fixed model (0.61.0, modelConfig "web-search"). */
+const GEMINI_SEARCH_MODEL = "gemini-3-flash-preview";
+
+/**
+ * Gemini CLI's google_web_search (default settings): the main model calls it; the CLI sends a
+ * generateContent on GEMINI_SEARCH_MODEL whose only tool is googleSearch, routed here to an
+ * Anthropic or Responses provider; the CLI reads groundingMetadata (sources, and `[n]` markers
+ * at the supports' UTF-8 byte offsets) into the tool's result, which the mock echoes.
+ */
+function geminiWebSearchCases(): Case[] {
+  const target: Record<
+    string,
+    { provider: string; path: RegExp; tool: string }
+  > = {
+    msg: {
+      provider: "anthropic",
+      path: /^\/v1\/messages$/,
+      tool: "web_search_20250305",
+    },
+    resp: { provider: "oai", path: /^\/v1\/responses$/, tool: "web_search" },
+  };
+  return Object.entries(target).map(([route, t]) => {
+    const model = `${route}-websearch-cli`;
+    return {
+      name: `gemini -m ${model} -p (google_web_search → ${route} hosted search)`,
+      model,
+      expect: "tool",
+      routes: [{
+        models: [GEMINI_SEARCH_MODEL],
+        provider: t.provider,
+        model,
+        passthrough: false,
+      }],
+      run: (url) => gemini(url, ["-m", model, "-p", SEARCH_PROMPT]),
+      check(reqs, r) {
+        const searches = reqs.filter((q) =>
+          t.path.test(q.path) &&
+          JSON.stringify(
+              q.json?.tools?.map((x: { type: string }) => x.type),
+            ) === `["${t.tool}"]`
+        );
+        assert.ok(
+          searches.length > 0,
+          `no ${t.tool} search reached the provider`,
+        );
+        for (
+          const want of [
+            `${SEARCH_CITED}[1]`,
+            "Sources:",
+            SEARCH_RESULTS[0].url,
+          ]
+        ) {
+          assert.ok(
+            r.stdout.includes(want),
+            `stdout lacks "${want}"\n${tail(r.stdout)}`,
+          );
+        }
+      },
+    };
+  });
 }
 
 function geminiCases(): Case[] {
@@ -388,6 +533,7 @@ function geminiCases(): Case[] {
       );
     },
   });
+  cases.push(...geminiWebSearchCases());
   return cases;
 }
 
@@ -396,10 +542,9 @@ const framesFor = (h: Harness, model: string) =>
   h.upstream.wsFrames.map((f) => JSON.parse(f)).filter((f) => f.model === model);
 
 function codexCases(): Case[] {
-  // Codex 0.169.0 declares the hosted tool {"type":"web_search"} by default. Hosted tools the
-  // target lacks are refused with a 400 naming them (product rule), which Codex prints; with
-  // `web_search="disabled"` a converted route works end to end.
-  const noWebSearch = ["-c", 'web_search="disabled"'];
+  // Codex 0.169.0 declares the hosted tool {"type":"web_search"} on every turn (default
+  // settings, as here): Anthropic gets its own web_search server tool, chat and Gemini (whose
+  // built-in tools do not mix with functions) get it dropped and reported.
   const cases: Case[] = [
     {
       name: `codex exec -m pt-text-cli "${PROMPT}" (WebSocket passthrough)`,
@@ -432,20 +577,43 @@ function codexCases(): Case[] {
     },
   ];
   for (const route of ["msg", "chat", "gem"]) {
+    const model = `${route}-text-cli`;
     cases.push({
-      name: `codex exec -m ${route}-text-cli "${PROMPT}" (converted, web_search on: refused)`,
-      model: `${route}-text-cli`,
-      expect: "none",
-      rejected: /hosted tool \\?"web_search\\?"/,
-      run: (url) => codex(url, ["-m", `${route}-text-cli`, PROMPT]),
+      name: `codex exec -m ${model} "${PROMPT}" (WebSocket converted, default web_search)`,
+      model,
+      expect: "text",
+      run: (url) => codex(url, ["-m", model, PROMPT]),
+      check(reqs) {
+        const sent = reqs.filter((q) => providerPath(model).test(q.path)).at(-1)?.json ?? {};
+        const hosted = JSON.stringify(sent.tools ?? []).match(
+          /web_search_\d+|googleSearch/g,
+        );
+        assert.deepEqual(
+          hosted,
+          route === "msg" ? ["web_search_20250305"] : null,
+          `${model}: hosted search sent upstream as ${hosted}`,
+        );
+      },
     });
   }
-  for (const model of ["msg-text-cli", "msg-tool-cli", "chat-tool-cli"]) {
+  cases.push({
+    name: `codex exec -m msg-search-cli "${PROMPT}" (Anthropic runs its web search)`,
+    model: "msg-search-cli",
+    expect: "none",
+    run: (url) => codex(url, ["-m", "msg-search-cli", PROMPT]),
+    check(_reqs, r) {
+      assert.ok(
+        r.stdout.includes(SEARCH_CITED),
+        `the answer after Anthropic's search did not reach Codex\n${tail(r.stdout)}`,
+      );
+    },
+  });
+  for (const model of ["msg-tool-cli", "chat-tool-cli", "gem-tool-cli"]) {
     cases.push({
-      name: `codex exec -m ${model} "${PROMPT}" (WebSocket converted, web_search disabled)`,
+      name: `codex exec -m ${model} "${PROMPT}" (WebSocket converted, tool round trip)`,
       model,
-      expect: model.includes("tool") ? "tool" : "text",
-      run: (url) => codex(url, [...noWebSearch, "-m", model, PROMPT]),
+      expect: "tool",
+      run: (url) => codex(url, ["-m", model, PROMPT]),
     });
   }
   // Issue 15: Codex (0.169.0) with an API-key provider (`openai_base_url`) never asks the
@@ -495,7 +663,18 @@ Deno.test({
       for (
         const c of cases.filter((c) => !only.length || only.some((w) => c.name.includes(w)))
       ) {
-        await t.step(c.name, () => runCase(c, h));
+        if (!c.routes) {
+          await t.step(c.name, () => runCase(c, h));
+          continue;
+        }
+        const own = await startHarness({
+          extraRoutes: [...c.routes, ...GEMINI_CLI_ROUTES],
+        });
+        try {
+          await t.step(c.name, () => runCase(c, own));
+        } finally {
+          await own.close();
+        }
       }
     } finally {
       // CLI_TESTS_DUMP=file.json saves what reached the provider and the access log, for study.

@@ -107,8 +107,9 @@ export const chat: Vendor = {
     if (last?.role !== "tool") return { userText };
     return { userText, toolResult: textOf(last.content, isText) };
   },
-  firstTool: (body) =>
-    arrayOf(body.tools).map((t) => t?.function?.name ?? t?.custom?.name).find(Boolean),
+  hostedSearch: () => undefined,
+  toolNames: (body) =>
+    arrayOf(body.tools).map((t) => t?.function?.name ?? t?.custom?.name).filter(Boolean),
   validate: () => undefined,
   json: chatJson,
   events: chatEvents,

@@ -3,8 +3,23 @@
  * `?alt=sse`, else a streamed JSON array) and `:countTokens`.
  */
 import { ids } from "./ids.ts";
-import { pieces, type Reply, signature, textOf, type Usage } from "./scenario.ts";
-import { arrayOf, type ErrorDetail, type ErrorReply, type Json, type Vendor } from "./vendor.ts";
+import {
+  pieces,
+  type Reply,
+  SEARCH_CITED,
+  SEARCH_RESULTS,
+  signature,
+  textOf,
+  type Usage,
+} from "./scenario.ts";
+import {
+  arrayOf,
+  type ErrorDetail,
+  type ErrorReply,
+  type Json,
+  searchTools,
+  type Vendor,
+} from "./vendor.ts";
 import { untyped, type WireEvent } from "./wire.ts";
 
 const isText = (p: Json) => !p.thought;
@@ -37,12 +52,50 @@ function replyParts(reply: Reply, n: number): Json[] {
   return [...thoughts, ...texts, ...calls];
 }
 
+const utf8 = (s: string) => new TextEncoder().encode(s).length;
+
+/** Gemini cites pages by a redirect URI, titled with the page's domain. */
+export const groundingWeb = (i: number, url: string) => ({
+  uri: `https://vertexaisearch.cloud.google.com/grounding-api-redirect/MOCK${i}${
+    btoa(url).replaceAll("=", "")
+  }`,
+  title: new URL(url).hostname,
+});
+
+/**
+ * Google Search grounding as Gemini reports it on the last candidate: the queries, redirect
+ * URIs titled by domain, and supports whose segments are UTF-8 byte offsets into the answer.
+ */
+function groundingMetadata(reply: Reply) {
+  const text = reply.text ?? "";
+  const at = text.indexOf(SEARCH_CITED);
+  return {
+    searchEntryPoint: {
+      renderedContent:
+        `<div class="container"><a class="chip" href="https://www.google.com/search?q=${
+          encodeURIComponent(reply.search?.query ?? "")
+        }">${reply.search?.query ?? ""}</a></div>\n`,
+    },
+    groundingChunks: SEARCH_RESULTS.map((r, i) => ({ web: groundingWeb(i, r.url) })),
+    groundingSupports: at < 0 ? [] : [{
+      segment: {
+        startIndex: utf8(text.slice(0, at)),
+        endIndex: utf8(text.slice(0, at + SEARCH_CITED.length)),
+        text: SEARCH_CITED,
+      },
+      groundingChunkIndices: [0],
+    }],
+    webSearchQueries: [reply.search?.query ?? ""],
+  };
+}
+
 function response(reply: Reply, responseId: string, parts: Json[], last: boolean) {
   const u = reply.usage;
   return {
     candidates: [{
       content: { parts, role: "model" },
       ...(last ? { finishReason: "STOP" } : {}),
+      ...(last && reply.search ? { groundingMetadata: groundingMetadata(reply) } : {}),
       index: 0,
     }],
     usageMetadata: last
@@ -121,9 +174,10 @@ export const gemini: Vendor = {
     const result = arrayOf(contents.at(-1)?.parts).findLast((p) => p?.functionResponse);
     return result ? { userText, toolResult: functionResponseText(result) } : { userText };
   },
-  firstTool: (body) =>
+  toolNames: (body) =>
     arrayOf(body.tools).flatMap((t) => arrayOf(t?.functionDeclarations)).map((d) => d?.name)
-      .find(Boolean),
+      .filter(Boolean),
+  hostedSearch: (body) => searchTools(arrayOf(body.tools), (t) => t?.googleSearch !== undefined),
   validate: (body) =>
     Array.isArray(body.contents)
       ? undefined

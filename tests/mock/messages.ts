@@ -1,13 +1,28 @@
 /** Anthropic Messages: `POST /v1/messages` (JSON or SSE) and `/v1/messages/count_tokens`. */
 import { ids } from "./ids.ts";
-import { pieces, type Reply, signature, textOf, type Usage } from "./scenario.ts";
-import { arrayOf, type ErrorDetail, type ErrorReply, type Json, type Vendor } from "./vendor.ts";
+import {
+  pieces,
+  type Reply,
+  SEARCH_CITED,
+  SEARCH_RESULTS,
+  signature,
+  textOf,
+  type Usage,
+} from "./scenario.ts";
+import {
+  arrayOf,
+  type ErrorDetail,
+  type ErrorReply,
+  type Json,
+  searchTools,
+  type Vendor,
+} from "./vendor.ts";
 import { typed, type WireEvent } from "./wire.ts";
 
 const isText = (p: Json) => p.type === "text";
 
 /** Anthropic's `input_tokens` excludes cache reads and writes. */
-function messagesUsage(u: Usage) {
+function messagesUsage(u: Usage, searches = 0) {
   return {
     input_tokens: u.input - u.cacheRead - u.cacheWrite,
     cache_creation_input_tokens: u.cacheWrite,
@@ -15,6 +30,7 @@ function messagesUsage(u: Usage) {
     cache_creation: { ephemeral_5m_input_tokens: u.cacheWrite, ephemeral_1h_input_tokens: 0 },
     output_tokens: u.output,
     output_tokens_details: { thinking_tokens: u.reasoning },
+    ...(searches && { server_tool_use: { web_search_requests: searches, web_fetch_requests: 0 } }),
     service_tier: "standard",
   };
 }
@@ -26,7 +42,61 @@ interface BlockPlan {
   deltas: Json[];
 }
 
+/**
+ * A web search as Anthropic runs it: `server_tool_use` (input streamed as JSON), the whole
+ * `web_search_tool_result`, then the answer split into text blocks, the cited one carrying a
+ * `web_search_result_location` (streamed as `citations_delta` before its text).
+ */
+function searchPlans(reply: Reply, query: string): BlockPlan[] {
+  const id = `srvtoolu_01${ids.toolUse().slice("toolu_01".length)}`;
+  const input = JSON.stringify({ query });
+  const results = SEARCH_RESULTS.map((r, i) => ({
+    type: "web_search_result",
+    title: r.title,
+    url: r.url,
+    encrypted_content: btoa(`mock-page-${i}:${r.url}`),
+    page_age: r.pageAge ?? null,
+  }));
+  const result = { type: "web_search_tool_result", tool_use_id: id, content: results };
+  const text = reply.text ?? "";
+  const [before, after] = text.split(SEARCH_CITED);
+  const citation = {
+    type: "web_search_result_location",
+    cited_text: `${SEARCH_CITED} — Deno 3 is available today.`,
+    url: SEARCH_RESULTS[0].url,
+    title: SEARCH_RESULTS[0].title,
+    encrypted_index: btoa(`mock-index:${SEARCH_RESULTS[0].url}`),
+  };
+  const plain = (t: string): BlockPlan => ({
+    block: { type: "text", text: t, citations: null },
+    start: { type: "text", text: "" },
+    deltas: [{ type: "text_delta", text: t }],
+  });
+  return [
+    {
+      block: { type: "server_tool_use", id, name: "web_search", input: { query } },
+      start: { type: "server_tool_use", id, name: "web_search", input: {} },
+      deltas: ["", ...pieces(input, 2)].map((partial_json) => ({
+        type: "input_json_delta",
+        partial_json,
+      })),
+    },
+    { block: result, start: result, deltas: [] },
+    plain(before),
+    {
+      block: { type: "text", text: SEARCH_CITED, citations: [citation] },
+      start: { type: "text", text: "", citations: [] },
+      deltas: [
+        { type: "citations_delta", citation },
+        { type: "text_delta", text: SEARCH_CITED },
+      ],
+    },
+    plain(after),
+  ];
+}
+
 function blockPlans(reply: Reply): BlockPlan[] {
+  if (reply.search) return searchPlans(reply, reply.search.query);
   const plans: BlockPlan[] = [];
   if (reply.reasoning) {
     const sig = signature("thinking", reply.model);
@@ -79,7 +149,7 @@ function message(reply: Reply, content: Json[], stop: string | null, usage: Json
 }
 
 function messagesEvents(reply: Reply): WireEvent[] {
-  const usage = messagesUsage(reply.usage);
+  const usage = messagesUsage(reply.usage, reply.search ? 1 : 0);
   const { output_tokens_details: _, ...startUsage } = { ...usage, output_tokens: 1 };
   const event = (type: string, fields: Json = {}, delta = false) =>
     typed({ type, ...fields }, delta);
@@ -99,6 +169,7 @@ function messagesEvents(reply: Reply): WireEvent[] {
         cache_read_input_tokens: usage.cache_read_input_tokens,
         output_tokens: usage.output_tokens,
         output_tokens_details: usage.output_tokens_details,
+        ...(usage.server_tool_use && { server_tool_use: usage.server_tool_use }),
       },
     }),
     event("message_stop"),
@@ -147,7 +218,9 @@ export const messages: Vendor = {
       : undefined;
     return result ? { userText, toolResult: toolResultText(result) } : { userText };
   },
-  firstTool: (body) => arrayOf(body.tools).map((t) => t?.name).find(Boolean),
+  toolNames: (body) => arrayOf(body.tools).map((t) => t?.name).filter(Boolean),
+  hostedSearch: (body) =>
+    searchTools(arrayOf(body.tools), (t) => /^web_search_\d+$/.test(String(t?.type))),
   validate(body) {
     if (!Array.isArray(body.messages)) return "messages: Field required";
     if (typeof body.max_tokens !== "number") return "max_tokens: Field required";
@@ -157,7 +230,7 @@ export const messages: Vendor = {
       reply,
       blockPlans(reply).map((b) => b.block),
       stopReason(reply),
-      messagesUsage(reply.usage),
+      messagesUsage(reply.usage, reply.search ? 1 : 0),
     ),
   events: messagesEvents,
   error: messagesError,

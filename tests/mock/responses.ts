@@ -13,13 +13,15 @@ import {
 import {
   pieces,
   type Reply,
+  SEARCH_CITED,
+  SEARCH_RESULTS,
   signature,
   textOf,
   type ToolCall,
   type Usage,
   usageFor,
 } from "./scenario.ts";
-import { arrayOf, type Json, type Vendor } from "./vendor.ts";
+import { arrayOf, type Json, searchTools, type Vendor } from "./vendor.ts";
 import { typed, type WireEvent } from "./wire.ts";
 
 const isInputText = (p: Json) => p.type === "input_text" || p.type === "output_text";
@@ -76,9 +78,58 @@ function reasoningItem(text: string, model: string): ItemPlan {
   };
 }
 
-function messageItem(text: string): ItemPlan {
+/**
+ * A `web_search_call` item: it opens with only `action.type`, reports its progress, and ends
+ * with the query (and the sources, when `include` asked for web_search_call.action.sources).
+ */
+function webSearchItem(query: string, body: Json): ItemPlan {
+  const id = `ws_${ids.responseMessage().slice("msg_".length)}`;
+  const sources = arrayOf(body.include).includes("web_search_call.action.sources")
+    ? { sources: SEARCH_RESULTS.map((r) => ({ type: "url", url: r.url })) }
+    : {};
+  const item = {
+    id,
+    type: "web_search_call",
+    status: "completed",
+    action: { type: "search", query, ...sources },
+  };
+  return {
+    item,
+    stream: (output_index) => [
+      event("response.output_item.added", {
+        output_index,
+        item: { id, type: "web_search_call", status: "in_progress", action: { type: "search" } },
+      }),
+      ...["in_progress", "searching", "completed"].map((phase) =>
+        event(`response.web_search_call.${phase}`, { output_index, item_id: id })
+      ),
+      event("response.output_item.done", { output_index, item }),
+    ],
+  };
+}
+
+/** The `url_citation` OpenAI puts on the cited span (character offsets). */
+function citationOf(text: string) {
+  const start = text.indexOf(SEARCH_CITED);
+  if (start < 0) return [];
+  return [{
+    type: "url_citation",
+    end_index: start + SEARCH_CITED.length,
+    start_index: start,
+    title: SEARCH_RESULTS[0].title,
+    url: `${SEARCH_RESULTS[0].url}?utm_source=openai`,
+  }];
+}
+
+function messageItem(text: string, cited = false): ItemPlan {
   const id = ids.responseMessage();
-  const part = (t: string) => ({ type: "output_text", annotations: [], logprobs: [], text: t });
+  const annotations = cited ? citationOf(text) : [];
+  const part = (t: string, a: Json[] = []) => ({
+    type: "output_text",
+    annotations: a,
+    logprobs: [],
+    text: t,
+  });
   const message = (status: string, content: Json[]) => ({
     id,
     type: "message",
@@ -86,7 +137,7 @@ function messageItem(text: string): ItemPlan {
     content,
     role: "assistant",
   });
-  const item = message("completed", [part(text)]);
+  const item = message("completed", [part(text, annotations)]);
   return {
     item,
     stream: (output_index) => {
@@ -97,8 +148,11 @@ function messageItem(text: string): ItemPlan {
         ...pieces(text, 3).map((delta) =>
           event("response.output_text.delta", { ...at, delta, logprobs: [] }, true)
         ),
+        ...annotations.map((annotation, annotation_index) =>
+          event("response.output_text.annotation.added", { ...at, annotation_index, annotation })
+        ),
         event("response.output_text.done", { ...at, text, logprobs: [] }),
-        event("response.content_part.done", { ...at, part: part(text) }),
+        event("response.content_part.done", { ...at, part: part(text, annotations) }),
         event("response.output_item.done", { output_index, item }),
       ];
     },
@@ -135,10 +189,11 @@ function functionCallItem({ name, arguments: args }: ToolCall): ItemPlan {
   };
 }
 
-function itemPlans(reply: Reply): ItemPlan[] {
+function itemPlans(reply: Reply, body: Json): ItemPlan[] {
   const plans: ItemPlan[] = [];
+  if (reply.search) plans.push(webSearchItem(reply.search.query, body));
   if (reply.reasoning) plans.push(reasoningItem(reply.reasoning, reply.model));
-  if (reply.text !== undefined) plans.push(messageItem(reply.text));
+  if (reply.text !== undefined) plans.push(messageItem(reply.text, reply.search !== undefined));
   if (reply.toolCall) plans.push(functionCallItem(reply.toolCall));
   return plans;
 }
@@ -194,7 +249,7 @@ export function responseStream(
   body: Json,
 ): { id: string; events: WireEvent[] } {
   const id = ids.response();
-  const plans = itemPlans(reply);
+  const plans = itemPlans(reply, body);
   const response = (status: string, output: Json[], usage: Json) =>
     responseObject(id, reply.model, body, status, output, usage);
   const started = response("in_progress", [], null);
@@ -262,10 +317,12 @@ export const responses: Vendor = {
     if (last?.type !== "function_call_output") return { userText };
     return { userText, toolResult: toolOutputText(last.output) };
   },
-  firstTool: (body) => arrayOf(body.tools).map((t) => t?.name).find(Boolean),
+  toolNames: (body) => arrayOf(body.tools).map((t) => t?.name).filter(Boolean),
+  hostedSearch: (body) =>
+    searchTools(arrayOf(body.tools), (t) => String(t?.type).startsWith("web_search")),
   validate: () => undefined,
   json: (reply, body) => {
-    const outputs = itemPlans(reply).map((p) => p.item);
+    const outputs = itemPlans(reply, body).map((p) => p.item);
     const usage = responsesUsage(reply.usage);
     return responseObject(ids.response(), reply.model, body, "completed", outputs, usage);
   },

@@ -50,6 +50,13 @@ export interface Scenario {
   think: boolean;
   /** Answer with a tool call (unless the last turn is a tool result). */
   tool: boolean;
+  /** Run the vendor's hosted web search when the request declares it. */
+  search: boolean;
+  /**
+   * `websearch`: call the client's own web search function (Claude Code's WebSearch, Gemini
+   * CLI's google_web_search) with SEARCH_QUERY, which then runs a hosted search sub-request.
+   */
+  webSearch: boolean;
 }
 
 /** Characters of a `huge` reply. */
@@ -76,6 +83,8 @@ export function parseScenario(model: string): Scenario {
     delayMs: m.includes("slow") ? SLOW_MS : 0,
     think: m.includes("think"),
     tool: m.includes("tool"),
+    search: m.includes("search"),
+    webSearch: m.includes("websearch"),
   };
 }
 
@@ -125,9 +134,27 @@ export interface ToolCall {
   arguments: string;
 }
 
+/** What the mock's hosted web search finds (every vendor renders the same two pages). */
+export const SEARCH_RESULTS = [
+  { url: "https://deno.com/blog/v3", title: "Deno 3 is here", pageAge: "April 30, 2026" },
+  { url: "https://docs.deno.com/runtime/", title: "Deno runtime docs", pageAge: undefined },
+] as const;
+
+/** The answer after a search; it cites SEARCH_RESULTS[0] on `SEARCH_CITED`. */
+export const SEARCH_CITED = "Deno 3 is here";
+
+/** What the `websearch` scenario asks the client's web search function for. */
+export const SEARCH_QUERY = "deno 3 release date";
+
+export interface Search {
+  query: string;
+}
+
 export interface Reply {
   vendor: VendorName;
   model: string;
+  /** A hosted web search runs first (its results are SEARCH_RESULTS). */
+  search?: Search;
   reasoning?: string;
   /** Set unless the reply is a tool call. */
   text?: string;
@@ -143,16 +170,28 @@ export function planReply(
   model: string,
   scenario: Scenario,
   turn: Turn,
-  firstTool: string | undefined,
+  toolNames: string[],
+  search?: "declared" | "only",
 ): Reply {
   const reply: Reply = { vendor, model, usage: usageFor(scenario.think) };
+  // The vendor's own hosted search runs when it is the request's only tool (the search
+  // sub-requests of Claude Code and Gemini CLI), or when the model name says `search`.
+  if (search === "only" || (search && scenario.search)) {
+    const query = turn.userText.slice(0, 200);
+    reply.search = { query };
+    reply.text = `Results for "${query}": ${SEARCH_CITED}.`;
+    return reply;
+  }
   if (scenario.think) {
     reply.reasoning = `The user wrote "${
       turn.toolResult ?? turn.userText
     }". A short answer will do.`;
   }
-  if (scenario.tool && turn.toolResult === undefined) {
-    reply.toolCall = { name: firstTool ?? DEFAULT_TOOL, arguments: TOOL_ARGUMENTS };
+  const searchFunction = toolNames.find((n) => /web_?search/i.test(n));
+  if (scenario.webSearch && searchFunction && turn.toolResult === undefined) {
+    reply.toolCall = { name: searchFunction, arguments: JSON.stringify({ query: SEARCH_QUERY }) };
+  } else if (scenario.tool && turn.toolResult === undefined) {
+    reply.toolCall = { name: toolNames[0] ?? DEFAULT_TOOL, arguments: TOOL_ARGUMENTS };
   } else if (turn.toolResult !== undefined) {
     reply.text = `Tool said: ${turn.toolResult}`;
   } else {

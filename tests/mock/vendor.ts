@@ -23,8 +23,10 @@ export interface Vendor {
   jsonContentType: string;
   /** The last user text, or the tool result the last turn carries. */
   turn(body: Json): Turn;
-  /** Name of the first tool the request declares. */
-  firstTool(body: Json): string | undefined;
+  /** Names of the function tools the request declares, in order. */
+  toolNames(body: Json): string[];
+  /** Whether the request declares the vendor's hosted web search, and whether alone. */
+  hostedSearch(body: Json): "declared" | "only" | undefined;
   /** A 400 message when the vendor would reject the body, else undefined. */
   validate(body: Json): string | undefined;
   /** The non-streaming response body. */
@@ -55,7 +57,21 @@ export function countTokens(bodyText: string): number {
 
 /** The reply `vendor` gives to `body` under `scenario`. */
 export function replyFor(vendor: Vendor, body: Json, model: string, scenario: Scenario): Reply {
-  return planReply(vendor.name, model, scenario, vendor.turn(body), vendor.firstTool(body));
+  const names = vendor.toolNames(body);
+  return planReply(
+    vendor.name,
+    model,
+    scenario,
+    vendor.turn(body),
+    names,
+    vendor.hostedSearch(body),
+  );
+}
+
+/** "only" when every tool is a search tool, "declared" when some are, else undefined. */
+export function searchTools(tools: Json[], isSearch: (t: Json) => boolean) {
+  const n = tools.filter(isSearch).length;
+  return n === 0 ? undefined : n === tools.length ? "only" as const : "declared" as const;
 }
 
 const CREDENTIAL_HEADERS = ["authorization", "x-api-key", "x-goog-api-key"];
