@@ -625,7 +625,6 @@ function codexCases(): Case[] {
     expect: "text",
     run: (url) =>
       codex(url, [
-        ...noWebSearch,
         "-c",
         "model_context_window=200000",
         "-c",
