@@ -1,16 +1,12 @@
 /**
  * Entry point: load the config (`--config PATH`, `GATEWAY_CONFIG`, or the built-in default),
- * serve, and drain gracefully on SIGTERM/SIGINT.
+ * serve, reload it on SIGHUP (and in dev mode when the file changes), and drain gracefully on
+ * SIGTERM/SIGINT.
  */
-import {
-  applyListenEnv,
-  type Config,
-  ConfigError,
-  defaultConfig,
-  parseConfigText,
-} from "./src/config.ts";
+import { type Config, ConfigError } from "./src/config.ts";
 import { codexConfig } from "./src/codex.ts";
 import { setAccessLogSink } from "./src/log.ts";
+import { configLoader, Reloader, watchConfigFile } from "./src/reload.ts";
 import { createGateway, createHandler } from "./src/server.ts";
 
 const env = (name: string) => Deno.env.get(name);
@@ -24,21 +20,19 @@ function argValue(args: string[], flag: string): string | undefined {
   return args.find((a) => a.startsWith(`${flag}=`))?.slice(flag.length + 1);
 }
 
-function loadConfig(args: string[]): Config {
-  const path = argValue(args, "--config") ?? env("GATEWAY_CONFIG");
-  const dev = args.includes("--dev");
-  const config = path ? parseConfigText(Deno.readTextFileSync(path), env) : defaultConfig(env, {
+async function main() {
+  const path = argValue(Deno.args, "--config") ?? env("GATEWAY_CONFIG");
+  const dev = Deno.args.includes("--dev");
+  const loadConfig = configLoader({
+    path,
     dev,
+    env,
     onGeneratedKey: (key) =>
       console.error(`dev mode: no GATEWAY_API_KEYS set; use this key: ${key}`),
   });
-  return applyListenEnv(config, env);
-}
-
-async function main() {
   let config: Config;
   try {
-    config = loadConfig(Deno.args);
+    config = loadConfig();
   } catch (e) {
     // Invalid config, or a file that cannot be read (missing, not permitted, a directory…).
     const what = e instanceof ConfigError ? "" : "cannot read the config: ";
@@ -67,6 +61,10 @@ async function main() {
       console.error(`gateway listening on http://${hostname}:${port}`),
   }, createHandler(gw));
 
+  const reloader = new Reloader(gw, loadConfig);
+  Deno.addSignalListener("SIGHUP", () => reloader.reload("SIGHUP"));
+  if (dev && path) watchConfigFile(path, () => reloader.reload("file changed"));
+
   let stopping = false;
   const sleep = (s: number) => new Promise((resolve) => setTimeout(resolve, s * 1000));
   const stop = async (signal: string) => {
@@ -74,7 +72,8 @@ async function main() {
     stopping = true;
     // Unready first (and new requests get 503) so health checks can move traffic away, then
     // close the listener and give in-flight streams a bounded time to finish.
-    gw.draining = true;
+    const { config } = gw.live.current;
+    gw.live.current.draining = true;
     console.error(`gateway: ${signal}, draining for up to ${config.shutdown_grace_s} s`);
     await sleep(config.shutdown_delay_s);
     gw.closingSockets.abort();

@@ -1,6 +1,6 @@
 /**
  * Configuration: a YAML file (or the built-in default), `${ENV}` substitution in every string,
- * and a zod schema whose errors name the path of each bad field.
+ * key files read at every load, and a zod schema whose errors name the path of each bad field.
  */
 import { z } from "zod";
 import { parse as parseYaml } from "yaml";
@@ -21,14 +21,58 @@ const timeoutsSchema = z.strictObject({
   idle_ms: z.number().int().positive().default(300_000),
 });
 
+/**
+ * The keys in a key file: one a line; blank lines and `#` comments are skipped. Read at every
+ * load, so editing the file and reloading rotates the key (the environment cannot change).
+ */
+export function readKeyFile(path: string): string[] {
+  return Deno.readTextFileSync(path).split("\n").map((l) => l.trim())
+    .filter((l) => l && !l.startsWith("#"));
+}
+
+/** A key file's keys, or an issue at `at` saying why they cannot be used. */
+function keysFromFile(
+  path: string,
+  at: PropertyKey[],
+  ctx: z.RefinementCtx,
+): string[] | undefined {
+  const fail = (message: string) => void ctx.addIssue({ code: "custom", path: at, message });
+  let keys: string[];
+  try {
+    keys = readKeyFile(path);
+  } catch (e) {
+    return fail(`cannot read: ${(e as Error).message}`);
+  }
+  if (keys.length === 0) return fail(`${path} holds no key`);
+  const short = keys.findIndex((k) => k.length < 8);
+  // Never the key itself: only where it is.
+  if (short >= 0) return fail(`${path}: key ${short + 1} is shorter than 8 characters`);
+  return keys;
+}
+
 const providerSchema = z.strictObject({
   name: z.string().min(1),
   api: z.enum(PROVIDER_APIS),
   base_url: z.url({ protocol: /^https?$/ }).optional(),
   api_key: z.string().optional(),
+  /** A file holding the key instead (read at every load: the way to rotate it). */
+  api_key_file: z.string().min(1).optional(),
   /** max_tokens sent to APIs that require one when the client gave none. */
   default_max_tokens: z.number().int().positive().default(8192),
   timeouts: timeoutsSchema.prefault({}),
+}).transform(({ api_key_file, ...p }, ctx) => {
+  if (api_key_file === undefined) return p;
+  if (p.api_key !== undefined) {
+    const message = "give api_key or api_key_file, not both";
+    ctx.addIssue({ code: "custom", path: ["api_key_file"], message });
+    return p;
+  }
+  const keys = keysFromFile(api_key_file, ["api_key_file"], ctx);
+  if (keys && keys.length > 1) {
+    const message = `${api_key_file} holds ${keys.length} keys; a provider takes one`;
+    ctx.addIssue({ code: "custom", path: ["api_key_file"], message });
+  }
+  return { ...p, api_key: keys?.[0] };
 });
 
 const routeSchema = z.strictObject({
@@ -47,10 +91,23 @@ const routeSchema = z.strictObject({
   hosted_tools: z.enum(["map", "drop", "reject"]).optional(),
 });
 
-const keySchema = z.union([
-  z.strictObject({ name: z.string().min(1), key: z.string().min(8) }),
-  z.strictObject({ name: z.string().min(1), sha256: z.string().regex(/^[0-9a-f]{64}$/i) }),
-]);
+const plainKeySchema = z.strictObject({ name: z.string().min(1), key: z.string().min(8) });
+const hashedKeySchema = z.strictObject({
+  name: z.string().min(1),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/i),
+});
+/** Every key in the file is accepted under the entry's name (old and new while rotating). */
+const fileKeySchema = z.strictObject({ name: z.string().min(1), key_file: z.string().min(1) });
+const keySchema = z.union([plainKeySchema, hashedKeySchema, fileKeySchema]);
+
+/** Client keys as loaded: a `key_file` entry becomes one `key` entry per key in the file. */
+const keysSchema = z.array(keySchema).min(1).transform((entries, ctx) =>
+  entries.flatMap((k, i): z.infer<typeof plainKeySchema | typeof hashedKeySchema>[] => {
+    if (!("key_file" in k)) return [k];
+    const keys = keysFromFile(k.key_file, [i, "key_file"], ctx);
+    return (keys ?? []).map((key) => ({ name: k.name, key }));
+  })
+);
 
 /** Where stored Responses (for `previous_response_id` and GET /v1/responses/{id}) are kept. */
 const responseStoreSchema = z.strictObject({
@@ -79,7 +136,7 @@ export const configSchema = z.strictObject({
     hostname: z.string().default("127.0.0.1"),
     port: z.number().int().min(0).max(65535).default(8080),
   }).prefault({}),
-  keys: z.array(keySchema).min(1),
+  keys: keysSchema,
   providers: z.array(providerSchema).min(1),
   routes: z.array(routeSchema).min(1),
   response_store: responseStoreSchema.prefault({}),
@@ -220,7 +277,9 @@ export function parseConfigText(
   try {
     doc = parseYaml(text.replace(ENV_REF, "\u00ab$1\u00bb"));
   } catch (e) {
-    throw new ConfigError(`config is not valid YAML: ${(e as Error).message}`);
+    // Only the first line: the rest quotes the document, which may hold a key.
+    const [first] = (e as Error).message.split("\n");
+    throw new ConfigError(`config is not valid YAML: ${first}`);
   }
   return validateConfig(substituteEnv(doc, env));
 }
@@ -254,16 +313,20 @@ const DEFAULT_VENDORS = [
 /**
  * The built-in default: client keys from GATEWAY_API_KEYS, a provider and route for each
  * vendor key present, and the local `demo` provider (route `demo-*`) that needs no network.
- * In dev mode with no keys set, one key is generated and reported through `onGeneratedKey`.
+ * In dev mode with no keys set, `devKey` is used, else one key is generated and reported
+ * through `onGeneratedKey` (a reload passes the first one back, so it stays the same).
  */
 export function defaultConfig(
   env: (name: string) => string | undefined,
-  opts: { dev?: boolean; onGeneratedKey?: (key: string) => void } = {},
+  opts: { dev?: boolean; devKey?: string; onGeneratedKey?: (key: string) => void } = {},
 ): Config {
   let keys = (env("GATEWAY_API_KEYS") ?? "").split(",").map((k) => k.trim()).filter(Boolean);
   if (keys.length === 0 && opts.dev) {
-    const key = `gw-dev-${crypto.randomUUID().replaceAll("-", "")}`;
-    opts.onGeneratedKey?.(key);
+    let key = opts.devKey;
+    if (!key) {
+      key = `gw-dev-${crypto.randomUUID().replaceAll("-", "")}`;
+      opts.onGeneratedKey?.(key);
+    }
     keys = [key];
   }
   if (keys.length === 0) {

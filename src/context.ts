@@ -8,13 +8,20 @@ import type { ResponseStore } from "./store.ts";
 import type { Secrets } from "./secrets.ts";
 import type { TrustedProxies } from "./trusted_proxies.ts";
 
+/**
+ * One snapshot of the gateway: a request takes the one in force when it arrives and keeps it to
+ * its end, so a reload (src/reload.ts) never changes a request half-way.
+ */
 export interface Gateway {
   config: Config;
   router: Router;
   keys: KeyStore;
   /** Stored Responses (previous_response_id, GET /v1/responses/{id}). */
   store: ResponseStore;
-  /** Every provider credential, scrubbed from whatever upstream text leaves the gateway. */
+  /**
+   * Every provider credential, scrubbed from whatever upstream text leaves the gateway. Shared
+   * by all snapshots and only ever grows, so keys replaced by a reload stay scrubbed.
+   */
   secrets: Secrets;
   /** Peers whose X-Forwarded-For names the client (Kong). */
   proxies: TrustedProxies;
@@ -27,6 +34,8 @@ export interface Gateway {
    * once, so WebSockets end first on their own terms (interruption frame, close 1001).
    */
   closingSockets: AbortController;
+  /** The snapshot in force now, shared by all snapshots; a reload replaces `current`. */
+  live: { current: Gateway };
 }
 
 /** One access-log line. Never a key or a prompt. */

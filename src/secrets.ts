@@ -8,10 +8,18 @@ const REDACTED = "[redacted]";
 
 export class Secrets {
   /** Every form a key may be echoed in, longest first (so a key's prefix never wins). */
-  private readonly forms: string[];
+  private forms: string[] = [];
 
   constructor(keys: Iterable<string | undefined>) {
-    const forms = new Set<string>();
+    this.add(keys);
+  }
+
+  /**
+   * Adds keys; none is ever removed, so after a reload the keys that streams still open were
+   * started with stay scrubbed too.
+   */
+  add(keys: Iterable<string | undefined>): void {
+    const forms = new Set(this.forms);
     for (const key of keys) {
       // A key this short would redact ordinary words; no real provider key is.
       if (!key || key.length < 8) continue;

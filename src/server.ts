@@ -3,34 +3,33 @@
  * dialect, and one access-log line per request.
  */
 import { HANDLERS } from "../plugins/handlers.ts";
-import { authenticate, KeyStore } from "./auth.ts";
+import { authenticate } from "./auth.ts";
 import type { Config } from "./config.ts";
 import type { AccessRecord, Gateway, RequestContext } from "./context.ts";
 import { dialectOf, type Endpoint, ENDPOINTS } from "./endpoints.ts";
 import { errorResponse, GatewayError, notFound } from "./errors.ts";
 import { logAccess } from "./log.ts";
 import { ClientGone } from "./relay.ts";
-import { Router } from "./router.ts";
 import { createStore } from "./store.ts";
 import { Secrets } from "./secrets.ts";
-import { TrustedProxies } from "./trusted_proxies.ts";
+import { configured } from "./reload.ts";
 
 /** Incoming request-id headers, in order of preference (Kong's first). */
 const REQUEST_ID_HEADERS = ["x-kong-request-id", "x-request-id", "x-correlation-id"];
 export const REQUEST_ID_RESPONSE_HEADER = "x-gateway-request-id";
 
 export async function createGateway(config: Config): Promise<Gateway> {
-  return {
-    config,
-    router: new Router(config),
-    keys: await KeyStore.from(config),
+  const gw: Gateway = {
+    ...await configured(config),
     store: await createStore(config.response_store),
     secrets: new Secrets(config.providers.map((p) => p.api_key)),
-    proxies: new TrustedProxies(config.trusted_proxies),
     draining: false,
     stopping: new AbortController(),
     closingSockets: new AbortController(),
+    live: { current: undefined! },
   };
+  gw.live.current = gw;
+  return gw;
 }
 
 function requestIdOf(req: Request): string {
@@ -126,9 +125,11 @@ function peerAddress(info?: Deno.ServeHandlerInfo): string | undefined {
 }
 
 export function createHandler(
-  gw: Gateway,
+  root: Gateway,
 ): (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response> {
   return async (req, info) => {
+    // One snapshot for the whole request, whatever a reload does meanwhile.
+    const gw = root.live.current;
     const started = performance.now();
     const url = new URL(req.url);
     const requestId = requestIdOf(req);

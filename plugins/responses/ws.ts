@@ -7,7 +7,8 @@
  * - Other routes convert each frame through the IR; the socket keeps its own last response so
  *   `previous_response_id` (Codex chains its turn onto its warm-up) expands to full input.
  */
-import type { AccessRecord, Handler, RequestContext } from "../../src/context.ts";
+import { authenticate } from "../../src/auth.ts";
+import type { AccessRecord, Gateway, Handler, RequestContext } from "../../src/context.ts";
 import { errorBody, GatewayError } from "../../src/errors.ts";
 import { FORWARD_REQUEST_HEADERS, modelOf, pickHeaders } from "../../src/http.ts";
 import { logAccess } from "../../src/log.ts";
@@ -48,9 +49,10 @@ function errorFrame(err: GatewayError, code?: string): string {
   });
 }
 
-/** WebSocket close codes: the server is going away; a message was too big. */
+/** WebSocket close codes: the server is going away; a message was too big; key revoked. */
 const GOING_AWAY = 1001;
 const TOO_BIG = 1009;
+const POLICY_VIOLATION = 1008;
 
 class ResponsesSocket {
   private queue: Promise<void> = Promise.resolve();
@@ -62,6 +64,10 @@ class ResponsesSocket {
   private idle?: ReturnType<typeof setTimeout>;
   /** Frames received and not yet answered (converted routes). */
   private inFlight = 0;
+  /** The snapshot a passthrough socket's frames keep using once its upstream socket is open. */
+  private bound?: Gateway;
+  /** Set when the socket must close once the error being sent has gone out. */
+  private closeAfter?: string;
 
   constructor(
     private readonly ctx: RequestContext,
@@ -133,6 +139,7 @@ class ResponsesSocket {
     this.queue = this.queue.then(() => this.handle(data)).catch((e) => {
       const err = e instanceof GatewayError ? e : new GatewayError(500, "upstream", String(e));
       this.sendError(err);
+      if (this.closeAfter) this.close(POLICY_VIOLATION, this.closeAfter);
     }).finally(() => this.inFlight--);
   }
 
@@ -157,18 +164,29 @@ class ResponsesSocket {
     }
     const { type: _, ...body } = frame;
     const json = validateRequest(body);
+    // Each frame is a new request under the config in force now, except on a socket bound to
+    // its provider's socket, which keeps the config it opened that socket with.
+    const gw = this.bound ?? this.ctx.gw.live.current;
     const ctx: RequestContext = {
       ...this.ctx,
+      gw,
       req: this.req,
       record: { ...this.ctx.record, status: 200, model: undefined, usage: undefined },
     };
     const started = performance.now();
     let relayed = false;
     try {
+      // The key is checked again against the keys in force: a revoked one ends the socket.
+      const keys = this.ctx.gw.live.current.keys;
+      ctx.record.key = await authenticate(keys, "openai", this.req, this.ctx.url).catch((e) => {
+        this.closeAfter = "API key revoked";
+        throw e;
+      });
       const r = resolveRoute(ctx, modelOf(json));
       if (isPassthroughRoute(r)) {
         ctx.record.passthrough = true;
         relayed = await this.relay(r, json, data, { record: ctx.record, started });
+        this.bound ??= gw;
         return;
       }
       checkStatefulFields(json);

@@ -1,0 +1,169 @@
+/**
+ * Config reload (SIGHUP; in dev mode also a change to the config file): the config is read
+ * again from where it came from, validated whole, and swapped in as a new gateway snapshot for
+ * new requests. A request keeps the snapshot it started with (src/server.ts), so in-flight
+ * streams finish on the provider, key and route they began with. An invalid config changes
+ * nothing. See docs/reload.md.
+ */
+import { KeyStore } from "./auth.ts";
+import {
+  applyListenEnv,
+  type Config,
+  ConfigError,
+  defaultConfig,
+  parseConfigText,
+} from "./config.ts";
+import type { Gateway } from "./context.ts";
+import { logEvent } from "./log.ts";
+import { Router } from "./router.ts";
+import { TrustedProxies } from "./trusted_proxies.ts";
+
+/** The parts of a snapshot built from the config alone: what a reload rebuilds. */
+export async function configured(config: Config) {
+  return {
+    config,
+    router: new Router(config),
+    keys: await KeyStore.from(config),
+    proxies: new TrustedProxies(config.trusted_proxies),
+  };
+}
+
+export interface ConfigSource {
+  /** `--config` / `GATEWAY_CONFIG`; absent: the built-in default from the environment. */
+  path?: string;
+  dev?: boolean;
+  env: (name: string) => string | undefined;
+  /** Told the dev key when one is generated (once: re-reads reuse it). */
+  onGeneratedKey?: (key: string) => void;
+}
+
+/** Returns a function that reads the config from `source`, the same way every time. */
+export function configLoader(source: ConfigSource): () => Config {
+  let devKey: string | undefined;
+  return () => {
+    const { path, env } = source;
+    const config = path ? parseConfigText(Deno.readTextFileSync(path), env) : defaultConfig(env, {
+      dev: source.dev,
+      devKey,
+      onGeneratedKey: (key) => {
+        devKey = key;
+        source.onGeneratedKey?.(key);
+      },
+    });
+    return applyListenEnv(config, env);
+  };
+}
+
+/** Settings bound to what was built at startup: a reload reports them instead of applying. */
+const RESTART_ONLY = ["listen", "response_store"] as const;
+
+/** A short digest that tells configs apart in logs (keys included, never shown). */
+export async function configDigest(config: Config): Promise<string> {
+  const bytes = new TextEncoder().encode(JSON.stringify(config));
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return [...digest.slice(0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** What one reload did, as logged. */
+export interface ReloadOutcome {
+  outcome: "applied" | "rejected" | "ignored";
+  trigger: string;
+  digest?: string;
+  previous_digest: string;
+  /** Changed settings left as they were until a restart. */
+  restart_required?: string[];
+  /** Every bad field with its path (`rejected`), or why nothing was done (`ignored`). */
+  errors?: string[];
+}
+
+/** Reloads the config of one gateway, one reload at a time. */
+export class Reloader {
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly gw: Gateway, private readonly load: () => Config) {}
+
+  /** Re-reads, validates and swaps; logs the outcome (a `config_reload` line) and returns it. */
+  reload(trigger: string): Promise<ReloadOutcome> {
+    const next = this.queue.then(() => this.apply(trigger));
+    this.queue = next;
+    return next;
+  }
+
+  private async apply(trigger: string): Promise<ReloadOutcome> {
+    const old = this.gw.live.current;
+    const outcome = await this.attempt(old, trigger);
+    logEvent({ msg: "config_reload", ...outcome }, old.secrets);
+    if (outcome.errors) {
+      console.error(
+        `gateway: reload ${outcome.outcome}, the config in force stays:\n  ${
+          old.secrets.scrub(outcome.errors.join("\n  "))
+        }`,
+      );
+    }
+    if (outcome.restart_required) {
+      console.error(
+        `gateway: reload applied except ${outcome.restart_required.join(", ")}: restart to apply`,
+      );
+    }
+    return outcome;
+  }
+
+  private async attempt(old: Gateway, trigger: string): Promise<ReloadOutcome> {
+    const previous_digest = await configDigest(old.config);
+    if (old.draining) {
+      return {
+        outcome: "ignored",
+        trigger,
+        previous_digest,
+        errors: ["the gateway is shutting down"],
+      };
+    }
+    let config: Config;
+    try {
+      config = this.load();
+    } catch (e) {
+      // A ConfigError lists one bad field a line under a heading; a read error is one line.
+      const errors = e instanceof ConfigError
+        ? e.message.split("\n").map((l) => l.trim()).filter((l) => l && l !== "invalid config:")
+        : [`cannot read the config: ${(e as Error).message}`];
+      return { outcome: "rejected", trigger, previous_digest, errors };
+    }
+    const restart = RESTART_ONLY.filter((k) =>
+      JSON.stringify(config[k]) !== JSON.stringify(old.config[k])
+    );
+    // Those stay as they run, so the snapshot describes the gateway as it is.
+    for (const k of restart) config = { ...config, [k]: old.config[k] };
+    const next: Gateway = { ...old, ...await configured(config) };
+    next.draining = old.draining; // a shutdown may have begun meanwhile
+    old.secrets.add(config.providers.map((p) => p.api_key));
+    old.live.current = next;
+    return {
+      outcome: "applied",
+      trigger,
+      digest: await configDigest(config),
+      previous_digest,
+      ...(restart.length > 0 && { restart_required: [...restart] }),
+    };
+  }
+}
+
+/**
+ * Calls `onChange` when the file at `path` changes (dev mode: `--watch` does not watch YAML).
+ * The directory is watched, because editors often replace a file rather than write into it.
+ */
+export function watchConfigFile(path: string, onChange: () => void): Deno.FsWatcher {
+  const file = Deno.realPathSync(path);
+  const dir = file.slice(0, file.lastIndexOf("/")) || "/";
+  const watcher = Deno.watchFs(dir, { recursive: false });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  (async () => {
+    for await (const event of watcher) {
+      if (!event.paths.includes(file) || event.kind === "access") continue;
+      // One save is often several events: reload once they settle.
+      clearTimeout(timer);
+      timer = setTimeout(onChange, 100);
+    }
+    clearTimeout(timer);
+  })();
+  return watcher;
+}
