@@ -4,61 +4,7 @@ import { setAccessLogSink } from "../src/log.ts";
 import { createGateway, createHandler } from "../src/server.ts";
 import { anthropicHeaders, bodies, KEY, mockConfig, openaiHeaders, post } from "./helpers.ts";
 import { startMockUpstream } from "./mock/upstream.ts";
-
-interface Gateway {
-  url: string;
-  process: Deno.ChildProcess;
-  /** Everything the process wrote to stdout (access log lines), once it exited. */
-  output(): Promise<{ code: number; stdout: string; stderr: string }>;
-}
-
-/** Starts `deno run <entry>` on a free port and waits for its listening line. */
-async function spawnGateway(
-  entry: string,
-  args: string[],
-  env: Record<string, string>,
-): Promise<Gateway> {
-  const process = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--unstable-no-legacy-abort",
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      entry,
-      ...args,
-    ],
-    env: { ...env, PORT: "0" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const stdout = new Response(process.stdout).text();
-  const reader = process.stderr.pipeThrough(new TextDecoderStream()).getReader();
-  let stderr = "";
-  let url: string | undefined;
-  while (!url) {
-    const { done, value } = await reader.read();
-    if (done) throw new Error(`gateway exited before listening:\n${stderr}`);
-    stderr += value;
-    url = stderr.match(/listening on (http:\/\/[\d.]+:\d+)/)?.[1];
-  }
-  const rest = (async () => {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return stderr;
-      stderr += value;
-    }
-  })();
-  return {
-    url,
-    process,
-    async output() {
-      const { code } = await process.status;
-      return { code, stdout: await stdout, stderr: await rest };
-    },
-  };
-}
+import { spawnGateway } from "./process.ts";
 
 async function writeConfig(upstreamUrl: string, grace: number): Promise<string> {
   const cfg = await mockConfig(upstreamUrl);
