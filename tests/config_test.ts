@@ -116,3 +116,52 @@ Deno.test("config: main.ts stops at startup with the messages, exit code 2", asy
     /routes\[1\]\.provider: unknown provider "anth"/,
   );
 });
+
+Deno.test("config: key files are read at load; every bad one is named by its field", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(
+      `${dir}/clients`,
+      "# rotating: old, then new\nsk-client-old\n\nsk-client-new\n",
+    );
+    await Deno.writeTextFile(`${dir}/provider`, "sk-provider-from-file\n");
+    const text = (provider: string) => `
+keys:
+  - {name: team-a, key_file: ${dir}/clients}
+providers:
+  - {name: p, api: chat, base_url: "http://127.0.0.1:9", ${provider}}
+routes:
+  - {models: ["*"], provider: p}
+`;
+    const cfg = parseConfigText(text(`api_key_file: ${dir}/provider`), env({}));
+    assert.deepEqual(cfg.keys, [
+      { name: "team-a", key: "sk-client-old" },
+      { name: "team-a", key: "sk-client-new" },
+    ]);
+    assert.equal(cfg.providers[0].api_key, "sk-provider-from-file");
+    assert.ok(!("api_key_file" in cfg.providers[0]), "loaded: the key, not where it was");
+
+    assert.match(
+      configError(() => parseConfigText(text(`api_key_file: ${dir}/clients`), env({}))),
+      /providers\[0\]\.api_key_file: .*holds 2 keys; a provider takes one/,
+    );
+    assert.match(
+      configError(() =>
+        parseConfigText(text(`api_key: sk-inline-key, api_key_file: ${dir}/provider`), env({}))
+      ),
+      /providers\[0\]\.api_key_file: give api_key or api_key_file, not both/,
+    );
+    await Deno.writeTextFile(`${dir}/clients`, "# nothing yet\n");
+    const msg = configError(() => parseConfigText(text(`api_key_file: ${dir}/gone`), env({})));
+    assert.match(msg, /keys\[0\]\.key_file: .*clients holds no key/);
+    assert.match(msg, /providers\[0\]\.api_key_file: cannot read: .*gone/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("config: a YAML error does not quote the document (it may hold a key)", () => {
+  const msg = configError(() => parseConfigText("keys: [\n  {key: sk-secret-in-yaml: x}", env({})));
+  assert.match(msg, /not valid YAML: .* at line \d+, column \d+/);
+  assert.doesNotMatch(msg, /sk-secret-in-yaml/);
+});
