@@ -62,7 +62,10 @@ async function main() {
   }, createHandler(gw));
 
   const reloader = new Reloader(gw, loadConfig);
-  Deno.addSignalListener("SIGHUP", () => reloader.reload("SIGHUP"));
+  // Windows has no SIGHUP (Deno throws there); the dev-mode file watch still works.
+  if (Deno.build.os !== "windows") {
+    Deno.addSignalListener("SIGHUP", () => reloader.reload("SIGHUP"));
+  }
   if (dev && path) watchConfigFile(path, () => reloader.reload("file changed"));
 
   let stopping = false;

@@ -100,6 +100,9 @@ export class Reloader {
         }`,
       );
     }
+    if (outcome.outcome === "applied") {
+      console.error(`gateway: config reloaded (${trigger}), digest ${outcome.digest}`);
+    }
     if (outcome.restart_required) {
       console.error(
         `gateway: reload applied except ${outcome.restart_required.join(", ")}: restart to apply`,
