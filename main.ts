@@ -54,19 +54,19 @@ async function main() {
   }
   if (env("GATEWAY_ACCESS_LOG") === "off") setAccessLogSink(() => {});
   const gw = await createGateway(config);
-  const server = Deno.serve({
-    hostname: config.listen.hostname,
-    port: config.listen.port,
-    onListen: ({ hostname, port }) =>
-      console.error(`gateway listening on http://${hostname}:${port}`),
-  }, createHandler(gw));
-
+  // Set up before the listening line, so a change right after it is not missed.
   const reloader = new Reloader(gw, loadConfig);
   // Windows has no SIGHUP (Deno throws there); the dev-mode file watch still works.
   if (Deno.build.os !== "windows") {
     Deno.addSignalListener("SIGHUP", () => reloader.reload("SIGHUP"));
   }
   if (dev && path) watchConfigFile(path, () => reloader.reload("file changed"));
+  const server = Deno.serve({
+    hostname: config.listen.hostname,
+    port: config.listen.port,
+    onListen: ({ hostname, port }) =>
+      console.error(`gateway listening on http://${hostname}:${port}`),
+  }, createHandler(gw));
 
   let stopping = false;
   const sleep = (s: number) => new Promise((resolve) => setTimeout(resolve, s * 1000));
