@@ -30,6 +30,7 @@ import {
   withInterruption,
 } from "./relay.ts";
 import type { Resolved } from "./router.ts";
+import type { Trace } from "./trace.ts";
 import { serializeSse, type SseEvent } from "./sse.ts";
 import {
   EventReader,
@@ -69,7 +70,7 @@ export interface Generation {
 
 export function resolveRoute(ctx: RequestContext, model: string): Resolved {
   const r = ctx.gw.router.resolve(model);
-  Object.assign(ctx.record, { model, route: r.label, provider: r.provider.name });
+  ctx.trace.target(model, r.label, r.provider.name);
   return r;
 }
 
@@ -77,14 +78,14 @@ export async function generate(ctx: RequestContext, g: Generation): Promise<Resp
   const r = resolveRoute(ctx, g.model);
   g.checkRoute?.(r);
   const api = r.provider.api;
-  ctx.record.passthrough = api === g.ingress.api && !g.convert;
-  if (ctx.record.passthrough) return await passthrough(ctx, g, r);
+  if (api === g.ingress.api && !g.convert) return await passthrough(ctx, g, r);
   // The stream flag comes from the endpoint (Gemini carries it in the path, not the body).
   await yieldIfLarge(g.body.raw.length);
   const req = { ...g.ingress.decodeRequest(g.body.json, g.model), stream: g.stream };
   await yieldIfLarge(g.body.raw.length);
   const client = clientContext(g, req);
   if (api === "demo") {
+    ctx.trace.routed("local");
     const id = idFor(ctx);
     const now = nowSeconds();
     return g.stream
@@ -119,6 +120,8 @@ export async function passthrough(
     g.ingress.path(r.upstreamModel, g.stream);
   const { json, raw } = g.body;
   const renamed = r.route.model !== undefined && typeof json.model === "string";
+  ctx.trace.routed("relay");
+  ctx.trace.attempt();
   const up = await callUpstream({
     provider: r.provider,
     path,
@@ -133,7 +136,7 @@ export async function passthrough(
   if (!g.stream) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
     const { bytes, json } = await readUpstreamJson(up, idle_ms);
-    if (!otherPath) ctx.record.usage = usageOf(g.ingress, json, ctx);
+    if (!otherPath) ctx.trace.reportUsage(usageOf(g.ingress, json, ctx));
     return new Response(bytes, { status: up.res.status, headers });
   }
   checkContentType(up, g.framing ? "json" : "event-stream");
@@ -143,11 +146,7 @@ export async function passthrough(
   // The provider's own content type stands (a Gemini JSON-array stream is not SSE).
   for (const [k, v] of Object.entries(STREAM_HEADERS)) if (!headers.has(k)) headers.set(k, v);
   headers.set("x-accel-buffering", "no");
-  const body = relayStream(events, framing, {
-    watch: g.ingress.watch(),
-    onUsage: (usage) => ctx.record.usage = usage,
-    onInterrupted: () => ctx.record.interrupted = true,
-  });
+  const body = relayStream(events, framing, g.ingress.watch(), ctx.trace);
   return new Response(body, { status: up.res.status, headers });
 }
 
@@ -164,7 +163,7 @@ async function relayError(
 ): Promise<Response> {
   const text = await readErrorText(up, idleMs, ctx.gw.secrets);
   const err = fromProviderError(up.res.status, text, headers);
-  ctx.record.error = err.message;
+  ctx.trace.failed(err.kind, err.message);
   if (isJsonObject(text)) return new Response(text, { status: up.res.status, headers });
   return errorResponse(ctx.dialect, err, ctx.requestId);
 }
@@ -206,7 +205,9 @@ async function callConverted(
     dropped,
     hostedTools: r.route.hosted_tools,
   });
-  if (dropped.length) ctx.record.dropped = [...new Set(dropped)];
+  if (dropped.length) ctx.trace.dropped = [...new Set(dropped)];
+  ctx.trace.routed("convert");
+  ctx.trace.attempt();
   const up = await callUpstream({
     provider: r.provider,
     path: target.path(r.upstreamModel, req.stream),
@@ -252,7 +253,10 @@ export async function upstreamEvents(
   r: Resolved,
   req: ir.Request,
 ): Promise<ReadableStream<ir.StreamEvent>> {
-  if (r.provider.api === "demo") return demoStream(req, idFor(ctx), nowSeconds());
+  if (r.provider.api === "demo") {
+    ctx.trace.routed("local");
+    return demoStream(req, idFor(ctx), nowSeconds());
+  }
   const target = CODECS[r.provider.api];
   const up = await callConverted(ctx, r, target, req);
   return upstreamSse(ctx, r, up).pipeThrough(target.decodeStream(decodeContext(ctx, req)));
@@ -269,7 +273,7 @@ function jsonToClient(
   client: ClientContext,
   res: ir.Response,
 ): Response {
-  ctx.record.usage = res.usage;
+  ctx.trace.reportUsage(res.usage);
   return Response.json(g.ingress.encodeResponse(res, client));
 }
 
@@ -277,7 +281,7 @@ function jsonToClient(
  * Watches IR events for the stream's real end (`finish`, or an upstream `error`) and for
  * usage, passing every event on unchanged.
  */
-export function endTap(record: { usage?: ir.Usage }): {
+export function endTap(trace: Trace): {
   stream: TransformStream<ir.StreamEvent, ir.StreamEvent>;
   ended: () => boolean;
 } {
@@ -285,7 +289,7 @@ export function endTap(record: { usage?: ir.Usage }): {
   const stream = new TransformStream<ir.StreamEvent, ir.StreamEvent>({
     transform(e, out) {
       if (e.type === "finish" || e.type === "error") ended = true;
-      if (e.type === "usage" || (e.type === "finish" && e.usage)) record.usage = e.usage;
+      if (e.type === "usage" || e.type === "finish") trace.reportUsage(e.usage);
       out.enqueue(e);
     },
   });
@@ -298,16 +302,14 @@ function streamToClient(
   client: ClientContext,
   events: ReadableStream<ir.StreamEvent>,
 ): Response {
-  const tap = endTap(ctx.record);
+  const tap = endTap(ctx.trace);
   const bytes = events
     .pipeThrough(tap.stream)
     .pipeThrough(g.ingress.encodeStream(client))
     .pipeThrough(g.framing?.serializer() ?? serializeSse())
     .pipeThrough(new TextEncoderStream());
   const end = g.framing?.end ?? sseEnd(ctx.dialect);
-  const body = withInterruption(bytes, tap.ended, end, () => {
-    ctx.record.interrupted = true;
-  });
+  const body = withInterruption(bytes, tap.ended, end, ctx.trace);
   const framing = g.framing && { "content-type": g.framing.contentType };
   return new Response(body, { headers: { ...STREAM_HEADERS, ...framing } });
 }

@@ -7,6 +7,7 @@ import type { Dialect } from "./endpoints.ts";
 import { fromProviderError, GatewayError } from "./errors.ts";
 import { pickHeaders, RETRY_HEADERS } from "./http.ts";
 import type { Secrets } from "./secrets.ts";
+import type { Trace } from "./trace.ts";
 import { Deadline } from "./deadline.ts";
 
 export const DEFAULT_ANTHROPIC_VERSION = "2023-06-01";
@@ -256,7 +257,7 @@ export function withInterruption(
   source: ReadableStream<Uint8Array>,
   ended: () => boolean,
   end: StreamEnd,
-  onInterrupted: () => void,
+  trace: Trace,
 ): ReadableStream<Uint8Array> {
   const reader = source.getReader();
   let sent = false;
@@ -264,24 +265,42 @@ export function withInterruption(
     const text = why === undefined ? end.complete(sent) : end.interrupted(sent, why);
     if (text) controller.enqueue(encoder.encode(text));
     controller.close();
-    if (why !== undefined) onInterrupted();
+    if (why !== undefined) trace.interruptedBy(why);
+    trace.end();
   };
+  trace.streaming = true;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
         const { done, value } = await reader.read();
         if (!done) {
           sent = true;
+          trace.firstByte();
           return controller.enqueue(value);
         }
         finish(controller, ended() ? undefined : "the upstream closed the stream before its end");
       } catch (e) {
-        if (e instanceof ClientGone) return controller.error(e);
+        if (e instanceof ClientGone) return clientGone(trace, controller, e);
         // A failure after the end marker (e.g. a reset after [DONE]) lost nothing.
         if (ended()) return finish(controller);
         finish(controller, e instanceof GatewayError ? e.message : `upstream stream failed: ${e}`);
       }
     },
-    cancel: (reason) => reader.cancel(reason),
+    cancel(reason) {
+      clientGone(trace);
+      return reader.cancel(reason);
+    },
   }, { highWaterMark: 0 });
+}
+
+/** The client left mid-stream: the trace ends there. */
+export function clientGone(
+  trace: Trace,
+  controller?: ReadableStreamDefaultController<Uint8Array>,
+  e?: unknown,
+): void {
+  trace.clientGone = true;
+  trace.failed("invalid_request", "client disconnected");
+  trace.end();
+  controller?.error(e);
 }

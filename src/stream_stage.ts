@@ -10,9 +10,10 @@ import type { StreamWatch } from "./codec.ts";
 import { Deadline } from "./deadline.ts";
 import { GatewayError } from "./errors.ts";
 import type * as ir from "./ir.ts";
-import { ClientGone, type UpstreamResponse } from "./relay.ts";
+import { ClientGone, clientGone, type UpstreamResponse } from "./relay.ts";
 import type { Secrets } from "./secrets.ts";
 import { formatSse, type SseEvent } from "./sse.ts";
+import type { Trace } from "./trace.ts";
 
 /** A single upstream event larger than this ends the stream (it would be held in memory). */
 export const MAX_EVENT_BYTES = 64 * 1024 * 1024;
@@ -285,14 +286,6 @@ export class EventReader {
   }
 }
 
-export interface RelayOptions {
-  watch: StreamWatch;
-  /** Called once with the usage the stream reported, if any. */
-  onUsage(usage: ir.Usage): void;
-  /** Called once if the stream ended with the interruption ending. */
-  onInterrupted(why: string): void;
-}
-
 /**
  * A relayed stream: the provider's bytes, whole events at a time, scrubbed of provider keys,
  * ending either as the provider ended it or with the framing's interruption ending.
@@ -300,24 +293,26 @@ export interface RelayOptions {
 export function relayStream(
   events: EventReader,
   framing: UpstreamFraming,
-  o: RelayOptions,
+  watch: StreamWatch,
+  trace: Trace,
 ): ReadableStream<Uint8Array> {
   let ended = false;
   const finish = (controller: ReadableStreamDefaultController<Uint8Array>, why?: string) => {
-    const usage = o.watch.usage();
-    if (usage) o.onUsage(usage);
+    trace.reportUsage(watch.usage());
     const text = why === undefined ? framing.complete() : framing.interrupted(why);
     if (text) controller.enqueue(encoder.encode(text));
     controller.close();
-    if (why !== undefined) o.onInterrupted(why);
+    if (why !== undefined) trace.interruptedBy(why);
+    trace.end();
   };
+  trace.streaming = true;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       let batch: Batch | undefined;
       try {
         batch = await events.next();
       } catch (e) {
-        if (e instanceof ClientGone) return controller.error(e);
+        if (e instanceof ClientGone) return clientGone(trace, controller, e);
         // A failure after the end marker (e.g. a reset after [DONE]) lost nothing.
         return finish(controller, ended ? undefined : (e as GatewayError).message);
       }
@@ -327,10 +322,14 @@ export function relayStream(
           ended ? undefined : "the upstream closed the stream before its end",
         );
       }
-      for (const e of batch.events) if (o.watch.inspect(e)) ended = true;
+      for (const e of batch.events) if (watch.inspect(e)) ended = true;
+      trace.firstByte();
       controller.enqueue(batch.bytes);
     },
-    cancel: (reason) => events.cancel(reason),
+    cancel(reason) {
+      clientGone(trace);
+      return events.cancel(reason);
+    },
   }, { highWaterMark: 0 });
 }
 

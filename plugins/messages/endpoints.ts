@@ -44,7 +44,6 @@ export const countTokens: Handler = async (ctx) => {
   if (r.provider.api !== "messages") {
     throw badRequest("messages token counting requires a family3-compatible upstream", "model");
   }
-  ctx.record.passthrough = true;
   return await passthrough(
     ctx,
     { ingress: messagesCodec, body, stream: false },

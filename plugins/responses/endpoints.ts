@@ -64,7 +64,7 @@ export const responses: Handler = async (ctx) => {
   // A Responses provider without `passthrough` relays stateless requests (and hosted tools);
   // keeping or reading state needs the response built here, so those convert through the IR.
   if (r.provider.api === "responses" && !chained && (!store || hostedTools(json))) {
-    ctx.record.stored = "relayed";
+    ctx.trace.stored = "relayed";
     return await generate(ctx, g);
   }
   const id = newResponseId();
@@ -99,7 +99,6 @@ export const compact: Handler = async (ctx) => {
   if (!isPassthroughRoute(r)) {
     throw badRequest("responses compact requires a client1 passthrough route", "model");
   }
-  ctx.record.passthrough = true;
   return await passthrough(
     ctx,
     { ingress: responsesCodec, body, stream: false },

@@ -7,12 +7,12 @@
  * - Other routes convert each frame through the IR; the socket keeps its own last response so
  *   `previous_response_id` (Codex chains its turn onto its warm-up) expands to full input.
  */
-import type { AccessRecord, Handler, RequestContext } from "../../src/context.ts";
+import type { Handler, RequestContext } from "../../src/context.ts";
 import { errorBody, GatewayError } from "../../src/errors.ts";
 import { FORWARD_REQUEST_HEADERS, modelOf, pickHeaders } from "../../src/http.ts";
-import { logAccess } from "../../src/log.ts";
 import { endTap, localEvents, resolveRoute, upstreamEvents } from "../../src/pipeline.ts";
 import type { Resolved } from "../../src/router.ts";
+import type { Trace } from "../../src/trace.ts";
 import { responsesCodec } from "./codec.ts";
 import { checkStatefulFields, isPassthroughRoute, warmupResponse } from "./endpoints.ts";
 import { responseSettings } from "./echo.ts";
@@ -107,17 +107,18 @@ class ResponsesSocket {
     this.send(secrets.found(text) ? secrets.scrub(text) : text);
   }
 
+  /** A response was cut short: the client gets the interruption frame. */
+  interrupted(trace: Trace, why: string) {
+    trace.interruptedBy(why);
+    this.sendError(interrupted(why));
+  }
+
   sendError(err: GatewayError, code?: string) {
     this.send(this.ctx.gw.secrets.scrub(errorFrame(err, code)));
   }
 
   close(code = 1000, reason?: string) {
     if (this.socket.readyState === WebSocket.OPEN) this.socket.close(code, reason);
-  }
-
-  log(p: Pending) {
-    p.record.duration_ms = Math.round(performance.now() - p.started);
-    logAccess(p.record, this.ctx.gw.secrets);
   }
 
   private onFrame(data: unknown) {
@@ -157,28 +158,26 @@ class ResponsesSocket {
     }
     const { type: _, ...body } = frame;
     const json = validateRequest(body);
-    const ctx: RequestContext = {
-      ...this.ctx,
-      req: this.req,
-      record: { ...this.ctx.record, status: 200, model: undefined, usage: undefined },
-    };
-    const started = performance.now();
+    // Each response on the socket has its own trace (and access-log line).
+    const trace = this.ctx.trace.forResponse();
+    const ctx: RequestContext = { ...this.ctx, req: this.req, trace };
     let relayed = false;
     try {
       const r = resolveRoute(ctx, modelOf(json));
       if (isPassthroughRoute(r)) {
-        ctx.record.passthrough = true;
-        relayed = await this.relay(r, json, data, { record: ctx.record, started });
+        relayed = await this.relay(r, json, data, trace);
         return;
       }
       checkStatefulFields(json);
       await this.convert(ctx, r, json);
     } catch (e) {
-      ctx.record.status = e instanceof GatewayError ? e.status : 500;
-      throw e;
+      const err = e instanceof GatewayError ? e : new GatewayError(500, "upstream", String(e));
+      trace.status = err.status;
+      trace.failed(err.kind, err.message);
+      throw err;
     } finally {
-      // A relayed response is logged by the upstream socket when it ends.
-      if (!relayed) this.log({ record: ctx.record, started });
+      // A relayed response ends when the upstream socket says so.
+      if (!relayed) trace.end(trace.status ?? 200);
     }
   }
 
@@ -187,8 +186,10 @@ class ResponsesSocket {
     r: Resolved,
     json: Record<string, unknown>,
     text: string,
-    pending: Pending,
+    trace: Trace,
   ): Promise<boolean> {
+    trace.routed("relay");
+    trace.attempt();
     if (!this.upstream) {
       const upstream = await UpstreamSocket.open(
         r,
@@ -213,7 +214,7 @@ class ResponsesSocket {
       r.route.model
         ? JSON.stringify({ ...json, type: "response.create", model: r.upstreamModel })
         : text,
-      pending,
+      trace,
     );
     return true;
   }
@@ -233,7 +234,7 @@ class ResponsesSocket {
           ? [...this.last.input, ...this.last.output]
           : await chainedItems(ctx, previous);
       } catch (e) {
-        ctx.record.status = e instanceof GatewayError ? e.status : 500;
+        ctx.trace.status = e instanceof GatewayError ? e.status : 500;
         const code = e instanceof GatewayError ? e.code : undefined;
         return this.sendError(e as GatewayError, code);
       }
@@ -242,14 +243,15 @@ class ResponsesSocket {
     const store = json.store !== false;
     const keep = keeper(ctx, input, store);
     const { previous_response_id: _, ...rest } = json;
-    const req = responsesCodec.decodeRequest({ ...rest, input, stream: true }, ctx.record.model!);
+    const req = responsesCodec.decodeRequest({ ...rest, input, stream: true }, ctx.trace.model!);
+    if (json.generate === false) ctx.trace.routed("local");
     const events = json.generate === false
-      ? localEvents(warmupResponse(ctx, ctx.record.model!))
+      ? localEvents(warmupResponse(ctx, ctx.trace.model!))
       : await upstreamEvents(ctx, r, req);
-    const tap = endTap(ctx.record);
+    const tap = endTap(ctx.trace);
     const frames = events.pipeThrough(tap.stream).pipeThrough(
       responsesCodec.encodeStream({
-        model: ctx.record.model!,
+        model: ctx.trace.model!,
         compaction: req.compaction,
         tools: req.tools,
         settings: responseSettings(parseRequest(json)),
@@ -260,26 +262,19 @@ class ResponsesSocket {
     let done: { id: string; output: unknown[] } | undefined;
     try {
       for await (const e of frames) {
+        ctx.trace.firstByte();
         this.send(e.data);
         if (e.event && TERMINAL.includes(e.event)) done = JSON.parse(e.data).response;
       }
     } catch (e) {
       if (this.closed.signal.aborted) return;
-      ctx.record.interrupted = true;
-      return this.sendError(interrupted(String(e instanceof GatewayError ? e.message : e)));
+      return this.interrupted(ctx.trace, e instanceof GatewayError ? e.message : String(e));
     }
     if (!tap.ended()) {
-      ctx.record.interrupted = true;
-      return this.sendError(interrupted("the upstream closed the stream before its end"));
+      return this.interrupted(ctx.trace, "the upstream closed the stream before its end");
     }
     if (done) this.last = { id: done.id, input, output: done.output };
   }
-}
-
-/** A response on its way, to be logged when it ends. */
-interface Pending {
-  record: AccessRecord;
-  started: number;
 }
 
 /** Whether a frame is over `max` bytes (a text frame counts its UTF-8 length). */
@@ -300,7 +295,7 @@ function interrupted(message: string): GatewayError {
 /** The provider-side socket of a passthrough route; frames flow through untouched. */
 class UpstreamSocket {
   /** Responses sent and not yet ended, oldest first (a socket runs them in order). */
-  private readonly pending: Pending[] = [];
+  private readonly pending: Trace[] = [];
 
   /** Watches a response in flight: first-byte, then idle timeout between frames. */
   private watchdog?: ReturnType<typeof setTimeout>;
@@ -314,9 +309,7 @@ class UpstreamSocket {
     ws.onmessage = (e) => {
       const text = typeof e.data === "string" ? e.data : "";
       const current = this.pending[0];
-      if (current && current.record.ttfb_ms === undefined) {
-        current.record.ttfb_ms = Math.round(performance.now() - current.started);
-      }
+      current?.firstByte();
       if (TERMINAL.some((t) => text.includes(`"type":"${t}"`)) || text.includes('"type":"error"')) {
         this.end(text);
       }
@@ -332,12 +325,12 @@ class UpstreamSocket {
     if (!done) return;
     try {
       const event = JSON.parse(terminal);
-      if (event.type === "error") done.record.status = event.status ?? 500;
-      else done.record.usage = responsesCodec.decodeResponse(event.response, NO_CONTEXT).usage;
+      if (event.type === "error") done.status = event.status ?? 500;
+      else done.reportUsage(responsesCodec.decodeResponse(event.response, NO_CONTEXT).usage);
     } catch {
       // an unreadable terminal event is relayed as is; only the log lacks its details
     }
-    this.client.log(done);
+    done.end(done.status ?? 200);
   }
 
   /** (Re)starts the watchdog while a response is in flight. */
@@ -353,11 +346,9 @@ class UpstreamSocket {
   /** Ends the client socket, telling it first if a response was cut short. */
   interrupt(why: string, code?: number) {
     clearTimeout(this.watchdog);
-    if (this.pending.length > 0) this.client.sendError(interrupted(why));
-    for (const p of this.pending.splice(0)) {
-      Object.assign(p.record, { status: 502, interrupted: true, error: why });
-      this.client.log(p);
-    }
+    const [current, ...queued] = this.pending.splice(0);
+    if (current) this.client.interrupted(current, why);
+    for (const t of [current, ...queued]) t?.end(502);
     this.client.close(code, code ? why : undefined);
   }
 
@@ -393,8 +384,8 @@ class UpstreamSocket {
     return promise;
   }
 
-  send(text: string, pending: Pending) {
-    this.pending.push(pending);
+  send(text: string, trace: Trace) {
+    this.pending.push(trace);
     this.arm(this.timeouts.first_byte_ms, "sent no data");
     this.ws.send(text);
   }
