@@ -9,7 +9,6 @@
 import type { StreamWatch } from "./codec.ts";
 import { Deadline } from "./deadline.ts";
 import { GatewayError } from "./errors.ts";
-import type * as ir from "./ir.ts";
 import { ClientGone, clientGone, type UpstreamResponse } from "./relay.ts";
 import type { Secrets } from "./secrets.ts";
 import { formatSse, type SseEvent } from "./sse.ts";
