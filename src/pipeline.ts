@@ -27,24 +27,17 @@ import {
   type StreamEnd,
   upstreamError,
   type UpstreamResponse,
-  withInterruption,
 } from "./relay.ts";
 import type { Resolved } from "./router.ts";
-import type { Trace } from "./trace.ts";
-import { serializeSse, type SseEvent } from "./sse.ts";
-import {
-  EventReader,
-  relayStream,
-  sseFraming,
-  upstreamEvents as readEvents,
-  type UpstreamFraming,
-} from "./stream_stage.ts";
+import { formatSse, type SseEvent } from "./sse.ts";
+import { EventReader, relayStream, sseFraming, type UpstreamFraming } from "./stream_stage.ts";
+import { clientStream, type IrSource, localIr, upstreamIr } from "./client_stream.ts";
 
 /** A non-SSE stream framing. */
 export interface Framing {
   contentType: string;
-  /** Converted streams: client events to wire text. */
-  serializer(): TransformStream<SseEvent, string>;
+  /** Converted streams: client events to wire text (one serializer per response). */
+  serializer(): (e: SseEvent) => string;
   /** How a converted stream ends. */
   end: StreamEnd;
   /** A relayed stream's events and ending, for one response. */
@@ -89,7 +82,7 @@ export async function generate(ctx: RequestContext, g: Generation): Promise<Resp
     const id = idFor(ctx);
     const now = nowSeconds();
     return g.stream
-      ? streamToClient(ctx, g, client, demoStream(req, id, now))
+      ? streamToClient(ctx, g, client, localIr(demoStream(req, id, now)))
       : jsonToClient(ctx, g, client, demoResponse(req, id, now));
   }
   return await convert(ctx, g, client, r, CODECS[api], req);
@@ -243,7 +236,7 @@ async function convert(
       up.dropped,
     );
   }
-  const events = upstreamSse(ctx, r, up).pipeThrough(target.decodeStream(dctx));
+  const events = upstreamIr(upstreamReader(ctx, r, up), target.decodeStream(dctx));
   return reportDropped(streamToClient(ctx, g, client, events), up.dropped);
 }
 
@@ -252,19 +245,19 @@ export async function upstreamEvents(
   ctx: RequestContext,
   r: Resolved,
   req: ir.Request,
-): Promise<ReadableStream<ir.StreamEvent>> {
+): Promise<IrSource> {
   if (r.provider.api === "demo") {
     ctx.trace.routed("local");
-    return demoStream(req, idFor(ctx), nowSeconds());
+    return localIr(demoStream(req, idFor(ctx), nowSeconds()));
   }
   const target = CODECS[r.provider.api];
   const up = await callConverted(ctx, r, target, req);
-  return upstreamSse(ctx, r, up).pipeThrough(target.decodeStream(decodeContext(ctx, req)));
+  return upstreamIr(upstreamReader(ctx, r, up), target.decodeStream(decodeContext(ctx, req)));
 }
 
 /** A converted route's upstream SSE events, whole and scrubbed, under its timeouts. */
-function upstreamSse(ctx: RequestContext, r: Resolved, up: UpstreamResponse) {
-  return readEvents(new EventReader(up, r.provider.timeouts, sseFraming(), ctx.gw.secrets));
+function upstreamReader(ctx: RequestContext, r: Resolved, up: UpstreamResponse): EventReader {
+  return new EventReader(up, r.provider.timeouts, sseFraming(), ctx.gw.secrets);
 }
 
 function jsonToClient(
@@ -277,39 +270,15 @@ function jsonToClient(
   return Response.json(g.ingress.encodeResponse(res, client));
 }
 
-/**
- * Watches IR events for the stream's real end (`finish`, or an upstream `error`) and for
- * usage, passing every event on unchanged.
- */
-export function endTap(trace: Trace): {
-  stream: TransformStream<ir.StreamEvent, ir.StreamEvent>;
-  ended: () => boolean;
-} {
-  let ended = false;
-  const stream = new TransformStream<ir.StreamEvent, ir.StreamEvent>({
-    transform(e, out) {
-      if (e.type === "finish" || e.type === "error") ended = true;
-      if (e.type === "usage" || e.type === "finish") trace.reportUsage(e.usage);
-      out.enqueue(e);
-    },
-  });
-  return { stream, ended: () => ended };
-}
-
 function streamToClient(
   ctx: RequestContext,
   g: Generation,
   client: ClientContext,
-  events: ReadableStream<ir.StreamEvent>,
+  events: IrSource,
 ): Response {
-  const tap = endTap(ctx.trace);
-  const bytes = events
-    .pipeThrough(tap.stream)
-    .pipeThrough(g.ingress.encodeStream(client))
-    .pipeThrough(g.framing?.serializer() ?? serializeSse())
-    .pipeThrough(new TextEncoderStream());
+  const serialize = g.framing?.serializer() ?? formatSse;
   const end = g.framing?.end ?? sseEnd(ctx.dialect);
-  const body = withInterruption(bytes, tap.ended, end, ctx.trace);
+  const body = clientStream(events, g.ingress.encodeStream(client), serialize, end, ctx.trace);
   const framing = g.framing && { "content-type": g.framing.contentType };
   return new Response(body, { headers: { ...STREAM_HEADERS, ...framing } });
 }
@@ -318,16 +287,16 @@ function streamToClient(
 export function answerLocally(ctx: RequestContext, g: Generation, res: ir.Response): Response {
   const client = clientContext(g);
   return g.stream
-    ? streamToClient(ctx, g, client, localEvents(res))
+    ? streamToClient(ctx, g, client, localIr(localEvents(res)))
     : jsonToClient(ctx, g, client, res);
 }
 
 /** A local response with no output parts as stream events. */
-export function localEvents(res: ir.Response): ReadableStream<ir.StreamEvent> {
-  return ReadableStream.from<ir.StreamEvent>([
+export function localEvents(res: ir.Response): ir.StreamEvent[] {
+  return [
     { type: "start", id: res.id, model: res.model, created: res.created },
     { type: "finish", reason: res.finish, usage: res.usage },
-  ]);
+  ];
 }
 
 export function localId(ctx: RequestContext): { id: string; now: number } {

@@ -25,7 +25,7 @@ export async function createGateway(config: Config): Promise<Gateway> {
   return {
     config,
     router: new Router(config),
-    keys: await KeyStore.from(config),
+    keys: KeyStore.from(config),
     store: await createStore(config.response_store),
     secrets,
     proxies: new TrustedProxies(config.trusted_proxies),
@@ -99,7 +99,7 @@ export function createHandler(
         if (gw.draining) {
           throw new GatewayError(503, "overloaded", "the gateway is shutting down; retry");
         }
-        trace.key = await authenticate(gw.keys, endpoint.keyDialect ?? endpoint.dialect, req, url);
+        trace.key = authenticate(gw.keys, endpoint.keyDialect ?? endpoint.dialect, req, url);
       }
       const ctx: RequestContext = { gw, req, url, requestId, dialect, trace };
       res = await HANDLERS[endpoint.name](ctx);

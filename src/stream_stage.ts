@@ -246,12 +246,11 @@ export class EventReader {
       const events = scan.events.slice(0, scan.malformedAt);
       return events.length ? this.scrubbed(events, events.map(formatSse).join("")) : undefined;
     }
-    const bytes = buf.subarray(0, scan.cut);
+    // The held tail was copied out, so the complete part can go out without a copy.
+    const bytes = scan.cut === buf.length ? buf : buf.subarray(0, scan.cut);
     const leaks = this.secrets.longest > 0 && scan.events.some((e) => this.secrets.found(e.data));
     // Scrubbing re-encodes; everything else goes out as the provider's own bytes.
-    return leaks
-      ? this.scrubbed(scan.events, this.decode(bytes))
-      : { events: scan.events, bytes: bytes.slice() };
+    return leaks ? this.scrubbed(scan.events, this.decode(bytes)) : { events: scan.events, bytes };
   }
 
   private scrubbed(events: SseEvent[], text: string): Batch {
@@ -329,17 +328,5 @@ export function relayStream(
       clientGone(trace);
       return events.cancel(reason);
     },
-  }, { highWaterMark: 0 });
-}
-
-/** A converted stream's upstream events, for the target codec's stream decoder. */
-export function upstreamEvents(events: EventReader): ReadableStream<SseEvent> {
-  return new ReadableStream<SseEvent>({
-    async pull(controller) {
-      const batch = await events.next();
-      if (!batch) return controller.close();
-      for (const e of batch.events) controller.enqueue(e);
-    },
-    cancel: (reason) => events.cancel(reason),
   }, { highWaterMark: 0 });
 }

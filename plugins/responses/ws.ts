@@ -10,7 +10,9 @@
 import type { Handler, RequestContext } from "../../src/context.ts";
 import { errorBody, GatewayError } from "../../src/errors.ts";
 import { FORWARD_REQUEST_HEADERS, modelOf, pickHeaders } from "../../src/http.ts";
-import { endTap, localEvents, resolveRoute, upstreamEvents } from "../../src/pipeline.ts";
+import { failureMessage, IrWatch, localIr } from "../../src/client_stream.ts";
+import { localEvents, resolveRoute, upstreamEvents } from "../../src/pipeline.ts";
+import type { SseEvent } from "../../src/sse.ts";
 import type { Resolved } from "../../src/router.ts";
 import type { Trace } from "../../src/trace.ts";
 import { responsesCodec } from "./codec.ts";
@@ -246,31 +248,38 @@ class ResponsesSocket {
     const req = responsesCodec.decodeRequest({ ...rest, input, stream: true }, ctx.trace.model!);
     if (json.generate === false) ctx.trace.routed("local");
     const events = json.generate === false
-      ? localEvents(warmupResponse(ctx, ctx.trace.model!))
+      ? localIr(localEvents(warmupResponse(ctx, ctx.trace.model!)))
       : await upstreamEvents(ctx, r, req);
-    const tap = endTap(ctx.trace);
-    const frames = events.pipeThrough(tap.stream).pipeThrough(
-      responsesCodec.encodeStream({
-        model: ctx.trace.model!,
-        compaction: req.compaction,
-        tools: req.tools,
-        settings: responseSettings(parseRequest(json)),
-        ...(store && { responseId: id }),
-        onResponse: keep.onResponse,
-      }),
-    );
+    const watch = new IrWatch(ctx.trace);
     let done: { id: string; output: unknown[] } | undefined;
-    try {
-      for await (const e of frames) {
+    // Each frame goes out as the encoder makes it; the terminal one is kept for chaining.
+    const frames = {
+      enqueue: (e: SseEvent) => {
         ctx.trace.firstByte();
         this.send(e.data);
         if (e.event && TERMINAL.includes(e.event)) done = JSON.parse(e.data).response;
+      },
+    };
+    const encoder = responsesCodec.encodeStream({
+      model: ctx.trace.model!,
+      compaction: req.compaction,
+      tools: req.tools,
+      settings: responseSettings(parseRequest(json)),
+      ...(store && { responseId: id }),
+      onResponse: keep.onResponse,
+    });
+    try {
+      for (let batch = await events.next(); batch; batch = await events.next()) {
+        for (const e of batch) {
+          watch.see(e);
+          await encoder.transform(e, frames);
+        }
       }
     } catch (e) {
       if (this.closed.signal.aborted) return;
-      return this.interrupted(ctx.trace, e instanceof GatewayError ? e.message : String(e));
+      return this.interrupted(ctx.trace, failureMessage(e));
     }
-    if (!tap.ended()) {
+    if (!watch.ended) {
       return this.interrupted(ctx.trace, "the upstream closed the stream before its end");
     }
     if (done) this.last = { id: done.id, input, output: done.output };
