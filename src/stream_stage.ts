@@ -14,6 +14,10 @@ import type { Secrets } from "./secrets.ts";
 import { formatSse, type SseEvent } from "./sse.ts";
 import type { Trace } from "./trace.ts";
 
+/** The buffer sizes an upstream stream is read with. */
+const MIN_READ_BYTES = 4 * 1024;
+const MAX_READ_BYTES = 64 * 1024;
+
 /** A single upstream event larger than this ends the stream (it would be held in memory). */
 export const MAX_EVENT_BYTES = 64 * 1024 * 1024;
 
@@ -187,7 +191,12 @@ export interface Batch {
  * sent a malformed or oversized event (after returning the good events before it).
  */
 export class EventReader {
-  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  /**
+   * A BYOB reader: an idle stream then holds a small buffer of ours rather than the 64 KiB one
+   * Deno's default read allocates for every pending read (most of a slow stream's memory).
+   */
+  private readonly reader: ReadableStreamBYOBReader;
+  private readSize = MIN_READ_BYTES;
   private readonly decoder = new TextDecoder();
   private readonly decode = (b: Uint8Array) => this.decoder.decode(b);
   private readonly deadline: Deadline;
@@ -202,7 +211,7 @@ export class EventReader {
     private readonly framing: UpstreamFraming,
     private readonly secrets: Secrets,
   ) {
-    this.reader = up.res.body!.getReader();
+    this.reader = up.res.body!.getReader({ mode: "byob" });
     this.deadline = new Deadline((err) => up.abort(err));
     this.deadline.arm(timeouts.first_byte_ms, "sent no data");
   }
@@ -212,7 +221,7 @@ export class EventReader {
     for (;;) {
       let chunk: ReadableStreamReadResult<Uint8Array>;
       try {
-        chunk = await this.reader.read();
+        chunk = await this.reader.read(new Uint8Array(this.readSize));
       } catch (e) {
         this.close();
         if (e instanceof ClientGone || e instanceof GatewayError) throw e;
@@ -222,6 +231,10 @@ export class EventReader {
         this.close();
         return undefined;
       }
+      // A full buffer means more is waiting: read bigger next time (and smaller when it is not).
+      this.readSize = chunk.value.byteLength === this.readSize
+        ? Math.min(this.readSize * 2, MAX_READ_BYTES)
+        : MIN_READ_BYTES;
       if (this.first) {
         this.first = false;
         this.deadline.arm(this.timeouts.idle_ms, "went idle");
