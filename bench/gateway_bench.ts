@@ -94,8 +94,12 @@ const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
 const kb = (bytes: number) => (bytes / 1024).toFixed(0);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** RSS per concurrent slow stream, and RSS after each wave (memory must come back). */
-async function memory(server: Server, model: string) {
+/**
+ * RSS per concurrent slow stream, and RSS after each wave (memory must come back), on a fresh
+ * server process so that one case's heap does not carry into the next.
+ */
+async function memory(start: () => Promise<Server>, model: string) {
+  const server = await start();
   const idle = await server.rss();
   let peak = 0;
   const after: number[] = [];
@@ -106,6 +110,7 @@ async function memory(server: Server, model: string) {
     await sleep(5000);
     after.push(await server.rss());
   }
+  await server.stop();
   return { idle, perStream: (peak - idle) / STREAMS, after };
 }
 
@@ -160,13 +165,13 @@ try {
       "|---|---|---|---|",
     ];
     for (
-      const [label, server, model] of [
-        ["bare relay", bare, "chat-slow"],
-        ["gateway same format", gateway, "chat-slow"],
-        ["gateway converted", gateway, "msg-slow"],
+      const [label, start, model] of [
+        ["bare relay", () => startBareRelay(mock.url), "chat-slow"],
+        ["gateway same format", () => startGateway(mock.url), "chat-slow"],
+        ["gateway converted", () => startGateway(mock.url), "msg-slow"],
       ] as const
     ) {
-      const m = await memory(server, model);
+      const m = await memory(start, model);
       mem.push(
         `| ${label} | ${mb(m.idle)} MB | ${kb(m.perStream)} KB | ${
           m.after.map((b) => `${mb(b)} MB`).join(" → ")
