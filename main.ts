@@ -11,6 +11,7 @@ import {
 } from "./src/config.ts";
 import { codexConfig } from "./src/codex.ts";
 import { setAccessLogSink } from "./src/log.ts";
+import { serveMetrics } from "./src/metrics.ts";
 import { createGateway, createHandler } from "./src/server.ts";
 
 const env = (name: string) => Deno.env.get(name);
@@ -66,6 +67,13 @@ async function main() {
     onListen: ({ hostname, port }) =>
       console.error(`gateway listening on http://${hostname}:${port}`),
   }, createHandler(gw));
+  // Its own listener: Kong routes the gateway's port only, so /metrics never reaches clients.
+  const metrics = config.metrics &&
+    serveMetrics(
+      gw.metrics,
+      config.metrics,
+      ({ hostname, port }) => console.error(`metrics on http://${hostname}:${port}/metrics`),
+    );
 
   let stopping = false;
   const sleep = (s: number) => new Promise((resolve) => setTimeout(resolve, s * 1000));
@@ -84,6 +92,7 @@ async function main() {
     // close with 1001. A moment lets those endings reach the clients.
     gw.stopping.abort();
     await Promise.race([drained, sleep(FLUSH_S)]);
+    await metrics?.shutdown();
     Deno.exit(0);
   };
   Deno.addSignalListener("SIGTERM", () => stop("SIGTERM"));
