@@ -180,6 +180,7 @@ const SECONDS_BUCKETS = [
 ];
 
 /** `gen_ai.provider.name` of each provider API (the demo provider is the gateway's own). */
+export const genAiProvider = (api: ProviderApi) => GEN_AI_PROVIDER[api];
 const GEN_AI_PROVIDER: Record<ProviderApi, string> = {
   chat: "openai",
   responses: "openai",
@@ -189,6 +190,7 @@ const GEN_AI_PROVIDER: Record<ProviderApi, string> = {
 };
 
 /** `gen_ai.operation.name` of the generation endpoints; other endpoints are not GenAI calls. */
+export const genAiOperation = (endpoint: EndpointName | "unknown") => GEN_AI_OPERATION[endpoint];
 const GEN_AI_OPERATION: Partial<Record<EndpointName | "unknown", string>> = {
   chat: "chat",
   responses: "chat",
@@ -286,9 +288,9 @@ export class Metrics implements Observer {
     this.requests.add([t.endpoint, t.routeName ?? "", provider, String(status), t.mode ?? ""]);
     if (t.attempts > 0) this.attempts.add([provider, attemptOutcome(t)]);
     if (t.interrupted) this.interruptions.add([provider, t.dialect]);
-    const operation = GEN_AI_OPERATION[t.endpoint];
+    const operation = genAiOperation(t.endpoint);
     if (!operation || !t.api || t.upgrade) return;
-    const genAi = [operation, GEN_AI_PROVIDER[t.api], model];
+    const genAi = [operation, genAiProvider(t.api), model];
     const failed = status >= 400 || t.interrupted;
     const errorType = failed ? t.errorKind ?? String(status) : "";
     this.duration.observe([...genAi, errorType], (t.durationMs ?? 0) / 1000);

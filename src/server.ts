@@ -10,6 +10,7 @@ import { dialectOf, type Endpoint, ENDPOINTS } from "./endpoints.ts";
 import { errorResponse, GatewayError, notFound } from "./errors.ts";
 import { accessLog } from "./log.ts";
 import { Metrics } from "./metrics.ts";
+import { redactSpanUrl, spanAttributes } from "./otel.ts";
 import { ClientGone } from "./relay.ts";
 import { Router } from "./router.ts";
 import { createStore } from "./store.ts";
@@ -31,7 +32,7 @@ export async function createGateway(config: Config): Promise<Gateway> {
     store: await createStore(config.response_store),
     secrets,
     proxies: new TrustedProxies(config.trusted_proxies),
-    observers: [accessLog(secrets), metrics],
+    observers: [accessLog(secrets), metrics, spanAttributes()],
     metrics,
     draining: false,
     stopping: new AbortController(),
@@ -85,6 +86,7 @@ export function createHandler(
 ): (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response> {
   return async (req, info) => {
     const url = new URL(req.url);
+    redactSpanUrl(url);
     const requestId = requestIdOf(req);
     const dialect = dialectOf(url.pathname);
     const trace = new Trace(gw.observers, {
