@@ -297,6 +297,19 @@ Deno.test({
         )).length > 0,
         true,
       );
+      // The queries of docs/metrics.md run and group as the text says.
+      const docs = await Deno.readTextFile(new URL("../docs/metrics.md", import.meta.url));
+      const examples = [...docs.matchAll(/```promql\n(.*?)\n```/gs)].map((m) => m[1]);
+      assert.equal(examples.length, 3);
+      const groups = await Promise.all(examples.map(async (q) => {
+        const rows = await query(prom, q);
+        return rows.map((r) => Object.values(r.metric).join("/")).sort();
+      }));
+      assert.deepEqual(groups, [
+        ["team-a/input", "team-a/output", "team-b/input", "team-b/output"],
+        ["anthropic", "gcp.gemini", "openai"],
+        ["anthropic", "gemini", "oai", "oai-chat"],
+      ]);
       // The failed call's model names no series.
       assert.deepEqual(await query(prom, '{gen_ai_request_model="chat-err429"}'), []);
       assert.deepEqual(await query(prom, "gateway_active_streams"), [
