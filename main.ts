@@ -61,19 +61,30 @@ async function main() {
   }
   if (env("GATEWAY_ACCESS_LOG") === "off") setAccessLogSink(() => {});
   const gw = await createGateway(config);
+  // Its own listener: Kong routes the gateway's port only, so /metrics never reaches clients.
+  let metrics: Deno.HttpServer | undefined;
+  if (config.metrics) {
+    const { hostname, port } = config.metrics;
+    try {
+      metrics = serveMetrics(
+        gw.metrics,
+        config.metrics,
+        (addr) => console.error(`metrics on http://${addr.hostname}:${addr.port}/metrics`),
+      );
+    } catch (e) {
+      console.error(
+        `gateway: cannot serve metrics on ${hostname}:${port}: ${(e as Error).message} ` +
+          "(set METRICS_PORT to another port, or to off)",
+      );
+      Deno.exit(2);
+    }
+  }
   const server = Deno.serve({
     hostname: config.listen.hostname,
     port: config.listen.port,
     onListen: ({ hostname, port }) =>
       console.error(`gateway listening on http://${hostname}:${port}`),
   }, createHandler(gw));
-  // Its own listener: Kong routes the gateway's port only, so /metrics never reaches clients.
-  const metrics = config.metrics &&
-    serveMetrics(
-      gw.metrics,
-      config.metrics,
-      ({ hostname, port }) => console.error(`metrics on http://${hostname}:${port}/metrics`),
-    );
 
   let stopping = false;
   const sleep = (s: number) => new Promise((resolve) => setTimeout(resolve, s * 1000));

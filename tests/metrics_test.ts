@@ -370,3 +370,25 @@ Deno.test("metrics config: off when absent, on by default, METRICS_PORT override
     /metrics: Unrecognized key/,
   );
 });
+
+Deno.test("metrics listener: a taken port stops main.ts at startup, naming METRICS_PORT", async () => {
+  const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  try {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-net", "--allow-env", "--allow-read", "main.ts"],
+      cwd: new URL("..", import.meta.url).pathname,
+      env: {
+        GATEWAY_API_KEYS: "sk-metrics-port-test",
+        PORT: "0",
+        METRICS_PORT: String((taken.addr as Deno.NetAddr).port),
+        NO_COLOR: "1",
+      },
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    assert.equal(out.code, 2);
+    assert.match(new TextDecoder().decode(out.stderr), /cannot serve metrics on .*METRICS_PORT/);
+  } finally {
+    taken.close();
+  }
+});
