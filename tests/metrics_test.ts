@@ -351,6 +351,14 @@ Deno.test("metrics config: off when absent, on by default, METRICS_PORT override
   const builtIn = defaultConfig(env({ GATEWAY_API_KEYS: "sk-one-key-123" }));
   assert.deepEqual(builtIn.metrics, { hostname: "127.0.0.1", port: 9464, max_label_values: 1000 });
   assert.equal(applyListenEnv(builtIn, env({ METRICS_PORT: "off" })).metrics, undefined);
+  // Kong proxies to the API port only (tests/kong_config_test.ts checks its routes).
+  const kong = await Deno.readTextFile(new URL("../kong.yml", import.meta.url));
+  assert.doesNotMatch(kong, /9464/);
+  assert.deepEqual([...kong.matchAll(/target: \S+:(\d+)/g)].map((m) => m[1]), [
+    "8080",
+    "8080",
+    "8080",
+  ]);
   assert.deepEqual(applyListenEnv(config, env({ METRICS_PORT: "0" })).metrics, {
     hostname: "127.0.0.1",
     port: 0,
