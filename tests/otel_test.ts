@@ -4,7 +4,15 @@
  * sent as `?key=` (accepted or rejected) is overwritten in `url.full` and `url.query`.
  */
 import assert from "node:assert/strict";
-import { bodies, googleHeaders, KEY, mockConfig, openaiHeaders, post } from "./helpers.ts";
+import {
+  anthropicHeaders,
+  bodies,
+  googleHeaders,
+  KEY,
+  mockConfig,
+  openaiHeaders,
+  post,
+} from "./helpers.ts";
 import { startMockUpstream, TOKENS } from "./mock/upstream.ts";
 import { startGateway } from "./process.ts";
 
@@ -58,6 +66,13 @@ Deno.test("otel: request spans carry GenAI attributes, never a ?key= value as th
       });
       assert.equal(chat.status, 200);
       await chat.body?.cancel();
+      const stream = await post(
+        `${gateway.url}/v1/messages`,
+        anthropicHeaders(),
+        bodies.messages("chat-text", true),
+      );
+      assert.equal(stream.status, 200);
+      await stream.text();
       const generate = `${gateway.url}/v1beta/models/gem-text:generateContent`;
       const ok = await post(generate, googleHeaders(), bodies.gemini());
       assert.equal(ok.status, 200);
@@ -86,6 +101,14 @@ Deno.test("otel: request spans carry GenAI attributes, never a ?key= value as th
     assert.equal(Number(last(chat, "gen_ai.usage.output_tokens")), TOKENS.text);
     assert.equal(last(chat, "gateway.key"), "team-a");
 
+    // A stream's span has its route; Deno ends it before the stream's usage comes.
+    const [stream] = byPath("/v1/messages");
+    assert.deepEqual(
+      ["gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model"].map((k) =>
+        last(stream, k)
+      ),
+      ["chat", "openai", "chat-text"],
+    );
     const gemini = byPath("/v1beta/models/gem-text:generateContent");
     assert.equal(gemini.length, 3);
     const refused = gemini.filter((s) => last(s, "error.type") === "invalid_request");
