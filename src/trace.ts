@@ -89,6 +89,7 @@ export class Trace {
     const t = new Trace(this.observers, this);
     t.endpoint = this.endpoint;
     t.key = this.key;
+    // Sent as frames, ended by the socket: a stream (time to first chunk, active streams).
     t.streaming = true;
     return t;
   }
