@@ -11,6 +11,7 @@ import {
 } from "./src/config.ts";
 import { codexConfig } from "./src/codex.ts";
 import { setAccessLogSink } from "./src/log.ts";
+import { serveMetrics } from "./src/metrics.ts";
 import { createGateway, createHandler } from "./src/server.ts";
 
 const env = (name: string) => Deno.env.get(name);
@@ -60,6 +61,24 @@ async function main() {
   }
   if (env("GATEWAY_ACCESS_LOG") === "off") setAccessLogSink(() => {});
   const gw = await createGateway(config);
+  // Its own listener: Kong routes the gateway's port only, so /metrics never reaches clients.
+  let metrics: Deno.HttpServer | undefined;
+  if (config.metrics) {
+    const { hostname, port } = config.metrics;
+    try {
+      metrics = serveMetrics(
+        gw.metrics,
+        config.metrics,
+        (addr) => console.error(`metrics on http://${addr.hostname}:${addr.port}/metrics`),
+      );
+    } catch (e) {
+      console.error(
+        `gateway: cannot serve metrics on ${hostname}:${port}: ${(e as Error).message} ` +
+          "(set METRICS_PORT to another port, or to off)",
+      );
+      Deno.exit(2);
+    }
+  }
   const server = Deno.serve({
     hostname: config.listen.hostname,
     port: config.listen.port,
@@ -84,6 +103,7 @@ async function main() {
     // close with 1001. A moment lets those endings reach the clients.
     gw.stopping.abort();
     await Promise.race([drained, sleep(FLUSH_S)]);
+    await metrics?.shutdown();
     Deno.exit(0);
   };
   Deno.addSignalListener("SIGTERM", () => stop("SIGTERM"));

@@ -2,6 +2,7 @@
 import type { KeyStore } from "./auth.ts";
 import type { Config } from "./config.ts";
 import type { Dialect } from "./endpoints.ts";
+import type { Metrics } from "./metrics.ts";
 import type { Router } from "./router.ts";
 import type { ResponseStore } from "./store.ts";
 import type { Secrets } from "./secrets.ts";
@@ -18,8 +19,10 @@ export interface Gateway {
   secrets: Secrets;
   /** Peers whose X-Forwarded-For names the client (Kong). */
   proxies: TrustedProxies;
-  /** Told every request's lifecycle (the access log first). */
+  /** Told every request's lifecycle (the access log first, then metrics). */
   observers: Observer[];
+  /** What `GET /metrics` exposes (collected whether or not a metrics listener is on). */
+  metrics: Metrics;
   /** Set on shutdown: /readyz turns 503 and new requests are refused. */
   draining: boolean;
   /** Aborted when the shutdown grace runs out: open streams end with the interruption. */

@@ -13,6 +13,22 @@ export function setAccessLogSink(next: Sink): Sink {
   return previous;
 }
 
+/**
+ * The token breakdown, flat so a log pipeline can bill from the line alone: input includes
+ * the cache reads and writes, output the reasoning (as in `gateway_tokens_total`).
+ */
+function tokens(t: Trace) {
+  const u = t.usage;
+  if (!u) return {};
+  return {
+    input_tokens: u.inputTokens,
+    output_tokens: u.outputTokens,
+    cache_read_tokens: u.cacheReadTokens ?? 0,
+    cache_write_tokens: u.cacheWriteTokens ?? 0,
+    reasoning_tokens: u.reasoningTokens ?? 0,
+  };
+}
+
 /** The access-log line of a finished request. */
 function line(t: Trace) {
   return {
@@ -33,6 +49,8 @@ function line(t: Trace) {
     ttfb_ms: t.ttfbMs,
     attempts: t.attempts || undefined,
     usage: t.usage,
+    billable: t.usage ? t.billable : undefined,
+    ...tokens(t),
     interrupted: t.interrupted || undefined,
     error: t.error,
     dropped: t.dropped,

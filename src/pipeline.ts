@@ -63,7 +63,7 @@ export interface Generation {
 
 export function resolveRoute(ctx: RequestContext, model: string): Resolved {
   const r = ctx.gw.router.resolve(model);
-  ctx.trace.target(model, r.label, r.provider.name);
+  ctx.trace.target(model, r);
   return r;
 }
 
@@ -75,6 +75,7 @@ export async function generate(ctx: RequestContext, g: Generation): Promise<Resp
   // The stream flag comes from the endpoint (Gemini carries it in the path, not the body).
   await yieldIfLarge(g.body.raw.length);
   const req = { ...g.ingress.decodeRequest(g.body.json, g.model), stream: g.stream };
+  ctx.trace.compaction = req.compaction === true;
   await yieldIfLarge(g.body.raw.length);
   const client = clientContext(g, req);
   if (api === "demo") {
@@ -101,15 +102,22 @@ function decodeContext(ctx: RequestContext, req: ir.Request): DecodeContext {
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 const idFor = (ctx: RequestContext) => ctx.requestId.replace(/[^A-Za-z0-9]/g, "").slice(0, 24);
 
+/** A non-generation endpoint of a provider's API, relayed as JSON. */
+export interface OtherEndpoint {
+  path: string;
+  /** The tokens its answer reports (for metrics and the access log). */
+  usage(json: Record<string, unknown>): ir.Usage | undefined;
+}
+
 /** Same format on both sides: bytes in, bytes out; only the model may be renamed. */
 export async function passthrough(
   ctx: RequestContext,
   g: Pick<Generation, "ingress" | "body" | "stream" | "passthroughPath" | "framing">,
   r: Resolved,
   /** Another endpoint of the same API (compact, count_tokens); default: generation. */
-  otherPath?: string,
+  other?: OtherEndpoint,
 ): Promise<Response> {
-  const path = otherPath ?? g.passthroughPath?.(r.upstreamModel) ??
+  const path = other?.path ?? g.passthroughPath?.(r.upstreamModel) ??
     g.ingress.path(r.upstreamModel, g.stream);
   const { json, raw } = g.body;
   const renamed = r.route.model !== undefined && typeof json.model === "string";
@@ -129,7 +137,7 @@ export async function passthrough(
   if (!g.stream) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
     const { bytes, json } = await readUpstreamJson(up, idle_ms);
-    if (!otherPath) ctx.trace.reportUsage(usageOf(g.ingress, json, ctx));
+    ctx.trace.reportUsage(other ? other.usage(json) : usageOf(g.ingress, json, ctx));
     return new Response(bytes, { status: up.res.status, headers });
   }
   checkContentType(up, g.framing ? "json" : "event-stream");

@@ -9,6 +9,8 @@ import type { Gateway, RequestContext } from "./context.ts";
 import { dialectOf, type Endpoint, ENDPOINTS } from "./endpoints.ts";
 import { errorResponse, GatewayError, notFound } from "./errors.ts";
 import { accessLog } from "./log.ts";
+import { Metrics } from "./metrics.ts";
+import { redactSpanUrl, spanAttributes } from "./otel.ts";
 import { ClientGone } from "./relay.ts";
 import { Router } from "./router.ts";
 import { createStore } from "./store.ts";
@@ -22,6 +24,7 @@ export const REQUEST_ID_RESPONSE_HEADER = "x-gateway-request-id";
 
 export async function createGateway(config: Config): Promise<Gateway> {
   const secrets = new Secrets(config.providers.map((p) => p.api_key));
+  const metrics = new Metrics({ maxLabelValues: config.metrics?.max_label_values });
   return {
     config,
     router: new Router(config),
@@ -29,7 +32,8 @@ export async function createGateway(config: Config): Promise<Gateway> {
     store: await createStore(config.response_store),
     secrets,
     proxies: new TrustedProxies(config.trusted_proxies),
-    observers: [accessLog(secrets)],
+    observers: [accessLog(secrets), metrics, spanAttributes()],
+    metrics,
     draining: false,
     stopping: new AbortController(),
     closingSockets: new AbortController(),
@@ -82,6 +86,7 @@ export function createHandler(
 ): (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response> {
   return async (req, info) => {
     const url = new URL(req.url);
+    redactSpanUrl(url);
     const requestId = requestIdOf(req);
     const dialect = dialectOf(url.pathname);
     const trace = new Trace(gw.observers, {

@@ -3,9 +3,11 @@
  * ended — told to every observer from one place. The access log is one observer; metrics and
  * failover plug in beside it. A WebSocket response frame gets its own trace (`forResponse`).
  */
+import type { ProviderApi } from "./config.ts";
 import type { Dialect, EndpointName } from "./endpoints.ts";
 import type { ErrorKind } from "./errors.ts";
 import type { Usage } from "./ir.ts";
+import type { Resolved } from "./router.ts";
 
 /** How a request reached its answer: bytes relayed, converted through the IR, or answered here. */
 export type Mode = "relay" | "convert" | "local";
@@ -40,9 +42,18 @@ export class Trace {
   endpoint: EndpointName | "unknown" = "unknown";
   /** The client key's configured name (never the key). */
   key?: string;
+  /** The model the client asked for. */
   model?: string;
+  /** Describes the route in the access log (`"claude-*" → anthropic (messages)`). */
   route?: string;
+  /** The route's `name` (default: its first model pattern), a metric label. */
+  routeName?: string;
+  /** The provider's configured name. */
   provider?: string;
+  /** The provider's API (which vendor's wire format it speaks). */
+  api?: ProviderApi;
+  /** A converted Responses request ending with Codex's `compaction_trigger` (not billed). */
+  compaction = false;
   mode?: Mode;
   attempts = 0;
   usage?: Usage;
@@ -61,6 +72,8 @@ export class Trace {
   stored?: string;
   /** Request fields the target could not express, dropped and reported. */
   dropped?: string[];
+  /** The WebSocket itself (its responses have their own traces): ends when the socket closes. */
+  upgrade = false;
   private ended = false;
 
   constructor(private readonly observers: readonly Observer[], start: TraceStart) {
@@ -76,14 +89,27 @@ export class Trace {
     const t = new Trace(this.observers, this);
     t.endpoint = this.endpoint;
     t.key = this.key;
+    // Sent as frames, ended by the socket: a stream (time to first chunk, active streams).
+    t.streaming = true;
     return t;
   }
 
   /** The route a model resolved to (known before the mode is). */
-  target(model: string, route: string, provider: string): void {
+  target(model: string, r: Resolved): void {
     this.model = model;
-    this.route = route;
-    this.provider = provider;
+    this.route = r.label;
+    this.routeName = r.name;
+    this.provider = r.provider.name;
+    this.api = r.provider.api;
+  }
+
+  /**
+   * Whether the tokens are billed: not for compaction (endpoint 4, or Codex's in-band
+   * compaction on a converted route) nor token counting (endpoint 8), per the product spec.
+   */
+  get billable(): boolean {
+    return this.endpoint !== "responses_compact" && this.endpoint !== "count_tokens" &&
+      !this.compaction;
   }
 
   routed(mode: Mode): void {

@@ -28,7 +28,8 @@ async function spawnGateway(
       entry,
       ...args,
     ],
-    env: { ...env, PORT: "0" },
+    // The built-in config turns metrics on at 9464: any free port instead.
+    env: { ...env, PORT: "0", METRICS_PORT: "0" },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

@@ -104,12 +104,14 @@ Deno.test("observer: one lifecycle per request, for JSON, streams and WebSocket 
           { type: "response.create", model: "pt-text", input: "hi" },
           { type: "response.create", model: "msg-text", input: "hi", store: false },
         ]);
-        // The upgrade (101) and the two responses.
+        // The two responses, then the upgrade (101), which ends when the socket closes.
         for (let i = 0; i < 50 && rec.ended.length < before + 3; i++) {
           await new Promise((r) => setTimeout(r, 10));
         }
-        const [upgrade, relayed, converted] = rec.ended.slice(before);
+        const [relayed, converted, upgrade] = rec.ended.slice(before);
         assert.equal(upgrade.status, 101);
+        assert.ok(upgrade.upgrade);
+        assert.deepEqual(rec.events.get(upgrade), ["firstByte", "ended"]);
         for (const [trace, mode] of [[relayed, "relay"], [converted, "convert"]] as const) {
           assert.equal(trace.mode, mode);
           assert.equal(trace.status, 200);

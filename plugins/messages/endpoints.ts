@@ -48,6 +48,13 @@ export const countTokens: Handler = async (ctx) => {
     ctx,
     { ingress: messagesCodec, body, stream: false },
     r,
-    "/v1/messages/count_tokens",
+    {
+      path: "/v1/messages/count_tokens",
+      // Counting reads the input; it produces nothing.
+      usage: (json) =>
+        typeof json.input_tokens === "number"
+          ? { inputTokens: json.input_tokens, outputTokens: 0 }
+          : undefined,
+    },
   );
 };

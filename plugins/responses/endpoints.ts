@@ -15,6 +15,7 @@ import type { Resolved } from "../../src/router.ts";
 import { responsesCodec } from "./codec.ts";
 import { responseSettings } from "./echo.ts";
 import { parseRequest, type ResponsesRequest } from "./schema.ts";
+import { fromWireUsage } from "./usage.ts";
 import { chainedItems, inputItems, keeper, newResponseId } from "./state.ts";
 
 /** The answer to a warm-up (`generate: false`) on a converted route: completed, no output. */
@@ -103,6 +104,6 @@ export const compact: Handler = async (ctx) => {
     ctx,
     { ingress: responsesCodec, body, stream: false },
     r,
-    "/responses/compact",
+    { path: "/responses/compact", usage: (json) => fromWireUsage(json.usage) },
   );
 };

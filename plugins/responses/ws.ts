@@ -30,6 +30,9 @@ export const responsesWebSocket: Handler = (ctx) => {
   const headers = new Headers(ctx.req.headers);
   // Deno pings after 30 s of silence and drops peers that stop answering.
   const { socket, response } = Deno.upgradeWebSocket(ctx.req, { idleTimeout: 60 });
+  // The socket's own trace ends when it closes (`gateway_active_websockets`, the access log).
+  ctx.trace.upgrade = true;
+  ctx.trace.streaming = true;
   new ResponsesSocket(ctx, headers, socket);
   return Promise.resolve(response);
 };
@@ -72,6 +75,7 @@ class ResponsesSocket {
   ) {
     this.req = new Request(ctx.req.url, { headers, signal: this.closed.signal });
     socket.onmessage = (e) => this.onFrame(e.data);
+    socket.onopen = () => ctx.trace.firstByte();
     socket.onclose = () => this.shutdown();
     socket.onerror = () => this.shutdown();
     ctx.gw.closingSockets.signal.addEventListener("abort", this.onStop);
@@ -97,6 +101,7 @@ class ResponsesSocket {
     this.ctx.gw.closingSockets.signal.removeEventListener("abort", this.onStop);
     this.closed.abort();
     this.upstream?.close();
+    this.ctx.trace.end();
   }
 
   send(text: string) {
@@ -246,6 +251,7 @@ class ResponsesSocket {
     const keep = keeper(ctx, input, store);
     const { previous_response_id: _, ...rest } = json;
     const req = responsesCodec.decodeRequest({ ...rest, input, stream: true }, ctx.trace.model!);
+    ctx.trace.compaction = req.compaction === true;
     if (json.generate === false) ctx.trace.routed("local");
     const events = json.generate === false
       ? localIr(localEvents(warmupResponse(ctx, ctx.trace.model!)))
