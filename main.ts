@@ -6,6 +6,7 @@
 import { type Config, ConfigError } from "./src/config.ts";
 import { codexConfig } from "./src/codex.ts";
 import { setAccessLogSink } from "./src/log.ts";
+import { serveMetrics } from "./src/metrics.ts";
 import { configLoader, Reloader, watchConfigFile } from "./src/reload.ts";
 import { createGateway, createHandler } from "./src/server.ts";
 
@@ -54,6 +55,24 @@ async function main() {
   }
   if (env("GATEWAY_ACCESS_LOG") === "off") setAccessLogSink(() => {});
   const gw = await createGateway(config);
+  // Its own listener: Kong routes the gateway's port only, so /metrics never reaches clients.
+  let metrics: Deno.HttpServer | undefined;
+  if (config.metrics) {
+    const { hostname, port } = config.metrics;
+    try {
+      metrics = serveMetrics(
+        gw.metrics,
+        config.metrics,
+        (addr) => console.error(`metrics on http://${addr.hostname}:${addr.port}/metrics`),
+      );
+    } catch (e) {
+      console.error(
+        `gateway: cannot serve metrics on ${hostname}:${port}: ${(e as Error).message} ` +
+          "(set METRICS_PORT to another port, or to off)",
+      );
+      Deno.exit(2);
+    }
+  }
   // Set up before the listening line, so a change right after it is not missed.
   const reloader = new Reloader(gw, loadConfig);
   // Windows has no SIGHUP (Deno throws there); the dev-mode file watch still works.
@@ -86,6 +105,7 @@ async function main() {
     // close with 1001. A moment lets those endings reach the clients.
     gw.stopping.abort();
     await Promise.race([drained, sleep(FLUSH_S)]);
+    await metrics?.shutdown();
     Deno.exit(0);
   };
   Deno.addSignalListener("SIGTERM", () => stop("SIGTERM"));

@@ -1,105 +1,189 @@
 /**
- * `deno task bench`: what the gateway costs, as ratios against calling the mock provider
- * directly in the same run. Requests run one at a time (a gateway hop is latency, not
- * throughput); each case reports the median and p99 of whole-request time and its ratio to
- * the baseline. The demo provider is the zero-upstream case: pure gateway overhead.
+ * `deno task bench`: the gateway against the floor, in one run on loopback. Each server runs in
+ * its own process: the mock provider, a bare Deno relay (`Deno.serve` + `fetch`, body piped
+ * through) and the gateway. `wrk` (Debian) loads each with the same request: a ~1.4 KB chat
+ * body, JSON or a 22-delta stream, at 32 connections (throughput) and 1 (latency). Then a
+ * slow-stream memory test: N concurrent streams held open, resident memory per stream, and
+ * resident memory after repeated waves. Everything is reported as a ratio to the bare relay.
+ *
+ *   npx -y deno@2.9.6 task bench            (BENCH_SECONDS, BENCH_STREAMS, BENCH_WAVES)
  */
-import {
-  anthropicHeaders,
-  bodies,
-  type Harness,
-  openaiHeaders,
-  post,
-  startHarness,
-} from "../tests/helpers.ts";
+import { AUTH, type Server, startBareRelay, startGateway, startMock } from "./processes.ts";
 
-const WARMUP = 200;
-const ITERATIONS = Number(Deno.env.get("BENCH_ITERATIONS") ?? 2000);
+const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 5);
+const STREAMS = Number(Deno.env.get("BENCH_STREAMS") ?? 1000);
+const WAVES = Number(Deno.env.get("BENCH_WAVES") ?? 4);
 
-interface Case {
-  name: string;
-  url: (h: Harness) => string;
-  headers: Record<string, string>;
-  body: unknown;
+/** A chat request of about 1.4 KB; `chunks22` makes the mock stream its text in 22 deltas. */
+function chatBody(model: string, stream: boolean): string {
+  const context = "You are a careful coding assistant. ".repeat(30);
+  return JSON.stringify({
+    model: `${model}-chunks22`,
+    stream,
+    ...(stream && { stream_options: { include_usage: true } }),
+    messages: [
+      { role: "system", content: context },
+      { role: "user", content: "Explain what this function does and suggest one improvement." },
+    ],
+  });
 }
 
-const chat = (model: string, stream: boolean) => ({
-  ...bodies.chat(model, stream),
-  ...(stream && { stream_options: { include_usage: true } }),
-});
-
-function cases(stream: boolean): Case[] {
-  const viaGateway = (h: Harness) => `${h.url}/v1/chat/completions`;
-  return [
-    {
-      name: "mock provider directly (baseline)",
-      url: (h) => `${h.upstream.url}/v1/chat/completions`,
-      headers: openaiHeaders(),
-      body: chat("chat-text", stream),
-    },
-    {
-      name: "gateway passthrough (chat → chat)",
-      url: viaGateway,
-      headers: openaiHeaders(),
-      body: chat("chat-text", stream),
-    },
-    {
-      name: "gateway converted (chat → messages)",
-      url: viaGateway,
-      headers: openaiHeaders(),
-      body: chat("msg-text", stream),
-    },
-    {
-      name: "gateway converted (messages → chat)",
-      url: (h) => `${h.url}/v1/messages`,
-      headers: anthropicHeaders(),
-      body: bodies.messages("chat-text", stream),
-    },
-    {
-      name: "gateway demo provider (no upstream)",
-      url: viaGateway,
-      headers: openaiHeaders(),
-      body: chat("demo-x", stream),
-    },
-  ];
+interface Load {
+  rps: number;
+  p50Ms: number;
+  errors: number;
 }
 
-async function timeOne(url: string, c: Case): Promise<number> {
-  const started = performance.now();
-  const res = await post(url, c.headers, c.body);
-  if (res.status !== 200) throw new Error(`${c.name}: HTTP ${res.status} ${await res.text()}`);
-  await res.arrayBuffer();
-  return performance.now() - started;
+/** One wrk run; the body goes in through a Lua script (wrk has no body flag). */
+async function wrk(url: string, body: string, connections: number): Promise<Load> {
+  const script = await Deno.makeTempFile({ suffix: ".lua" });
+  const headers = Object.entries(AUTH).map(([k, v]) => `wrk.headers["${k}"] = "${v}"`);
+  await Deno.writeTextFile(
+    script,
+    [`wrk.method = "POST"`, `wrk.body = [==[${body}]==]`, ...headers].join("\n"),
+  );
+  try {
+    const out = await new Deno.Command("wrk", {
+      args: [
+        "-t1",
+        `-c${connections}`,
+        `-d${SECONDS}s`,
+        "--latency",
+        "-s",
+        script,
+        `${url}/v1/chat/completions`,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(out.stdout);
+    if (!out.success) throw new Error(`wrk failed: ${new TextDecoder().decode(out.stderr)}`);
+    const p50 = text.match(/^\s+50%\s+([\d.]+)(us|ms|s)\b/m)!;
+    const scale = { us: 0.001, ms: 1, s: 1000 }[p50[2] as "us" | "ms" | "s"];
+    return {
+      rps: Number(text.match(/Requests\/sec:\s+([\d.]+)/)![1]),
+      p50Ms: Number(p50[1]) * scale,
+      errors: Number(text.match(/Non-2xx or 3xx responses:\s+(\d+)/)?.[1] ?? 0) +
+        Number(text.match(/Socket errors:.*timeout (\d+)/)?.[1] ?? 0),
+    };
+  } finally {
+    await Deno.remove(script);
+  }
 }
 
-async function measure(h: Harness, c: Case): Promise<{ median: number; p99: number }> {
-  const url = c.url(h);
-  for (let i = 0; i < WARMUP; i++) await timeOne(url, c);
-  const times: number[] = [];
-  for (let i = 0; i < ITERATIONS; i++) times.push(await timeOne(url, c));
-  times.sort((a, b) => a - b);
-  return {
-    median: times[Math.floor(times.length / 2)],
-    p99: times[Math.floor(times.length * 0.99)],
-  };
+/** Opens `n` slow streams at once, waits until each sent its first bytes, holds, then reads. */
+async function slowStreams(url: string, model: string, n: number, atPeak: () => Promise<void>) {
+  const opened = Array.from({ length: n }, async () => {
+    const res = await fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: AUTH,
+      body: chatBody(model, true),
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
+    return reader;
+  });
+  const readers = await Promise.all(opened);
+  await atPeak();
+  await Promise.all(readers.map(async (r) => {
+    while (!(await r.read()).done) { /* drain */ }
+  }));
 }
 
-const h = await startHarness();
+const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
+const kb = (bytes: number) => (bytes / 1024).toFixed(0);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * RSS per concurrent slow stream, and RSS after each wave (memory must come back), on a fresh
+ * server process so that one case's heap does not carry into the next.
+ */
+async function memory(start: () => Promise<Server>, model: string) {
+  const server = await start();
+  const idle = await server.rss();
+  let peak = 0;
+  const after: number[] = [];
+  for (let wave = 0; wave < WAVES; wave++) {
+    await slowStreams(server.url, model, STREAMS, async () => {
+      peak = Math.max(peak, await server.rss());
+    });
+    await sleep(5000);
+    after.push(await server.rss());
+  }
+  await server.stop();
+  return { idle, perStream: (peak - idle) / STREAMS, after };
+}
+
+const mock = await startMock();
+const bare = await startBareRelay(mock.url);
+const staged = await startBareRelay(mock.url, true);
+const gateway = await startGateway(mock.url);
 try {
+  console.log(`wrk ${SECONDS} s per case, loopback, ${navigator.hardwareConcurrency} cores\n`);
+  const rows: string[] = [
+    "| case | c | mock direct | bare relay | relay + 1 JS stage | gateway | ratio to bare |",
+    "|---|---|---|---|---|---|---|",
+  ];
   for (const stream of [false, true]) {
-    console.log(`\n${stream ? "stream" : "json"} (${ITERATIONS} sequential requests each)`);
-    let baseline = 0;
-    for (const c of cases(stream)) {
-      const { median, p99 } = await measure(h, c);
-      baseline ||= median;
-      const ratio = (median / baseline).toFixed(2);
-      console.log(
-        `  ${c.name.padEnd(40)} median ${median.toFixed(3)} ms  p99 ${
-          p99.toFixed(3)
-        } ms  ${ratio}x`,
-      );
+    for (
+      const [label, model] of [["same format (chat → chat)", "chat-text"], [
+        "converted (chat → messages)",
+        "msg-text",
+      ]]
+    ) {
+      const body = chatBody(model, stream);
+      // The bare relay and the mock serve the same request (the mock answers any model).
+      const direct = chatBody("chat-text", stream);
+      for (const c of [32, 1]) {
+        const [m, b, s, g] = [
+          await wrk(mock.url, direct, c),
+          await wrk(bare.url, direct, c),
+          await wrk(staged.url, direct, c),
+          await wrk(gateway.url, body, c),
+        ];
+        const errors = m.errors + b.errors + s.errors + g.errors;
+        const cell = (l: Load) =>
+          c === 1 ? `${(l.p50Ms * 1000).toFixed(0)} µs p50` : `${l.rps.toFixed(0)} req/s`;
+        const ratio = c === 1
+          ? `+${((g.p50Ms - b.p50Ms) * 1000).toFixed(0)} µs`
+          : `${(g.rps / b.rps).toFixed(2)}×`;
+        rows.push(
+          `| ${stream ? "stream" : "JSON"}, ${label} | ${c} | ${cell(m)} | ${cell(b)} | ${
+            cell(s)
+          } | ${cell(g)} | ${ratio}${errors ? ` (${errors} errors!)` : ""} |`,
+        );
+        console.log(rows.at(-1));
+      }
     }
   }
+  console.log(`\n${rows.join("\n")}\n`);
+
+  if (WAVES > 0) {
+    console.log(`slow streams: ${STREAMS} at once (300 ms between events), ${WAVES} waves`);
+    const mem: string[] = [
+      "| server | RSS idle | RSS per open stream | RSS after each wave |",
+      "|---|---|---|---|",
+    ];
+    for (
+      const [label, start, model] of [
+        ["bare relay", () => startBareRelay(mock.url), "chat-slow"],
+        ["gateway same format", () => startGateway(mock.url), "chat-slow"],
+        ["gateway converted", () => startGateway(mock.url), "msg-slow"],
+      ] as const
+    ) {
+      const m = await memory(start, model);
+      mem.push(
+        `| ${label} | ${mb(m.idle)} MB | ${kb(m.perStream)} KB | ${
+          m.after.map((b) => `${mb(b)} MB`).join(" → ")
+        } |`,
+      );
+      console.log(mem.at(-1));
+    }
+    console.log(`\n${mem.join("\n")}`);
+  }
 } finally {
-  await h.close();
+  await gateway.stop();
+  await staged.stop();
+  await bare.stop();
+  await mock.stop();
 }

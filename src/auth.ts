@@ -2,6 +2,7 @@
  * Client authentication. Keys are kept only as SHA-256 digests and compared in constant time
  * against every configured key, so neither timing nor early exit reveals which one matched.
  */
+import { createHash } from "node:crypto";
 import type { Config } from "./config.ts";
 import type { Dialect } from "./endpoints.ts";
 import { badRequest, GatewayError } from "./errors.ts";
@@ -11,8 +12,9 @@ interface StoredKey {
   digest: Uint8Array;
 }
 
-async function sha256(text: string): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+/** Synchronous: Web Crypto's async digest costs an op round trip on every request. */
+function sha256(text: string): Uint8Array {
+  return createHash("sha256").update(text).digest();
 }
 
 function hexToBytes(hex: string): Uint8Array {
@@ -28,17 +30,16 @@ function equalDigests(a: Uint8Array, b: Uint8Array): boolean {
 export class KeyStore {
   private constructor(private readonly keys: StoredKey[]) {}
 
-  static async from(config: Config): Promise<KeyStore> {
-    const keys = await Promise.all(config.keys.map(async (k) => ({
+  static from(config: Config): KeyStore {
+    return new KeyStore(config.keys.map((k) => ({
       name: k.name,
-      digest: "key" in k ? await sha256(k.key) : hexToBytes(k.sha256),
+      digest: "key" in k ? sha256(k.key) : hexToBytes(k.sha256),
     })));
-    return new KeyStore(keys);
   }
 
   /** The name of the key that matches, or undefined. Checks every key, always. */
-  async match(presented: string): Promise<string | undefined> {
-    const digest = await sha256(presented);
+  match(presented: string): string | undefined {
+    const digest = sha256(presented);
     let found: string | undefined;
     for (const k of this.keys) {
       if (equalDigests(k.digest, digest) && found === undefined) found = k.name;
@@ -79,17 +80,17 @@ const KEY_HINT: Record<Dialect, string> = {
 };
 
 /** Authenticates a request; returns the client key's name or throws a 401. */
-export async function authenticate(
+export function authenticate(
   store: KeyStore,
   dialect: Dialect,
   req: Request,
   url: URL,
-): Promise<string> {
+): string {
   const key = presentedKey(dialect, req, url);
   if (!key) {
     throw new GatewayError(401, "authentication", `missing API key: send ${KEY_HINT[dialect]}`);
   }
-  const name = await store.match(key);
+  const name = store.match(key);
   if (!name) throw new GatewayError(401, "authentication", "invalid API key");
   return name;
 }

@@ -72,6 +72,21 @@ export interface StreamWatch {
   usage(): ir.Usage | undefined;
 }
 
+/** Where a stream step puts what it makes. */
+export interface Emit<T> {
+  enqueue(item: T): void;
+}
+
+/**
+ * One step of a stream, run by the core as a plain call (several steps fused into one stream
+ * stage); `new TransformStream(step)` makes it a stream of its own where one is wanted. A step
+ * may return a promise to hold the stream until it is done (the Responses encoder keeps a
+ * response before its terminal event goes out).
+ */
+export interface StreamStep<I, O> {
+  transform(item: I, out: Emit<O>): void | Promise<void>;
+}
+
 export interface Codec {
   readonly api: ir.Api;
 
@@ -80,7 +95,7 @@ export interface Codec {
   decodeRequest(body: Record<string, unknown>, model: string): ir.Request;
   encodeResponse(res: ir.Response, ctx: ClientContext): unknown;
   /** IR stream events to this format's SSE events (terminal events only on `finish`). */
-  encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent, SseEvent>;
+  encodeStream(ctx: ClientContext): StreamStep<ir.StreamEvent, SseEvent>;
 
   // ---- upstream: the provider speaks this format ----
   /** Path appended to the provider's base_url (query included). */
@@ -89,7 +104,7 @@ export interface Codec {
   encodeRequest(req: ir.Request, ctx: EncodeContext): Record<string, unknown>;
   decodeResponse(body: Record<string, unknown>, ctx: DecodeContext): ir.Response;
   /** This format's SSE events to IR stream events. Emits `finish` only on the real end. */
-  decodeStream(ctx: DecodeContext): TransformStream<SseEvent, ir.StreamEvent>;
+  decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.StreamEvent>;
   /** A watch for one relayed stream of this format. */
   watch(): StreamWatch;
 }

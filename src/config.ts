@@ -76,6 +76,8 @@ const providerSchema = z.strictObject({
 });
 
 const routeSchema = z.strictObject({
+  /** Names the route in metrics (`route` label); default: its first model pattern. */
+  name: z.string().min(1).optional(),
   models: z.array(z.string().min(1)).min(1),
   provider: z.string().min(1),
   /** Upstream model name; default: the requested one. */
@@ -158,6 +160,16 @@ export const configSchema = z.strictObject({
    */
   trusted_proxies: z.array(z.string().refine(isAddressOrCidr, "expected an IP address or CIDR"))
     .default(["127.0.0.0/8", "::1"]),
+  /**
+   * `GET /metrics` (Prometheus text format) on a listener of its own, which Kong does not
+   * route. Off when absent; port 0 takes any free port.
+   */
+  metrics: z.strictObject({
+    hostname: z.string().default("127.0.0.1"),
+    port: z.number().int().min(0).max(65535).default(9464),
+    /** Distinct model label values kept; further ones are counted as `other`. */
+    max_label_values: z.number().int().positive().default(1000),
+  }).optional(),
 });
 
 interface Issue {
@@ -224,6 +236,7 @@ export type ProviderConfig = Config["providers"][number];
 export type RouteConfig = Config["routes"][number];
 export type ResponseStoreConfig = Config["response_store"];
 export type CatalogEntry = Config["catalog"][number];
+export type MetricsConfig = NonNullable<Config["metrics"]>;
 
 export class ConfigError extends Error {}
 
@@ -355,21 +368,38 @@ export function defaultConfig(
       })),
       { models: ["demo-*"], provider: "demo" },
     ],
+    metrics: { hostname: "127.0.0.1", port: 9464 },
   });
 }
 
-/** Applies PORT / HOST environment overrides to `listen`. */
+/**
+ * Applies PORT / HOST environment overrides to `listen`, and METRICS_PORT (a port, or `off`)
+ * to `metrics`.
+ */
 export function applyListenEnv(cfg: Config, env: (name: string) => string | undefined): Config {
   const port = env("PORT");
   const host = env("HOST");
+  const metricsPort = env("METRICS_PORT");
   if (port !== undefined && !/^\d+$/.test(port)) {
     throw new ConfigError(`PORT: expected a number, got "${port}"`);
   }
+  if (
+    metricsPort !== undefined && metricsPort !== "off" &&
+    !(/^\d+$/.test(metricsPort) && Number(metricsPort) <= 65535)
+  ) {
+    throw new ConfigError(`METRICS_PORT: expected a number or "off", got "${metricsPort}"`);
+  }
+  const metrics = metricsPort === undefined
+    ? cfg.metrics
+    : metricsPort === "off"
+    ? undefined
+    : configSchema.shape.metrics.unwrap().parse({ ...cfg.metrics, port: Number(metricsPort) });
   return {
     ...cfg,
     listen: {
       hostname: host ?? cfg.listen.hostname,
       port: port !== undefined ? Number(port) : cfg.listen.port,
     },
+    metrics,
   };
 }

@@ -1,11 +1,12 @@
 /** What a request handler gets: the gateway's shared state and this request's own. */
 import type { KeyStore } from "./auth.ts";
 import type { Config } from "./config.ts";
-import type { Dialect, EndpointName } from "./endpoints.ts";
-import type { Usage } from "./ir.ts";
+import type { Dialect } from "./endpoints.ts";
+import type { Metrics } from "./metrics.ts";
 import type { Router } from "./router.ts";
 import type { ResponseStore } from "./store.ts";
 import type { Secrets } from "./secrets.ts";
+import type { Observer, Trace } from "./trace.ts";
 import type { TrustedProxies } from "./trusted_proxies.ts";
 
 /**
@@ -25,6 +26,10 @@ export interface Gateway {
   secrets: Secrets;
   /** Peers whose X-Forwarded-For names the client (Kong). */
   proxies: TrustedProxies;
+  /** Told every request's lifecycle (the access log first, then metrics). */
+  observers: Observer[];
+  /** What `GET /metrics` exposes (collected whether or not a metrics listener is on). */
+  metrics: Metrics;
   /** Set on shutdown: /readyz turns 503 and new requests are refused. */
   draining: boolean;
   /** Aborted when the shutdown grace runs out: open streams end with the interruption. */
@@ -38,38 +43,14 @@ export interface Gateway {
   live: { current: Gateway };
 }
 
-/** One access-log line. Never a key or a prompt. */
-export interface AccessRecord {
-  request_id: string;
-  client_ip?: string;
-  key?: string;
-  method: string;
-  endpoint: EndpointName | "unknown";
-  path: string;
-  model?: string;
-  route?: string;
-  provider?: string;
-  passthrough?: boolean;
-  status?: number;
-  duration_ms?: number;
-  ttfb_ms?: number;
-  usage?: Usage;
-  /** Request fields the upstream could not take and the gateway left out (never silently). */
-  dropped?: string[];
-  interrupted?: boolean;
-  error?: string;
-  /** Responses store outcome: `kept`, `too_large`, `taken`, `off` (store: false), `failed`. */
-  stored?: string;
-}
-
 export interface RequestContext {
   gw: Gateway;
   req: Request;
   url: URL;
   requestId: string;
   dialect: Dialect;
-  /** Filled in by handlers as they learn the model, route and usage. */
-  record: AccessRecord;
+  /** This request's lifecycle, told to the observers (access log, metrics). */
+  trace: Trace;
 }
 
 export type Handler = (ctx: RequestContext) => Promise<Response>;

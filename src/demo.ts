@@ -47,15 +47,14 @@ export function demoStream(
   req: ir.Request,
   id: string,
   now: number,
-): ReadableStream<ir.StreamEvent> {
+): ir.StreamEvent[] {
   const { text, usage } = reply(req);
   const words = text.split(/(?<= )/);
-  const events: ir.StreamEvent[] = [
+  return [
     { type: "start", id, model: req.model, created: now },
     { type: "part_start", index: 0, part: { type: "text" } },
     ...words.map((w): ir.StreamEvent => ({ type: "text_delta", index: 0, text: w })),
     { type: "part_stop", index: 0 },
     { type: "finish", reason: "stop", usage },
   ];
-  return ReadableStream.from(events);
 }

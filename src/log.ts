@@ -1,6 +1,6 @@
 /** Structured logs: one JSON line per request or reload on stdout. Never a key or a prompt. */
-import type { AccessRecord } from "./context.ts";
 import type { Secrets } from "./secrets.ts";
+import type { Observer, Trace } from "./trace.ts";
 
 type Sink = (line: string) => void;
 
@@ -13,9 +13,54 @@ export function setAccessLogSink(next: Sink): Sink {
   return previous;
 }
 
-/** Writes one access line; its error text may have come from upstream, so it is scrubbed. */
-export function logAccess(record: AccessRecord, secrets: Secrets): void {
-  sink(secrets.scrub(JSON.stringify({ time: new Date().toISOString(), msg: "access", ...record })));
+/**
+ * The token breakdown, flat so a log pipeline can bill from the line alone: input includes
+ * the cache reads and writes, output the reasoning (as in `gateway_tokens_total`).
+ */
+function tokens(t: Trace) {
+  const u = t.usage;
+  if (!u) return {};
+  return {
+    input_tokens: u.inputTokens,
+    output_tokens: u.outputTokens,
+    cache_read_tokens: u.cacheReadTokens ?? 0,
+    cache_write_tokens: u.cacheWriteTokens ?? 0,
+    reasoning_tokens: u.reasoningTokens ?? 0,
+  };
+}
+
+/** The access-log line of a finished request. */
+function line(t: Trace) {
+  return {
+    time: new Date().toISOString(),
+    msg: "access",
+    request_id: t.requestId,
+    client_ip: t.clientIp,
+    key: t.key,
+    method: t.method,
+    endpoint: t.endpoint,
+    path: t.path,
+    model: t.model,
+    route: t.route,
+    provider: t.provider,
+    passthrough: t.mode === undefined ? undefined : t.mode === "relay",
+    status: t.status,
+    duration_ms: t.durationMs,
+    ttfb_ms: t.ttfbMs,
+    attempts: t.attempts || undefined,
+    usage: t.usage,
+    billable: t.usage ? t.billable : undefined,
+    ...tokens(t),
+    interrupted: t.interrupted || undefined,
+    error: t.error,
+    dropped: t.dropped,
+    stored: t.stored,
+  };
+}
+
+/** The access log as an observer: one line when a request ends, scrubbed of provider keys. */
+export function accessLog(secrets: Secrets): Observer {
+  return { ended: (t) => sink(secrets.scrub(JSON.stringify(line(t)))) };
 }
 
 /** Writes one line about the gateway itself (a reload) among the access lines, scrubbed. */

@@ -91,7 +91,7 @@ export const model: Handler = (ctx) => {
     const err = unknownModel(id);
     if (!anthropicCaller(ctx.req)) return Promise.reject(err);
     // The 404 speaks the caller's dialect, as the list does.
-    ctx.record.error = err.message;
+    ctx.trace.failed(err.kind, err.message);
     return Promise.resolve(errorResponse("anthropic", err, ctx.requestId));
   }
   return Promise.resolve(

@@ -27,23 +27,17 @@ import {
   type StreamEnd,
   upstreamError,
   type UpstreamResponse,
-  withInterruption,
 } from "./relay.ts";
 import type { Resolved } from "./router.ts";
-import { serializeSse, type SseEvent } from "./sse.ts";
-import {
-  EventReader,
-  relayStream,
-  sseFraming,
-  upstreamEvents as readEvents,
-  type UpstreamFraming,
-} from "./stream_stage.ts";
+import { formatSse, type SseEvent } from "./sse.ts";
+import { EventReader, relayStream, sseFraming, type UpstreamFraming } from "./stream_stage.ts";
+import { clientStream, type IrSource, localIr, upstreamIr } from "./client_stream.ts";
 
 /** A non-SSE stream framing. */
 export interface Framing {
   contentType: string;
-  /** Converted streams: client events to wire text. */
-  serializer(): TransformStream<SseEvent, string>;
+  /** Converted streams: client events to wire text (one serializer per response). */
+  serializer(): (e: SseEvent) => string;
   /** How a converted stream ends. */
   end: StreamEnd;
   /** A relayed stream's events and ending, for one response. */
@@ -69,7 +63,7 @@ export interface Generation {
 
 export function resolveRoute(ctx: RequestContext, model: string): Resolved {
   const r = ctx.gw.router.resolve(model);
-  Object.assign(ctx.record, { model, route: r.label, provider: r.provider.name });
+  ctx.trace.target(model, r);
   return r;
 }
 
@@ -77,18 +71,19 @@ export async function generate(ctx: RequestContext, g: Generation): Promise<Resp
   const r = resolveRoute(ctx, g.model);
   g.checkRoute?.(r);
   const api = r.provider.api;
-  ctx.record.passthrough = api === g.ingress.api && !g.convert;
-  if (ctx.record.passthrough) return await passthrough(ctx, g, r);
+  if (api === g.ingress.api && !g.convert) return await passthrough(ctx, g, r);
   // The stream flag comes from the endpoint (Gemini carries it in the path, not the body).
   await yieldIfLarge(g.body.raw.length);
   const req = { ...g.ingress.decodeRequest(g.body.json, g.model), stream: g.stream };
+  ctx.trace.compaction = req.compaction === true;
   await yieldIfLarge(g.body.raw.length);
   const client = clientContext(g, req);
   if (api === "demo") {
+    ctx.trace.routed("local");
     const id = idFor(ctx);
     const now = nowSeconds();
     return g.stream
-      ? streamToClient(ctx, g, client, demoStream(req, id, now))
+      ? streamToClient(ctx, g, client, localIr(demoStream(req, id, now)))
       : jsonToClient(ctx, g, client, demoResponse(req, id, now));
   }
   return await convert(ctx, g, client, r, CODECS[api], req);
@@ -107,18 +102,27 @@ function decodeContext(ctx: RequestContext, req: ir.Request): DecodeContext {
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 const idFor = (ctx: RequestContext) => ctx.requestId.replace(/[^A-Za-z0-9]/g, "").slice(0, 24);
 
+/** A non-generation endpoint of a provider's API, relayed as JSON. */
+export interface OtherEndpoint {
+  path: string;
+  /** The tokens its answer reports (for metrics and the access log). */
+  usage(json: Record<string, unknown>): ir.Usage | undefined;
+}
+
 /** Same format on both sides: bytes in, bytes out; only the model may be renamed. */
 export async function passthrough(
   ctx: RequestContext,
   g: Pick<Generation, "ingress" | "body" | "stream" | "passthroughPath" | "framing">,
   r: Resolved,
   /** Another endpoint of the same API (compact, count_tokens); default: generation. */
-  otherPath?: string,
+  other?: OtherEndpoint,
 ): Promise<Response> {
-  const path = otherPath ?? g.passthroughPath?.(r.upstreamModel) ??
+  const path = other?.path ?? g.passthroughPath?.(r.upstreamModel) ??
     g.ingress.path(r.upstreamModel, g.stream);
   const { json, raw } = g.body;
   const renamed = r.route.model !== undefined && typeof json.model === "string";
+  ctx.trace.routed("relay");
+  ctx.trace.attempt();
   const up = await callUpstream({
     provider: r.provider,
     path,
@@ -133,7 +137,7 @@ export async function passthrough(
   if (!g.stream) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
     const { bytes, json } = await readUpstreamJson(up, idle_ms);
-    if (!otherPath) ctx.record.usage = usageOf(g.ingress, json, ctx);
+    ctx.trace.reportUsage(other ? other.usage(json) : usageOf(g.ingress, json, ctx));
     return new Response(bytes, { status: up.res.status, headers });
   }
   checkContentType(up, g.framing ? "json" : "event-stream");
@@ -143,11 +147,7 @@ export async function passthrough(
   // The provider's own content type stands (a Gemini JSON-array stream is not SSE).
   for (const [k, v] of Object.entries(STREAM_HEADERS)) if (!headers.has(k)) headers.set(k, v);
   headers.set("x-accel-buffering", "no");
-  const body = relayStream(events, framing, {
-    watch: g.ingress.watch(),
-    onUsage: (usage) => ctx.record.usage = usage,
-    onInterrupted: () => ctx.record.interrupted = true,
-  });
+  const body = relayStream(events, framing, g.ingress.watch(), ctx.trace);
   return new Response(body, { status: up.res.status, headers });
 }
 
@@ -164,7 +164,7 @@ async function relayError(
 ): Promise<Response> {
   const text = await readErrorText(up, idleMs, ctx.gw.secrets);
   const err = fromProviderError(up.res.status, text, headers);
-  ctx.record.error = err.message;
+  ctx.trace.failed(err.kind, err.message);
   if (isJsonObject(text)) return new Response(text, { status: up.res.status, headers });
   return errorResponse(ctx.dialect, err, ctx.requestId);
 }
@@ -206,7 +206,9 @@ async function callConverted(
     dropped,
     hostedTools: r.route.hosted_tools,
   });
-  if (dropped.length) ctx.record.dropped = [...new Set(dropped)];
+  if (dropped.length) ctx.trace.dropped = [...new Set(dropped)];
+  ctx.trace.routed("convert");
+  ctx.trace.attempt();
   const up = await callUpstream({
     provider: r.provider,
     path: target.path(r.upstreamModel, req.stream),
@@ -242,7 +244,7 @@ async function convert(
       up.dropped,
     );
   }
-  const events = upstreamSse(ctx, r, up).pipeThrough(target.decodeStream(dctx));
+  const events = upstreamIr(upstreamReader(ctx, r, up), target.decodeStream(dctx));
   return reportDropped(streamToClient(ctx, g, client, events), up.dropped);
 }
 
@@ -251,16 +253,19 @@ export async function upstreamEvents(
   ctx: RequestContext,
   r: Resolved,
   req: ir.Request,
-): Promise<ReadableStream<ir.StreamEvent>> {
-  if (r.provider.api === "demo") return demoStream(req, idFor(ctx), nowSeconds());
+): Promise<IrSource> {
+  if (r.provider.api === "demo") {
+    ctx.trace.routed("local");
+    return localIr(demoStream(req, idFor(ctx), nowSeconds()));
+  }
   const target = CODECS[r.provider.api];
   const up = await callConverted(ctx, r, target, req);
-  return upstreamSse(ctx, r, up).pipeThrough(target.decodeStream(decodeContext(ctx, req)));
+  return upstreamIr(upstreamReader(ctx, r, up), target.decodeStream(decodeContext(ctx, req)));
 }
 
 /** A converted route's upstream SSE events, whole and scrubbed, under its timeouts. */
-function upstreamSse(ctx: RequestContext, r: Resolved, up: UpstreamResponse) {
-  return readEvents(new EventReader(up, r.provider.timeouts, sseFraming(), ctx.gw.secrets));
+function upstreamReader(ctx: RequestContext, r: Resolved, up: UpstreamResponse): EventReader {
+  return new EventReader(up, r.provider.timeouts, sseFraming(), ctx.gw.secrets);
 }
 
 function jsonToClient(
@@ -269,45 +274,19 @@ function jsonToClient(
   client: ClientContext,
   res: ir.Response,
 ): Response {
-  ctx.record.usage = res.usage;
+  ctx.trace.reportUsage(res.usage);
   return Response.json(g.ingress.encodeResponse(res, client));
-}
-
-/**
- * Watches IR events for the stream's real end (`finish`, or an upstream `error`) and for
- * usage, passing every event on unchanged.
- */
-export function endTap(record: { usage?: ir.Usage }): {
-  stream: TransformStream<ir.StreamEvent, ir.StreamEvent>;
-  ended: () => boolean;
-} {
-  let ended = false;
-  const stream = new TransformStream<ir.StreamEvent, ir.StreamEvent>({
-    transform(e, out) {
-      if (e.type === "finish" || e.type === "error") ended = true;
-      if (e.type === "usage" || (e.type === "finish" && e.usage)) record.usage = e.usage;
-      out.enqueue(e);
-    },
-  });
-  return { stream, ended: () => ended };
 }
 
 function streamToClient(
   ctx: RequestContext,
   g: Generation,
   client: ClientContext,
-  events: ReadableStream<ir.StreamEvent>,
+  events: IrSource,
 ): Response {
-  const tap = endTap(ctx.record);
-  const bytes = events
-    .pipeThrough(tap.stream)
-    .pipeThrough(g.ingress.encodeStream(client))
-    .pipeThrough(g.framing?.serializer() ?? serializeSse())
-    .pipeThrough(new TextEncoderStream());
+  const serialize = g.framing?.serializer() ?? formatSse;
   const end = g.framing?.end ?? sseEnd(ctx.dialect);
-  const body = withInterruption(bytes, tap.ended, end, () => {
-    ctx.record.interrupted = true;
-  });
+  const body = clientStream(events, g.ingress.encodeStream(client), serialize, end, ctx.trace);
   const framing = g.framing && { "content-type": g.framing.contentType };
   return new Response(body, { headers: { ...STREAM_HEADERS, ...framing } });
 }
@@ -316,16 +295,16 @@ function streamToClient(
 export function answerLocally(ctx: RequestContext, g: Generation, res: ir.Response): Response {
   const client = clientContext(g);
   return g.stream
-    ? streamToClient(ctx, g, client, localEvents(res))
+    ? streamToClient(ctx, g, client, localIr(localEvents(res)))
     : jsonToClient(ctx, g, client, res);
 }
 
 /** A local response with no output parts as stream events. */
-export function localEvents(res: ir.Response): ReadableStream<ir.StreamEvent> {
-  return ReadableStream.from<ir.StreamEvent>([
+export function localEvents(res: ir.Response): ir.StreamEvent[] {
+  return [
     { type: "start", id: res.id, model: res.model, created: res.created },
     { type: "finish", reason: res.finish, usage: res.usage },
-  ]);
+  ];
 }
 
 export function localId(ctx: RequestContext): { id: string; now: number } {

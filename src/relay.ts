@@ -7,6 +7,7 @@ import type { Dialect } from "./endpoints.ts";
 import { fromProviderError, GatewayError } from "./errors.ts";
 import { pickHeaders, RETRY_HEADERS } from "./http.ts";
 import type { Secrets } from "./secrets.ts";
+import type { Trace } from "./trace.ts";
 import { Deadline } from "./deadline.ts";
 
 export const DEFAULT_ANTHROPIC_VERSION = "2023-06-01";
@@ -125,6 +126,9 @@ export function checkContentType(up: UpstreamResponse, kind: BodyKind): void {
   );
 }
 
+/** Bodies up to this size are read in one call when their length is declared. */
+const WHOLE_READ_BYTES = 1024 * 1024;
+
 /** An upstream body read whole (at most `limit` bytes), under the idle deadline. */
 async function readBody(
   up: UpstreamResponse,
@@ -133,9 +137,12 @@ async function readBody(
 ): Promise<Uint8Array<ArrayBuffer>> {
   const deadline = new Deadline(up.abort);
   deadline.arm(idleMs, "went idle");
+  const length = Number(up.res.headers.get("content-length") ?? NaN);
   const chunks: Uint8Array<ArrayBuffer>[] = [];
   let size = 0;
   try {
+    // A small body of declared length arrives at once: read it whole (Deno's fast path).
+    if (length <= Math.min(limit, WHOLE_READ_BYTES)) return await up.res.bytes();
     for await (const chunk of up.res.body ?? []) {
       deadline.touch();
       chunks.push(chunk);
@@ -256,7 +263,7 @@ export function withInterruption(
   source: ReadableStream<Uint8Array>,
   ended: () => boolean,
   end: StreamEnd,
-  onInterrupted: () => void,
+  trace: Trace,
 ): ReadableStream<Uint8Array> {
   const reader = source.getReader();
   let sent = false;
@@ -264,24 +271,42 @@ export function withInterruption(
     const text = why === undefined ? end.complete(sent) : end.interrupted(sent, why);
     if (text) controller.enqueue(encoder.encode(text));
     controller.close();
-    if (why !== undefined) onInterrupted();
+    if (why !== undefined) trace.interruptedBy(why);
+    trace.end();
   };
+  trace.streaming = true;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
         const { done, value } = await reader.read();
         if (!done) {
           sent = true;
+          trace.firstByte();
           return controller.enqueue(value);
         }
         finish(controller, ended() ? undefined : "the upstream closed the stream before its end");
       } catch (e) {
-        if (e instanceof ClientGone) return controller.error(e);
+        if (e instanceof ClientGone) return clientGone(trace, controller, e);
         // A failure after the end marker (e.g. a reset after [DONE]) lost nothing.
         if (ended()) return finish(controller);
         finish(controller, e instanceof GatewayError ? e.message : `upstream stream failed: ${e}`);
       }
     },
-    cancel: (reason) => reader.cancel(reason),
+    cancel(reason) {
+      clientGone(trace);
+      return reader.cancel(reason);
+    },
   }, { highWaterMark: 0 });
+}
+
+/** The client left mid-stream: the trace ends there. */
+export function clientGone(
+  trace: Trace,
+  controller?: ReadableStreamDefaultController<Uint8Array>,
+  e?: unknown,
+): void {
+  trace.clientGone = true;
+  trace.failed("invalid_request", "client disconnected");
+  trace.end();
+  controller?.error(e);
 }

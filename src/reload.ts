@@ -19,11 +19,11 @@ import { Router } from "./router.ts";
 import { TrustedProxies } from "./trusted_proxies.ts";
 
 /** The parts of a snapshot built from the config alone: what a reload rebuilds. */
-export async function configured(config: Config) {
+export function configured(config: Config) {
   return {
     config,
     router: new Router(config),
-    keys: await KeyStore.from(config),
+    keys: KeyStore.from(config),
     proxies: new TrustedProxies(config.trusted_proxies),
   };
 }
@@ -55,7 +55,7 @@ export function configLoader(source: ConfigSource): () => Config {
 }
 
 /** Settings bound to what was built at startup: a reload reports them instead of applying. */
-const RESTART_ONLY = ["listen", "response_store"] as const;
+const RESTART_ONLY = ["listen", "response_store", "metrics"] as const;
 
 /** A short digest that tells configs apart in logs (keys included, never shown). */
 export async function configDigest(config: Config): Promise<string> {
@@ -89,9 +89,15 @@ export class Reloader {
     return next;
   }
 
+  /** Never rejects: a signal handler has no one to report to, and the queue must go on. */
   private async apply(trigger: string): Promise<ReloadOutcome> {
     const old = this.gw.live.current;
-    const outcome = await this.attempt(old, trigger);
+    const outcome = await this.attempt(old, trigger).catch((e): ReloadOutcome => ({
+      outcome: "rejected",
+      trigger,
+      previous_digest: "",
+      errors: [`reload failed: ${e}`],
+    }));
     logEvent({ msg: "config_reload", ...outcome }, old.secrets);
     if (outcome.errors) {
       console.error(
@@ -136,7 +142,7 @@ export class Reloader {
     );
     // Those stay as they run, so the snapshot describes the gateway as it is.
     for (const k of restart) config = { ...config, [k]: old.config[k] };
-    const next: Gateway = { ...old, ...await configured(config) };
+    const next: Gateway = { ...old, ...configured(config) };
     next.draining = old.draining; // a shutdown may have begun meanwhile
     old.secrets.add(config.providers.map((p) => p.api_key));
     old.live.current = next;

@@ -9,6 +9,8 @@ export interface Resolved {
   upstreamModel: string;
   /** Describes the route in messages and logs, e.g. `"claude-*" → anthropic (messages)`. */
   label: string;
+  /** The route's `name`, or its first model pattern: a metric label. */
+  name: string;
 }
 
 export interface ListedModel {
@@ -45,6 +47,7 @@ export class Router {
           provider,
           upstreamModel: route.model ?? model,
           label: `"${route.models.join(",")}" → ${provider.name} (${provider.api})`,
+          name: route.name ?? route.models[0],
         };
       }
     }

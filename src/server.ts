@@ -5,13 +5,16 @@
 import { HANDLERS } from "../plugins/handlers.ts";
 import { authenticate } from "./auth.ts";
 import type { Config } from "./config.ts";
-import type { AccessRecord, Gateway, RequestContext } from "./context.ts";
+import type { Gateway, RequestContext } from "./context.ts";
 import { dialectOf, type Endpoint, ENDPOINTS } from "./endpoints.ts";
 import { errorResponse, GatewayError, notFound } from "./errors.ts";
-import { logAccess } from "./log.ts";
+import { accessLog } from "./log.ts";
+import { Metrics } from "./metrics.ts";
+import { redactSpanUrl, spanAttributes } from "./otel.ts";
 import { ClientGone } from "./relay.ts";
 import { createStore } from "./store.ts";
 import { Secrets } from "./secrets.ts";
+import { Trace } from "./trace.ts";
 import { configured } from "./reload.ts";
 
 /** Incoming request-id headers, in order of preference (Kong's first). */
@@ -19,10 +22,14 @@ const REQUEST_ID_HEADERS = ["x-kong-request-id", "x-request-id", "x-correlation-
 export const REQUEST_ID_RESPONSE_HEADER = "x-gateway-request-id";
 
 export async function createGateway(config: Config): Promise<Gateway> {
+  const secrets = new Secrets(config.providers.map((p) => p.api_key));
+  const metrics = new Metrics({ maxLabelValues: config.metrics?.max_label_values });
   const gw: Gateway = {
-    ...await configured(config),
+    ...configured(config),
     store: await createStore(config.response_store),
-    secrets: new Secrets(config.providers.map((p) => p.api_key)),
+    secrets,
+    observers: [accessLog(secrets), metrics, spanAttributes()],
+    metrics,
     draining: false,
     stopping: new AbortController(),
     closingSockets: new AbortController(),
@@ -68,57 +75,6 @@ function findEndpoint(req: Request, path: string): Endpoint {
   );
 }
 
-/** Logs a response; for streams, once the body has been sent (or the client left). */
-function logWhenDone(
-  res: Response,
-  record: AccessRecord,
-  started: number,
-  secrets: Secrets,
-): Response {
-  const finish = () => {
-    record.duration_ms = Math.round(performance.now() - started);
-    logAccess(record, secrets);
-  };
-  // Only streams are wrapped: re-streaming a fixed body would cost Deno's fast path.
-  if (!res.body || res.headers.get("x-accel-buffering") !== "no") {
-    record.ttfb_ms = Math.round(performance.now() - started);
-    finish();
-    return res;
-  }
-  const reader = res.body.getReader();
-  let first = true;
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read();
-        if (done) {
-          controller.close();
-          return finish();
-        }
-        if (first) {
-          record.ttfb_ms = Math.round(performance.now() - started);
-          first = false;
-        }
-        controller.enqueue(value);
-      } catch (e) {
-        record.error = String(e);
-        finish();
-        controller.error(e);
-      }
-    },
-    cancel(reason) {
-      record.error = "client disconnected";
-      finish();
-      return reader.cancel(reason);
-    },
-  }, { highWaterMark: 0 });
-  return new Response(body, {
-    status: res.status,
-    statusText: res.statusText,
-    headers: res.headers,
-  });
-}
-
 function peerAddress(info?: Deno.ServeHandlerInfo): string | undefined {
   const addr = info?.remoteAddr;
   return addr && "hostname" in addr ? addr.hostname : undefined;
@@ -130,28 +86,28 @@ export function createHandler(
   return async (req, info) => {
     // One snapshot for the whole request, whatever a reload does meanwhile.
     const gw = root.live.current;
-    const started = performance.now();
     const url = new URL(req.url);
+    redactSpanUrl(url);
     const requestId = requestIdOf(req);
     const dialect = dialectOf(url.pathname);
-    const record: AccessRecord = {
-      request_id: requestId,
+    const trace = new Trace(gw.observers, {
+      requestId,
       method: req.method,
-      endpoint: "unknown",
       path: url.pathname,
-      client_ip: gw.proxies.clientIp(peerAddress(info), req.headers.get("x-forwarded-for")),
-    };
+      dialect,
+      clientIp: gw.proxies.clientIp(peerAddress(info), req.headers.get("x-forwarded-for")),
+    });
     let res: Response;
     try {
       const endpoint = findEndpoint(req, url.pathname);
-      record.endpoint = endpoint.name;
+      trace.endpoint = endpoint.name;
       if (!endpoint.internal) {
         if (gw.draining) {
           throw new GatewayError(503, "overloaded", "the gateway is shutting down; retry");
         }
-        record.key = await authenticate(gw.keys, endpoint.keyDialect ?? endpoint.dialect, req, url);
+        trace.key = authenticate(gw.keys, endpoint.keyDialect ?? endpoint.dialect, req, url);
       }
-      const ctx: RequestContext = { gw, req, url, requestId, dialect, record };
+      const ctx: RequestContext = { gw, req, url, requestId, dialect, trace };
       res = await HANDLERS[endpoint.name](ctx);
     } catch (e) {
       const err = e instanceof GatewayError
@@ -161,12 +117,19 @@ export function createHandler(
         : internalError(e, requestId);
       // Upstream text may ride in the message: no provider key leaves in it.
       err.message = gw.secrets.scrub(err.message);
-      record.error = err.message;
+      if (e instanceof ClientGone) trace.clientGone = true;
+      trace.failed(err.kind, err.message);
+      trace.streaming = false;
       res = errorResponse(dialect, err, requestId);
     }
-    record.status = res.status;
     if (res.status !== 101) res.headers.set(REQUEST_ID_RESPONSE_HEADER, requestId);
-    return logWhenDone(res, record, started, gw.secrets);
+    trace.status = res.status;
+    // A streamed answer is ended by its stream stage, once the body is done.
+    if (!trace.streaming) {
+      trace.firstByte();
+      trace.end(res.status);
+    }
+    return res;
   };
 }
 

@@ -1,5 +1,8 @@
-/** Server-sent events: parse upstream bytes into events, serialize events for clients. */
-import { EventSourceParserStream } from "eventsource-parser/stream";
+/**
+ * Server-sent events as the codecs see them. Upstream bytes are split into events by the relay's
+ * stream stage (src/stream_stage.ts), which must know byte boundaries to forward whole events;
+ * tests check it against eventsource-parser on every golden stream.
+ */
 
 export interface SseEvent {
   /** The `event:` line; absent for data-only formats (chat, Gemini). */
@@ -7,18 +10,8 @@ export interface SseEvent {
   data: string;
 }
 
-/** Upstream bytes to SSE events (eventsource-parser handles every framing edge case). */
-export function parseSse(body: ReadableStream<Uint8Array>): ReadableStream<SseEvent> {
-  return body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
-}
-
 export function formatSse(e: SseEvent): string {
   return e.event ? `event: ${e.event}\ndata: ${e.data}\n\n` : `data: ${e.data}\n\n`;
-}
-
-/** SSE events to wire text. */
-export function serializeSse(): TransformStream<SseEvent, string> {
-  return new TransformStream({ transform: (e, out) => out.enqueue(formatSse(e)) });
 }
 
 /** A JSON event with its `event:` name taken from its `type` (Responses, Anthropic style). */

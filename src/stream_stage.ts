@@ -9,10 +9,14 @@
 import type { StreamWatch } from "./codec.ts";
 import { Deadline } from "./deadline.ts";
 import { GatewayError } from "./errors.ts";
-import type * as ir from "./ir.ts";
-import { ClientGone, type UpstreamResponse } from "./relay.ts";
+import { ClientGone, clientGone, type UpstreamResponse } from "./relay.ts";
 import type { Secrets } from "./secrets.ts";
 import { formatSse, type SseEvent } from "./sse.ts";
+import type { Trace } from "./trace.ts";
+
+/** The buffer sizes an upstream stream is read with. */
+const MIN_READ_BYTES = 4 * 1024;
+const MAX_READ_BYTES = 64 * 1024;
 
 /** A single upstream event larger than this ends the stream (it would be held in memory). */
 export const MAX_EVENT_BYTES = 64 * 1024 * 1024;
@@ -187,7 +191,12 @@ export interface Batch {
  * sent a malformed or oversized event (after returning the good events before it).
  */
 export class EventReader {
-  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  /**
+   * A BYOB reader: an idle stream then holds a small buffer of ours rather than the 64 KiB one
+   * Deno's default read allocates for every pending read (most of a slow stream's memory).
+   */
+  private readonly reader: ReadableStreamBYOBReader;
+  private readSize = MIN_READ_BYTES;
   private readonly decoder = new TextDecoder();
   private readonly decode = (b: Uint8Array) => this.decoder.decode(b);
   private readonly deadline: Deadline;
@@ -202,7 +211,7 @@ export class EventReader {
     private readonly framing: UpstreamFraming,
     private readonly secrets: Secrets,
   ) {
-    this.reader = up.res.body!.getReader();
+    this.reader = up.res.body!.getReader({ mode: "byob" });
     this.deadline = new Deadline((err) => up.abort(err));
     this.deadline.arm(timeouts.first_byte_ms, "sent no data");
   }
@@ -212,7 +221,7 @@ export class EventReader {
     for (;;) {
       let chunk: ReadableStreamReadResult<Uint8Array>;
       try {
-        chunk = await this.reader.read();
+        chunk = await this.reader.read(new Uint8Array(this.readSize));
       } catch (e) {
         this.close();
         if (e instanceof ClientGone || e instanceof GatewayError) throw e;
@@ -222,6 +231,10 @@ export class EventReader {
         this.close();
         return undefined;
       }
+      // A full buffer means more is waiting: read bigger next time (and smaller when it is not).
+      this.readSize = chunk.value.byteLength === this.readSize
+        ? Math.min(this.readSize * 2, MAX_READ_BYTES)
+        : MIN_READ_BYTES;
       if (this.first) {
         this.first = false;
         this.deadline.arm(this.timeouts.idle_ms, "went idle");
@@ -246,12 +259,11 @@ export class EventReader {
       const events = scan.events.slice(0, scan.malformedAt);
       return events.length ? this.scrubbed(events, events.map(formatSse).join("")) : undefined;
     }
-    const bytes = buf.subarray(0, scan.cut);
+    // The held tail was copied out, so the complete part can go out without a copy.
+    const bytes = scan.cut === buf.length ? buf : buf.subarray(0, scan.cut);
     const leaks = this.secrets.longest > 0 && scan.events.some((e) => this.secrets.found(e.data));
     // Scrubbing re-encodes; everything else goes out as the provider's own bytes.
-    return leaks
-      ? this.scrubbed(scan.events, this.decode(bytes))
-      : { events: scan.events, bytes: bytes.slice() };
+    return leaks ? this.scrubbed(scan.events, this.decode(bytes)) : { events: scan.events, bytes };
   }
 
   private scrubbed(events: SseEvent[], text: string): Batch {
@@ -285,14 +297,6 @@ export class EventReader {
   }
 }
 
-export interface RelayOptions {
-  watch: StreamWatch;
-  /** Called once with the usage the stream reported, if any. */
-  onUsage(usage: ir.Usage): void;
-  /** Called once if the stream ended with the interruption ending. */
-  onInterrupted(why: string): void;
-}
-
 /**
  * A relayed stream: the provider's bytes, whole events at a time, scrubbed of provider keys,
  * ending either as the provider ended it or with the framing's interruption ending.
@@ -300,24 +304,26 @@ export interface RelayOptions {
 export function relayStream(
   events: EventReader,
   framing: UpstreamFraming,
-  o: RelayOptions,
+  watch: StreamWatch,
+  trace: Trace,
 ): ReadableStream<Uint8Array> {
   let ended = false;
   const finish = (controller: ReadableStreamDefaultController<Uint8Array>, why?: string) => {
-    const usage = o.watch.usage();
-    if (usage) o.onUsage(usage);
+    trace.reportUsage(watch.usage());
     const text = why === undefined ? framing.complete() : framing.interrupted(why);
     if (text) controller.enqueue(encoder.encode(text));
     controller.close();
-    if (why !== undefined) o.onInterrupted(why);
+    if (why !== undefined) trace.interruptedBy(why);
+    trace.end();
   };
+  trace.streaming = true;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       let batch: Batch | undefined;
       try {
         batch = await events.next();
       } catch (e) {
-        if (e instanceof ClientGone) return controller.error(e);
+        if (e instanceof ClientGone) return clientGone(trace, controller, e);
         // A failure after the end marker (e.g. a reset after [DONE]) lost nothing.
         return finish(controller, ended ? undefined : (e as GatewayError).message);
       }
@@ -327,21 +333,13 @@ export function relayStream(
           ended ? undefined : "the upstream closed the stream before its end",
         );
       }
-      for (const e of batch.events) if (o.watch.inspect(e)) ended = true;
+      for (const e of batch.events) if (watch.inspect(e)) ended = true;
+      trace.firstByte();
       controller.enqueue(batch.bytes);
     },
-    cancel: (reason) => events.cancel(reason),
-  }, { highWaterMark: 0 });
-}
-
-/** A converted stream's upstream events, for the target codec's stream decoder. */
-export function upstreamEvents(events: EventReader): ReadableStream<SseEvent> {
-  return new ReadableStream<SseEvent>({
-    async pull(controller) {
-      const batch = await events.next();
-      if (!batch) return controller.close();
-      for (const e of batch.events) controller.enqueue(e);
+    cancel(reason) {
+      clientGone(trace);
+      return events.cancel(reason);
     },
-    cancel: (reason) => events.cancel(reason),
   }, { highWaterMark: 0 });
 }

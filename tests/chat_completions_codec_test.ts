@@ -8,6 +8,7 @@ import type { ClientContext, EncodeContext } from "../src/codec.ts";
 import { GatewayError } from "../src/errors.ts";
 import type * as ir from "../src/ir.ts";
 import type { SseEvent } from "../src/sse.ts";
+import { pipe } from "./codec_helpers.ts";
 
 const ENCODE: EncodeContext = { model: "up", route: '"gpt-*" → oa (chat)', defaultMaxTokens: 1024 };
 const DECODE = { now: 1700000000, id: "gw1" };
@@ -30,10 +31,6 @@ const body = (messages: unknown[], extra: Record<string, unknown> = {}) => ({
 
 function irRequest(messages: ir.Message[], extra: Partial<ir.Request> = {}): ir.Request {
   return { model: "m", system: [], messages, stream: false, ...extra };
-}
-
-async function run<I, O>(input: I[], stream: TransformStream<I, O>): Promise<O[]> {
-  return await Array.fromAsync(ReadableStream.from(input).pipeThrough(stream));
 }
 
 const sse = (...chunks: unknown[]): SseEvent[] =>
@@ -363,7 +360,7 @@ Deno.test("decodeResponse: usage per §5.6; a malformed body is the upstream's 5
 // ---- streams ----
 
 Deno.test("decodeStream: parts open and close in order; finish waits for [DONE]", async () => {
-  const events = await run(
+  const events = await pipe(
     sse(
       chunk({ role: "assistant", content: "" }),
       chunk({ reasoning_content: "think" }),
@@ -412,13 +409,13 @@ Deno.test("decodeStream: parts open and close in order; finish waits for [DONE]"
 });
 
 Deno.test("decodeStream: no [DONE] means no finish; an error chunk is an error event", async () => {
-  const cut = await run(
+  const cut = await pipe(
     sse(chunk({ content: "a" }), chunk({}, "stop")),
     chatCodec.decodeStream(DECODE),
   );
   assert.ok(!cut.some((e) => e.type === "finish"));
 
-  const failed = await run(
+  const failed = await pipe(
     sse(
       chunk({ content: "a" }),
       { error: { message: "slow down", type: "rate_limit_error" } },
@@ -435,7 +432,7 @@ Deno.test("decodeStream: no [DONE] means no finish; an error chunk is an error e
 });
 
 Deno.test("decodeStream: a missing tool-call id is synthesized from the response id", async () => {
-  const events = await run(
+  const events = await pipe(
     sse(chunk({ tool_calls: [{ index: 0, type: "function", function: { name: "f" } }] })),
     chatCodec.decodeStream(DECODE),
   );
@@ -469,7 +466,7 @@ const STREAM: ir.StreamEvent[] = [
 ];
 
 async function clientStream(ctx: ClientContext, events = STREAM) {
-  const out = await run(events, chatCodec.encodeStream(ctx));
+  const out = await pipe(events, chatCodec.encodeStream(ctx));
   return out.map((e) => e.data === "[DONE]" ? "[DONE]" : JSON.parse(e.data));
 }
 

@@ -1,5 +1,6 @@
 /** Assertions shared by the codec unit tests. */
 import assert from "node:assert/strict";
+import type { StreamStep } from "../src/codec.ts";
 import { GatewayError } from "../src/errors.ts";
 
 /** Asserts `fn` throws a 400 whose message equals (string) or matches (RegExp), and its param. */
@@ -17,7 +18,7 @@ export function rejects(fn: () => unknown, message: string | RegExp, param?: str
   assert.fail("expected a 400");
 }
 
-/** Runs items through a stream transform and collects its output. */
-export async function pipe<I, O>(input: NoInfer<I>[], stream: TransformStream<I, O>): Promise<O[]> {
-  return await Array.fromAsync(ReadableStream.from(input).pipeThrough(stream));
+/** Runs items through a codec's stream step, as a real stream, and collects its output. */
+export async function pipe<I, O>(input: NoInfer<I>[], step: StreamStep<I, O>): Promise<O[]> {
+  return await Array.fromAsync(ReadableStream.from(input).pipeThrough(new TransformStream(step)));
 }

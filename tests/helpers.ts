@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 /** Shared test fixtures: an in-process gateway on loopback in front of the mock upstream. */
 import { type Config, validateConfig } from "../src/config.ts";
+import type { Gateway } from "../src/context.ts";
 import { setAccessLogSink } from "../src/log.ts";
 import { createGateway, createHandler } from "../src/server.ts";
 import { type MockUpstream, startMockUpstream } from "./mock/upstream.ts";
@@ -59,6 +60,8 @@ export async function mockConfig(
 
 export interface Harness {
   url: string;
+  /** The gateway itself (tests add observers to `gw.observers`). */
+  gw: Gateway;
   upstream: MockUpstream;
   /** Access-log lines written while the harness ran. */
   logs: Record<string, unknown>[];
@@ -86,6 +89,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, createHandler(gw));
   return {
     url: `http://127.0.0.1:${server.addr.port}`,
+    gw,
     upstream,
     logs,
     async close() {

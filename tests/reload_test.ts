@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { configLoader } from "../src/reload.ts";
 import { bodies, HASHED_KEY, KEY, openaiHeaders, post, type WsEvent } from "./helpers.ts";
 import { type MockUpstream, startMockUpstream } from "./mock/upstream.ts";
-import { type GatewayProcess, spawnGateway } from "./process.ts";
+import { spawnGateway, type WatchedGateway } from "./process.ts";
 
 const NEW_KEY = "sk-test-key-added-by-reload";
 const PROVIDER_A1 = "sk-provider-a-first";
@@ -22,7 +22,7 @@ interface Setup {
   /** Writes the config (JSON is YAML) and the key files, as an operator would. */
   write(v: Version): Promise<void>;
   /** Starts the gateway on this config; `close` ends it if a failed test left it running. */
-  spawn(...args: string[]): Promise<GatewayProcess>;
+  spawn(...args: string[]): Promise<WatchedGateway>;
   close(): Promise<void>;
 }
 
@@ -43,7 +43,7 @@ async function setup(): Promise<Setup> {
   const [a, b] = [await startMockUpstream(), await startMockUpstream()];
   const dir = await Deno.makeTempDir();
   const path = `${dir}/gateway.yaml`;
-  let gw: GatewayProcess | undefined;
+  let gw: WatchedGateway | undefined;
   let exited = false;
   return {
     dir,
@@ -179,7 +179,7 @@ async function startStream(res: Response) {
   };
 }
 
-async function stop(gw: GatewayProcess) {
+async function stop(gw: WatchedGateway) {
   gw.process.kill("SIGTERM");
   const out = await gw.output();
   assert.equal(out.code, 0, out.stderr);

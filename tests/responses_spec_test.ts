@@ -6,7 +6,9 @@
  * a JSON Schema 2020-12 validator (ajv, test-only).
  */
 import assert from "node:assert/strict";
-import { Ajv2020 } from "ajv/dist/2020";
+// Test-only, so not in the import map (which `deno task dev/start` installs whole).
+// deno-lint-ignore no-import-prefix
+import { Ajv2020 } from "npm:ajv@8.17.1/dist/2020.js";
 import { type Harness, KEY, openaiHeaders, post, startHarness } from "./helpers.ts";
 
 const SPEC_URL = new URL(

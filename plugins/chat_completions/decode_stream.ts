@@ -3,7 +3,7 @@
  * delta and closes when another kind starts or `finish_reason` arrives. The stream is over
  * only at `data: [DONE]` (after the usage chunk); a `finish_reason` without it is a cut.
  */
-import type { DecodeContext } from "../../src/codec.ts";
+import type { DecodeContext, Emit, StreamStep } from "../../src/codec.ts";
 import type * as ir from "../../src/ir.ts";
 import type { SseEvent } from "../../src/sse.ts";
 import { describeIssues } from "../../src/validate.ts";
@@ -11,7 +11,7 @@ import { openAiErrorStatus } from "../shared.ts";
 import { type ChatChunk, chunkSchema, type ToolCallDelta } from "./schema.ts";
 import { finishToIr, readToolCallSignature, reasoningText, toolCallId, usageToIr } from "./wire.ts";
 
-type Out = TransformStreamDefaultController<ir.StreamEvent>;
+type Out = Emit<ir.StreamEvent>;
 type Delta = NonNullable<NonNullable<ChatChunk["choices"]>[number]["delta"]>;
 
 /** The part being filled: text, thinking, or the tool call with this chat `index`. */
@@ -168,7 +168,7 @@ class ChatStreamDecoder {
   }
 }
 
-export function decodeStream(ctx: DecodeContext): TransformStream<SseEvent, ir.StreamEvent> {
+export function decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.StreamEvent> {
   const decoder = new ChatStreamDecoder(ctx);
-  return new TransformStream({ transform: (e, out) => decoder.event(e, out) });
+  return { transform: (e, out) => decoder.event(e, out) };
 }

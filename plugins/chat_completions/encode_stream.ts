@@ -4,7 +4,7 @@
  * `type` and its name (arguments `""`); a chunk with `finish_reason`; the usage chunk
  * (`choices:[]`) when the client asked for it; then `[DONE]`.
  */
-import type { ClientContext } from "../../src/codec.ts";
+import type { ClientContext, Emit, StreamStep } from "../../src/codec.ts";
 import type * as ir from "../../src/ir.ts";
 import { dataEvent, type SseEvent } from "../../src/sse.ts";
 import { streamErrorBody } from "../shared.ts";
@@ -21,7 +21,7 @@ import {
   usageFromIr,
 } from "./wire.ts";
 
-type Out = TransformStreamDefaultController<SseEvent>;
+type Out = Emit<SseEvent>;
 type PartStart = Extract<ir.StreamEvent, { type: "part_start" }>["part"];
 
 const DONE: SseEvent = { data: "[DONE]" };
@@ -158,7 +158,7 @@ class ChatStreamEncoder {
   }
 }
 
-export function encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent, SseEvent> {
+export function encodeStream(ctx: ClientContext): StreamStep<ir.StreamEvent, SseEvent> {
   const encoder = new ChatStreamEncoder(ctx);
-  return new TransformStream({ transform: (e, out) => encoder.event(e, out) });
+  return { transform: (e, out) => encoder.event(e, out) };
 }

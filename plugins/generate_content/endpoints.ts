@@ -32,12 +32,11 @@ const JSON_ARRAY: Framing = {
   contentType: "application/json; charset=utf-8",
   serializer: () => {
     let first = true;
-    return new TransformStream<SseEvent, string>({
-      transform(e, out) {
-        out.enqueue((first ? "[" : ",\r\n") + e.data);
-        first = false;
-      },
-    });
+    return (e: SseEvent) => {
+      const text = (first ? "[" : ",\r\n") + e.data;
+      first = false;
+      return text;
+    };
   },
   end: {
     complete: (sent) => (sent ? "]" : "[]"),

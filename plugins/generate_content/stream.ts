@@ -1,6 +1,6 @@
 /** Streams in both directions: Gemini SSE chunks ⇄ IR stream events. */
 import type * as ir from "../../src/ir.ts";
-import type { ClientContext, DecodeContext } from "../../src/codec.ts";
+import type { ClientContext, DecodeContext, StreamStep } from "../../src/codec.ts";
 import { dataEvent, type SseEvent } from "../../src/sse.ts";
 import { jsonObjectOf, streamErrorBody } from "../shared.ts";
 import { ChunkDecoder } from "./chunks.ts";
@@ -9,15 +9,15 @@ import { GroundingBuilder } from "./grounding.ts";
 
 // ---- upstream ----
 
-export function decodeStream(ctx: DecodeContext): TransformStream<SseEvent, ir.StreamEvent> {
+export function decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.StreamEvent> {
   const decoder = new ChunkDecoder(ctx);
-  return new TransformStream({
+  return {
     transform(e, out) {
       // Anything but a chunk is keep-alive noise; a cut-off stream is the core's to report.
       const chunk = jsonObjectOf(e.data);
       if (chunk) { for (const event of decoder.decode(chunk)) out.enqueue(event); }
     },
-  });
+  };
 }
 
 // ---- ingress ----
@@ -34,7 +34,7 @@ interface PendingCall {
  * Every chunk is one complete JSON document, so the core can frame them as SSE or as the
  * JSON-array stream.
  */
-export function encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent, SseEvent> {
+export function encodeStream(ctx: ClientContext): StreamStep<ir.StreamEvent, SseEvent> {
   let responseId = "";
   let usage: ir.Usage | undefined;
   const grounding = new GroundingBuilder();
@@ -105,9 +105,9 @@ export function encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent
     }
   };
 
-  return new TransformStream({
+  return {
     transform(e, out) {
       for (const event of encode(e)) out.enqueue(event);
     },
-  });
+  };
 }

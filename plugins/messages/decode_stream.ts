@@ -1,6 +1,6 @@
 /** Upstream: Anthropic Messages SSE events to IR stream events, one event at a time. */
 import type * as ir from "../../src/ir.ts";
-import type { DecodeContext } from "../../src/codec.ts";
+import type { DecodeContext, StreamStep } from "../../src/codec.ts";
 import type { SseEvent } from "../../src/sse.ts";
 import { jsonObjectOf } from "../shared.ts";
 import {
@@ -31,7 +31,7 @@ interface Block {
   text?: { start: number; citations: ir.Citation[] };
 }
 
-export function decodeStream(ctx: DecodeContext): TransformStream<SseEvent, ir.StreamEvent> {
+export function decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.StreamEvent> {
   const blocks = new Map<number, Block>();
   /** Server tool runs waiting for their result block, by `server_tool_use` id. */
   const runs = new Map<string, ir.HostedCallPart>();
@@ -175,7 +175,7 @@ export function decodeStream(ctx: DecodeContext): TransformStream<SseEvent, ir.S
     },
   };
 
-  return new TransformStream({
+  return {
     transform(event, controller) {
       const data = jsonObjectOf(event.data);
       if (!data) return; // a keep-alive comment or garbage: nothing to translate
@@ -183,7 +183,7 @@ export function decodeStream(ctx: DecodeContext): TransformStream<SseEvent, ir.S
       // Unknown event types (and `ping`) are ignored, as Anthropic asks of clients.
       handlers[type]?.(data, (e) => controller.enqueue(e));
     },
-  });
+  };
 }
 
 function startPart(block: Obj, index: number, ctx: DecodeContext, emit: Emit): Block | undefined {

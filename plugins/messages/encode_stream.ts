@@ -4,7 +4,7 @@
  * `message_stop` (only on IR `finish`). Every record has its `event:` line.
  */
 import type * as ir from "../../src/ir.ts";
-import type { ClientContext } from "../../src/codec.ts";
+import type { ClientContext, StreamStep } from "../../src/codec.ts";
 import { carrySignature } from "../../src/signature.ts";
 import { type SseEvent, typedEvent } from "../../src/sse.ts";
 import { CUSTOM_INPUT_KEY, streamErrorBody } from "../shared.ts";
@@ -48,7 +48,7 @@ const CUSTOM_SUFFIX = `"}`;
 /** A fragment of a JSON string literal's inside (escapes are per character, so they split). */
 const jsonStringFragment = (text: string) => JSON.stringify(text).slice(1, -1);
 
-export function encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent, SseEvent> {
+export function encodeStream(ctx: ClientContext): StreamStep<ir.StreamEvent, SseEvent> {
   let open: OpenBlock | undefined;
   let nextIndex = 0;
   let sawToolCall = false;
@@ -151,7 +151,7 @@ export function encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent
     emit(streamErrorBody("anthropic", e) as Tagged);
   }
 
-  return new TransformStream({
+  return {
     transform(e, controller) {
       const emit: Emit = (data) => controller.enqueue(typedEvent(data));
       const current = open?.part === ("index" in e ? e.index : undefined) ? open : undefined;
@@ -207,5 +207,5 @@ export function encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent
           return error(emit, e);
       }
     },
-  });
+  };
 }

@@ -44,11 +44,17 @@ export const countTokens: Handler = async (ctx) => {
   if (r.provider.api !== "messages") {
     throw badRequest("messages token counting requires a family3-compatible upstream", "model");
   }
-  ctx.record.passthrough = true;
   return await passthrough(
     ctx,
     { ingress: messagesCodec, body, stream: false },
     r,
-    "/v1/messages/count_tokens",
+    {
+      path: "/v1/messages/count_tokens",
+      // Counting reads the input; it produces nothing.
+      usage: (json) =>
+        typeof json.input_tokens === "number"
+          ? { inputTokens: json.input_tokens, outputTokens: 0 }
+          : undefined,
+    },
   );
 };

@@ -6,7 +6,7 @@
  * item announced only by `output_item.done` (some compatible servers skip the deltas) is
  * emitted whole. `finish` comes only with `response.completed` / `response.incomplete`.
  */
-import type { DecodeContext } from "../../src/codec.ts";
+import type { DecodeContext, Emit, StreamStep } from "../../src/codec.ts";
 import type * as ir from "../../src/ir.ts";
 import type { SseEvent } from "../../src/sse.ts";
 import { jsonObjectOf } from "../shared.ts";
@@ -14,7 +14,7 @@ import { citationOf, failure, finishOf, outputItemParts, toolCall } from "./deco
 import { type Json, num, obj, str } from "./read.ts";
 import { fromWireUsage } from "./usage.ts";
 
-type Out = TransformStreamDefaultController<ir.StreamEvent>;
+type Out = Emit<ir.StreamEvent>;
 
 /** An open IR part, keyed by output index (and content index for message text). */
 interface OpenPart {
@@ -26,14 +26,14 @@ interface OpenPart {
   textIndex?: number;
 }
 
-export function decodeStream(ctx: DecodeContext): TransformStream<SseEvent, ir.StreamEvent> {
+export function decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.StreamEvent> {
   const decoder = new StreamDecoder(ctx);
-  return new TransformStream({
+  return {
     transform(e, out) {
       const data = jsonObjectOf(e.data);
       if (data) decoder.on(data, out); // anything else is not an event (e.g. keep-alive noise)
     },
-  });
+  };
 }
 
 class StreamDecoder {

@@ -5,7 +5,7 @@
  * event carrying the full response (the SDK and Codex take the final output from it). The
  * same events become WebSocket text frames, so everything a client needs is in `data`.
  */
-import type { ClientContext } from "../../src/codec.ts";
+import type { ClientContext, Emit, StreamStep } from "../../src/codec.ts";
 import type * as ir from "../../src/ir.ts";
 import { type SseEvent, typedEvent } from "../../src/sse.ts";
 import { attachedSignature, encryptedContentOf } from "./carrier.ts";
@@ -26,7 +26,7 @@ import {
   webSearchCallItem,
 } from "./output.ts";
 
-type Out = TransformStreamDefaultController<SseEvent>;
+type Out = Emit<SseEvent>;
 type StartEvent = Extract<ir.StreamEvent, { type: "part_start" }>;
 
 /** An output item being streamed (one per open IR part). */
@@ -42,9 +42,9 @@ interface OpenItem {
   citations?: ir.Citation[];
 }
 
-export function encodeStream(ctx: ClientContext): TransformStream<ir.StreamEvent, SseEvent> {
+export function encodeStream(ctx: ClientContext): StreamStep<ir.StreamEvent, SseEvent> {
   const encoder = new StreamEncoder(ctx);
-  return new TransformStream({ transform: (e, out) => encoder.on(e, out) });
+  return { transform: (e, out) => encoder.on(e, out) };
 }
 
 class StreamEncoder {

@@ -15,6 +15,7 @@ import type { Resolved } from "../../src/router.ts";
 import { responsesCodec } from "./codec.ts";
 import { responseSettings } from "./echo.ts";
 import { parseRequest, type ResponsesRequest } from "./schema.ts";
+import { fromWireUsage } from "./usage.ts";
 import { chainedItems, inputItems, keeper, newResponseId } from "./state.ts";
 
 /** The answer to a warm-up (`generate: false`) on a converted route: completed, no output. */
@@ -64,7 +65,7 @@ export const responses: Handler = async (ctx) => {
   // A Responses provider without `passthrough` relays stateless requests (and hosted tools);
   // keeping or reading state needs the response built here, so those convert through the IR.
   if (r.provider.api === "responses" && !chained && (!store || hostedTools(json))) {
-    ctx.record.stored = "relayed";
+    ctx.trace.stored = "relayed";
     return await generate(ctx, g);
   }
   const id = newResponseId();
@@ -99,11 +100,10 @@ export const compact: Handler = async (ctx) => {
   if (!isPassthroughRoute(r)) {
     throw badRequest("responses compact requires a client1 passthrough route", "model");
   }
-  ctx.record.passthrough = true;
   return await passthrough(
     ctx,
     { ingress: responsesCodec, body, stream: false },
     r,
-    "/responses/compact",
+    { path: "/responses/compact", usage: (json) => fromWireUsage(json.usage) },
   );
 };

@@ -52,7 +52,7 @@ export function inputItems(input: unknown, respId: string): Record<string, unkno
 
 /** The stored chain before `previousId` as input items (its inputs, then its outputs). */
 export async function chainedItems(ctx: RequestContext, previousId: string): Promise<unknown[]> {
-  const prev = await ctx.gw.store.get(previousId, ctx.record.key ?? "");
+  const prev = await ctx.gw.store.get(previousId, ctx.trace.key ?? "");
   if (!prev) throw previousNotFound(previousId);
   return [...prev.input, ...(prev.response.output as unknown[] ?? [])];
 }
@@ -69,22 +69,22 @@ export function keeper(
 ): Pick<ClientContext, "onResponse"> & { kept: () => Promise<void> } {
   let pending: Promise<void> = Promise.resolve();
   if (!store) {
-    ctx.record.stored = "off";
+    ctx.trace.stored = "off";
     return { kept: () => pending };
   }
   const onResponse = (response: Record<string, unknown>) => {
     const record: StoredResponse = {
       id: String(response.id),
-      owner: ctx.record.key ?? "",
+      owner: ctx.trace.key ?? "",
       input,
       response,
     };
     pending = ctx.gw.store.put(record).then(
       (outcome) => {
-        ctx.record.stored = outcome;
+        ctx.trace.stored = outcome;
       },
       () => {
-        ctx.record.stored = "failed";
+        ctx.trace.stored = "failed";
       },
     );
     return pending;
@@ -105,7 +105,7 @@ function idFromPath(ctx: RequestContext): string {
 
 async function ownRecord(ctx: RequestContext): Promise<StoredResponse> {
   const id = idFromPath(ctx);
-  const record = await ctx.gw.store.get(id, ctx.record.key ?? "");
+  const record = await ctx.gw.store.get(id, ctx.trace.key ?? "");
   if (!record) throw notFoundError(id);
   return record;
 }
@@ -116,7 +116,7 @@ export const getResponse: Handler = async (ctx) => Response.json((await ownRecor
 /** DELETE /v1/responses/{id} */
 export const deleteResponse: Handler = async (ctx) => {
   const id = idFromPath(ctx);
-  if (!(await ctx.gw.store.delete(id, ctx.record.key ?? ""))) throw notFoundError(id);
+  if (!(await ctx.gw.store.delete(id, ctx.trace.key ?? ""))) throw notFoundError(id);
   return Response.json({ id, object: "response", deleted: true });
 };
 

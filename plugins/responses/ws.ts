@@ -8,12 +8,14 @@
  *   `previous_response_id` (Codex chains its turn onto its warm-up) expands to full input.
  */
 import { authenticate } from "../../src/auth.ts";
-import type { AccessRecord, Gateway, Handler, RequestContext } from "../../src/context.ts";
+import type { Gateway, Handler, RequestContext } from "../../src/context.ts";
 import { errorBody, GatewayError } from "../../src/errors.ts";
 import { FORWARD_REQUEST_HEADERS, modelOf, pickHeaders } from "../../src/http.ts";
-import { logAccess } from "../../src/log.ts";
-import { endTap, localEvents, resolveRoute, upstreamEvents } from "../../src/pipeline.ts";
+import { failureMessage, IrWatch, localIr } from "../../src/client_stream.ts";
+import { localEvents, resolveRoute, upstreamEvents } from "../../src/pipeline.ts";
+import type { SseEvent } from "../../src/sse.ts";
 import type { Resolved } from "../../src/router.ts";
+import type { Trace } from "../../src/trace.ts";
 import { responsesCodec } from "./codec.ts";
 import { checkStatefulFields, isPassthroughRoute, warmupResponse } from "./endpoints.ts";
 import { responseSettings } from "./echo.ts";
@@ -29,6 +31,9 @@ export const responsesWebSocket: Handler = (ctx) => {
   const headers = new Headers(ctx.req.headers);
   // Deno pings after 30 s of silence and drops peers that stop answering.
   const { socket, response } = Deno.upgradeWebSocket(ctx.req, { idleTimeout: 60 });
+  // The socket's own trace ends when it closes (`gateway_active_websockets`, the access log).
+  ctx.trace.upgrade = true;
+  ctx.trace.streaming = true;
   new ResponsesSocket(ctx, headers, socket);
   return Promise.resolve(response);
 };
@@ -76,6 +81,7 @@ class ResponsesSocket {
   ) {
     this.req = new Request(ctx.req.url, { headers, signal: this.closed.signal });
     socket.onmessage = (e) => this.onFrame(e.data);
+    socket.onopen = () => ctx.trace.firstByte();
     socket.onclose = () => this.shutdown();
     socket.onerror = () => this.shutdown();
     ctx.gw.closingSockets.signal.addEventListener("abort", this.onStop);
@@ -101,6 +107,7 @@ class ResponsesSocket {
     this.ctx.gw.closingSockets.signal.removeEventListener("abort", this.onStop);
     this.closed.abort();
     this.upstream?.close();
+    this.ctx.trace.end();
   }
 
   send(text: string) {
@@ -113,17 +120,18 @@ class ResponsesSocket {
     this.send(secrets.found(text) ? secrets.scrub(text) : text);
   }
 
+  /** A response was cut short: the client gets the interruption frame. */
+  interrupted(trace: Trace, why: string) {
+    trace.interruptedBy(why);
+    this.sendError(interrupted(why));
+  }
+
   sendError(err: GatewayError, code?: string) {
     this.send(this.ctx.gw.secrets.scrub(errorFrame(err, code)));
   }
 
   close(code = 1000, reason?: string) {
     if (this.socket.readyState === WebSocket.OPEN) this.socket.close(code, reason);
-  }
-
-  log(p: Pending) {
-    p.record.duration_ms = Math.round(performance.now() - p.started);
-    logAccess(p.record, this.ctx.gw.secrets);
   }
 
   private onFrame(data: unknown) {
@@ -164,39 +172,37 @@ class ResponsesSocket {
     }
     const { type: _, ...body } = frame;
     const json = validateRequest(body);
+    // Each response on the socket has its own trace (and access-log line).
+    const trace = this.ctx.trace.forResponse();
     // Each frame is a new request under the config in force now, except on a socket bound to
     // its provider's socket, which keeps the config it opened that socket with.
     const gw = this.bound ?? this.ctx.gw.live.current;
-    const ctx: RequestContext = {
-      ...this.ctx,
-      gw,
-      req: this.req,
-      record: { ...this.ctx.record, status: 200, model: undefined, usage: undefined },
-    };
-    const started = performance.now();
+    const ctx: RequestContext = { ...this.ctx, gw, req: this.req, trace };
     let relayed = false;
     try {
       // The key is checked again against the keys in force: a revoked one ends the socket.
-      const keys = this.ctx.gw.live.current.keys;
-      ctx.record.key = await authenticate(keys, "openai", this.req, this.ctx.url).catch((e) => {
+      try {
+        trace.key = authenticate(this.ctx.gw.live.current.keys, "openai", this.req, this.ctx.url);
+      } catch (e) {
         this.closeAfter = "API key revoked";
         throw e;
-      });
+      }
       const r = resolveRoute(ctx, modelOf(json));
       if (isPassthroughRoute(r)) {
-        ctx.record.passthrough = true;
-        relayed = await this.relay(r, json, data, { record: ctx.record, started });
+        relayed = await this.relay(r, json, data, trace);
         this.bound ??= gw;
         return;
       }
       checkStatefulFields(json);
       await this.convert(ctx, r, json);
     } catch (e) {
-      ctx.record.status = e instanceof GatewayError ? e.status : 500;
-      throw e;
+      const err = e instanceof GatewayError ? e : new GatewayError(500, "upstream", String(e));
+      trace.status = err.status;
+      trace.failed(err.kind, err.message);
+      throw err;
     } finally {
-      // A relayed response is logged by the upstream socket when it ends.
-      if (!relayed) this.log({ record: ctx.record, started });
+      // A relayed response ends when the upstream socket says so.
+      if (!relayed) trace.end(trace.status ?? 200);
     }
   }
 
@@ -205,8 +211,10 @@ class ResponsesSocket {
     r: Resolved,
     json: Record<string, unknown>,
     text: string,
-    pending: Pending,
+    trace: Trace,
   ): Promise<boolean> {
+    trace.routed("relay");
+    trace.attempt();
     if (!this.upstream) {
       const upstream = await UpstreamSocket.open(
         r,
@@ -231,7 +239,7 @@ class ResponsesSocket {
       r.route.model
         ? JSON.stringify({ ...json, type: "response.create", model: r.upstreamModel })
         : text,
-      pending,
+      trace,
     );
     return true;
   }
@@ -251,7 +259,7 @@ class ResponsesSocket {
           ? [...this.last.input, ...this.last.output]
           : await chainedItems(ctx, previous);
       } catch (e) {
-        ctx.record.status = e instanceof GatewayError ? e.status : 500;
+        ctx.trace.status = e instanceof GatewayError ? e.status : 500;
         const code = e instanceof GatewayError ? e.code : undefined;
         return this.sendError(e as GatewayError, code);
       }
@@ -260,44 +268,46 @@ class ResponsesSocket {
     const store = json.store !== false;
     const keep = keeper(ctx, input, store);
     const { previous_response_id: _, ...rest } = json;
-    const req = responsesCodec.decodeRequest({ ...rest, input, stream: true }, ctx.record.model!);
+    const req = responsesCodec.decodeRequest({ ...rest, input, stream: true }, ctx.trace.model!);
+    ctx.trace.compaction = req.compaction === true;
+    if (json.generate === false) ctx.trace.routed("local");
     const events = json.generate === false
-      ? localEvents(warmupResponse(ctx, ctx.record.model!))
+      ? localIr(localEvents(warmupResponse(ctx, ctx.trace.model!)))
       : await upstreamEvents(ctx, r, req);
-    const tap = endTap(ctx.record);
-    const frames = events.pipeThrough(tap.stream).pipeThrough(
-      responsesCodec.encodeStream({
-        model: ctx.record.model!,
-        compaction: req.compaction,
-        tools: req.tools,
-        settings: responseSettings(parseRequest(json)),
-        ...(store && { responseId: id }),
-        onResponse: keep.onResponse,
-      }),
-    );
+    const watch = new IrWatch(ctx.trace);
     let done: { id: string; output: unknown[] } | undefined;
-    try {
-      for await (const e of frames) {
+    // Each frame goes out as the encoder makes it; the terminal one is kept for chaining.
+    const frames = {
+      enqueue: (e: SseEvent) => {
+        ctx.trace.firstByte();
         this.send(e.data);
         if (e.event && TERMINAL.includes(e.event)) done = JSON.parse(e.data).response;
+      },
+    };
+    const encoder = responsesCodec.encodeStream({
+      model: ctx.trace.model!,
+      compaction: req.compaction,
+      tools: req.tools,
+      settings: responseSettings(parseRequest(json)),
+      ...(store && { responseId: id }),
+      onResponse: keep.onResponse,
+    });
+    try {
+      for (let batch = await events.next(); batch; batch = await events.next()) {
+        for (const e of batch) {
+          watch.see(e);
+          await encoder.transform(e, frames);
+        }
       }
     } catch (e) {
       if (this.closed.signal.aborted) return;
-      ctx.record.interrupted = true;
-      return this.sendError(interrupted(String(e instanceof GatewayError ? e.message : e)));
+      return this.interrupted(ctx.trace, failureMessage(e));
     }
-    if (!tap.ended()) {
-      ctx.record.interrupted = true;
-      return this.sendError(interrupted("the upstream closed the stream before its end"));
+    if (!watch.ended) {
+      return this.interrupted(ctx.trace, "the upstream closed the stream before its end");
     }
     if (done) this.last = { id: done.id, input, output: done.output };
   }
-}
-
-/** A response on its way, to be logged when it ends. */
-interface Pending {
-  record: AccessRecord;
-  started: number;
 }
 
 /** Whether a frame is over `max` bytes (a text frame counts its UTF-8 length). */
@@ -318,7 +328,7 @@ function interrupted(message: string): GatewayError {
 /** The provider-side socket of a passthrough route; frames flow through untouched. */
 class UpstreamSocket {
   /** Responses sent and not yet ended, oldest first (a socket runs them in order). */
-  private readonly pending: Pending[] = [];
+  private readonly pending: Trace[] = [];
 
   /** Watches a response in flight: first-byte, then idle timeout between frames. */
   private watchdog?: ReturnType<typeof setTimeout>;
@@ -332,9 +342,7 @@ class UpstreamSocket {
     ws.onmessage = (e) => {
       const text = typeof e.data === "string" ? e.data : "";
       const current = this.pending[0];
-      if (current && current.record.ttfb_ms === undefined) {
-        current.record.ttfb_ms = Math.round(performance.now() - current.started);
-      }
+      current?.firstByte();
       if (TERMINAL.some((t) => text.includes(`"type":"${t}"`)) || text.includes('"type":"error"')) {
         this.end(text);
       }
@@ -350,12 +358,12 @@ class UpstreamSocket {
     if (!done) return;
     try {
       const event = JSON.parse(terminal);
-      if (event.type === "error") done.record.status = event.status ?? 500;
-      else done.record.usage = responsesCodec.decodeResponse(event.response, NO_CONTEXT).usage;
+      if (event.type === "error") done.status = event.status ?? 500;
+      else done.reportUsage(responsesCodec.decodeResponse(event.response, NO_CONTEXT).usage);
     } catch {
       // an unreadable terminal event is relayed as is; only the log lacks its details
     }
-    this.client.log(done);
+    done.end(done.status ?? 200);
   }
 
   /** (Re)starts the watchdog while a response is in flight. */
@@ -371,11 +379,9 @@ class UpstreamSocket {
   /** Ends the client socket, telling it first if a response was cut short. */
   interrupt(why: string, code?: number) {
     clearTimeout(this.watchdog);
-    if (this.pending.length > 0) this.client.sendError(interrupted(why));
-    for (const p of this.pending.splice(0)) {
-      Object.assign(p.record, { status: 502, interrupted: true, error: why });
-      this.client.log(p);
-    }
+    const [current, ...queued] = this.pending.splice(0);
+    if (current) this.client.interrupted(current, why);
+    for (const t of [current, ...queued]) t?.end(502);
     this.client.close(code, code ? why : undefined);
   }
 
@@ -411,8 +417,8 @@ class UpstreamSocket {
     return promise;
   }
 
-  send(text: string, pending: Pending) {
-    this.pending.push(pending);
+  send(text: string, trace: Trace) {
+    this.pending.push(trace);
     this.arm(this.timeouts.first_byte_ms, "sent no data");
     this.ws.send(text);
   }

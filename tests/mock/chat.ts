@@ -83,7 +83,7 @@ function chatEvents(reply: Reply, body: Json): WireEvent[] {
   for (const p of pieces(reply.reasoning ?? "", 3)) {
     events.push(chunk({ content: null, reasoning_content: p }));
   }
-  for (const p of pieces(reply.text ?? "", 3)) events.push(chunk({ content: p }));
+  for (const p of pieces(reply.text ?? "", reply.textPieces)) events.push(chunk({ content: p }));
   if (reply.toolCall) {
     const { name, arguments: args } = reply.toolCall;
     const start = { index: 0, id: ids.call(), type: "function", function: { name, arguments: "" } };

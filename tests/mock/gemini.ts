@@ -109,7 +109,7 @@ function response(reply: Reply, responseId: string, parts: Json[], last: boolean
 /** One chunk per part; the last one has `finishReason` and the full usage. */
 function geminiEvents(reply: Reply): WireEvent[] {
   const id = ids.geminiResponse();
-  const parts = replyParts(reply, 3);
+  const parts = replyParts(reply, reply.textPieces);
   return parts.map((p, i) => untyped(response(reply, id, [p], i === parts.length - 1), true));
 }
 

@@ -113,7 +113,7 @@ function blockPlans(reply: Reply): BlockPlan[] {
     plans.push({
       block: { type: "text", text: reply.text },
       start: { type: "text", text: "" },
-      deltas: pieces(reply.text, 3).map((text) => ({ type: "text_delta", text })),
+      deltas: pieces(reply.text, reply.textPieces).map((text) => ({ type: "text_delta", text })),
     });
   }
   if (reply.toolCall) {

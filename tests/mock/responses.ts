@@ -121,7 +121,7 @@ function citationOf(text: string) {
   }];
 }
 
-function messageItem(text: string, cited = false): ItemPlan {
+function messageItem(text: string, cited = false, textPieces = 3): ItemPlan {
   const id = ids.responseMessage();
   const annotations = cited ? citationOf(text) : [];
   const part = (t: string, a: Json[] = []) => ({
@@ -145,7 +145,7 @@ function messageItem(text: string, cited = false): ItemPlan {
       return [
         event("response.output_item.added", { output_index, item: message("in_progress", []) }),
         event("response.content_part.added", { ...at, part: part("") }),
-        ...pieces(text, 3).map((delta) =>
+        ...pieces(text, textPieces).map((delta) =>
           event("response.output_text.delta", { ...at, delta, logprobs: [] }, true)
         ),
         ...annotations.map((annotation, annotation_index) =>
@@ -193,7 +193,9 @@ function itemPlans(reply: Reply, body: Json): ItemPlan[] {
   const plans: ItemPlan[] = [];
   if (reply.search) plans.push(webSearchItem(reply.search.query, body));
   if (reply.reasoning) plans.push(reasoningItem(reply.reasoning, reply.model));
-  if (reply.text !== undefined) plans.push(messageItem(reply.text, reply.search !== undefined));
+  if (reply.text !== undefined) {
+    plans.push(messageItem(reply.text, reply.search !== undefined, reply.textPieces));
+  }
   if (reply.toolCall) plans.push(functionCallItem(reply.toolCall));
   return plans;
 }

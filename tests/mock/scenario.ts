@@ -42,6 +42,8 @@ export interface Scenario {
   wrongType: boolean;
   /** `huge`: a reply text of HUGE_CHARS characters. */
   huge: boolean;
+  /** `chunksN`: stream the reply text in N deltas (default 3). */
+  textPieces: number;
   /** Send the first event(s), then nothing for STALL_MS. */
   stall: boolean;
   /** Pause between stream events (SLOW_MS for `slow`). */
@@ -79,6 +81,7 @@ export function parseScenario(model: string): Scenario {
     errEvent: m.includes("errevent"),
     wrongType: m.includes("ctype"),
     huge: m.includes("huge"),
+    textPieces: Number(m.match(/chunks(\d+)/)?.[1] ?? 3),
     stall: m.includes("stall"),
     delayMs: m.includes("slow") ? SLOW_MS : 0,
     think: m.includes("think"),
@@ -158,6 +161,8 @@ export interface Reply {
   reasoning?: string;
   /** Set unless the reply is a tool call. */
   text?: string;
+  /** How many stream deltas carry the text. */
+  textPieces: number;
   toolCall?: ToolCall;
   usage: Usage;
 }
@@ -173,7 +178,12 @@ export function planReply(
   toolNames: string[],
   search?: "declared" | "only",
 ): Reply {
-  const reply: Reply = { vendor, model, usage: usageFor(scenario.think) };
+  const reply: Reply = {
+    vendor,
+    model,
+    usage: usageFor(scenario.think),
+    textPieces: scenario.textPieces,
+  };
   // The vendor's own hosted search runs when it is the request's only tool (the search
   // sub-requests of Claude Code and Gemini CLI), or when the model name says `search`.
   if (search === "only" || (search && scenario.search)) {

@@ -1,0 +1,108 @@
+/**
+ * The benchmark's servers, each in its own process so that a load generator measures one at a
+ * time: the loopback mock provider, a bare Deno relay (the floor), and the gateway.
+ */
+import { KEY, mockConfig } from "../tests/helpers.ts";
+
+export interface Server {
+  url: string;
+  pid: number;
+  /** Resident memory of the process now, in bytes. */
+  rss(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+const here = (path: string) => new URL(path, import.meta.url);
+
+/** Resident memory of a process, from `ps` (reading /proc would need --allow-all). */
+async function rssOf(pid: number): Promise<number> {
+  const out = await new Deno.Command("ps", { args: ["-o", "rss=", "-p", String(pid)] }).output();
+  return Number(new TextDecoder().decode(out.stdout).trim()) * 1024;
+}
+
+/** Spawns `deno` with `args` and waits until `listening` finds the URL in its output. */
+async function spawn(
+  args: string[],
+  env: Record<string, string>,
+  listening: RegExp,
+  from: "stdout" | "stderr",
+): Promise<Server> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args,
+    env: { ...env, NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines = child[from].pipeThrough(new TextDecoderStream()).getReader();
+  const other = from === "stdout" ? child.stderr : child.stdout;
+  other.pipeTo(new WritableStream()).catch(() => {});
+  let seen = "";
+  let url: string | undefined;
+  while (!url) {
+    const { done, value } = await lines.read();
+    if (done) throw new Error(`${args.join(" ")} exited before listening:\n${seen}`);
+    seen += value;
+    url = seen.match(listening)?.[1];
+  }
+  // Keep draining so a chatty process never blocks on a full pipe.
+  (async () => {
+    while (!(await lines.read()).done) { /* drain */ }
+  })().catch(() => {});
+  return {
+    url,
+    pid: child.pid,
+    rss: () => rssOf(child.pid),
+    async stop() {
+      child.kill("SIGKILL");
+      await child.status;
+    },
+  };
+}
+
+/** The tests' mock provider (tests/mock), on a free loopback port. */
+export function startMock(): Promise<Server> {
+  const code = `import { startMockUpstream } from "${here("../tests/mock/upstream.ts").href}";` +
+    `console.log("mock on " + (await startMockUpstream()).url);`;
+  return spawn(["eval", "--ext=ts", code], {}, /mock on (http:\/\/\S+)/, "stdout");
+}
+
+/** `Deno.serve` + `fetch`, the body piped through: what any relay must cost at least. */
+export function startBareRelay(upstream: string, jsStage = false): Promise<Server> {
+  return spawn(
+    ["run", "--allow-net", "--allow-env", here("bare_relay.ts").pathname],
+    { UPSTREAM: upstream, JS_STAGE: jsStage ? "1" : "0" },
+    /bare relay on (http:\/\/\S+)/,
+    "stdout",
+  );
+}
+
+/** The gateway itself (main.ts), configured for the mock, access log off. */
+export async function startGateway(upstream: string): Promise<Server> {
+  const config = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(config, JSON.stringify(await mockConfig(upstream)));
+  const server = await spawn(
+    [
+      "run",
+      "--unstable-no-legacy-abort",
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      here("../main.ts").pathname,
+      "--config",
+      config,
+    ],
+    { PORT: "0", GATEWAY_ACCESS_LOG: "off", METRICS_PORT: "off" },
+    /listening on (http:\/\/[\d.]+:\d+)/,
+    "stderr",
+  );
+  return {
+    ...server,
+    async stop() {
+      await server.stop();
+      await Deno.remove(config);
+    },
+  };
+}
+
+export const AUTH = { authorization: `Bearer ${KEY}`, "content-type": "application/json" };

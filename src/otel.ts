@@ -1,0 +1,61 @@
+/**
+ * Deno's built-in OpenTelemetry (`OTEL_DENO=true`, see docs/metrics.md): the request span Deno
+ * opens for each request gets the GenAI attributes, and loses a `?key=` value from its URL
+ * attributes. Without OTEL_DENO there is no active span and all of this does nothing.
+ */
+import { genAiOperation, genAiProvider } from "./metrics.ts";
+import type { Observer, Trace } from "./trace.ts";
+
+/** Where `@opentelemetry/api` keeps the span in a context (Deno's context manager shares it). */
+const SPAN_KEY = Symbol.for("OpenTelemetry Context Key SPAN");
+
+interface Span {
+  setAttribute(key: string, value: string | number | boolean): unknown;
+}
+
+function activeSpan(): Span | undefined {
+  return Deno.telemetry.contextManager.active()?.getValue(SPAN_KEY) as Span | undefined;
+}
+
+/**
+ * Deno records the full URL, query included, on the request span before any handler runs; a
+ * client key in `?key=` (Gemini clients), even a rejected one, is overwritten here.
+ */
+export function redactSpanUrl(url: URL): void {
+  if (!url.searchParams.has("key")) return;
+  const span = activeSpan();
+  if (!span) return;
+  const safe = new URL(url);
+  safe.searchParams.set("key", "redacted");
+  span.setAttribute("url.full", safe.href);
+  span.setAttribute("url.query", safe.search.slice(1));
+}
+
+/** Puts the GenAI attributes of each request on its span (OpenTelemetry's GenAI names). */
+export function spanAttributes(): Observer {
+  // Taken while the request's handler runs: a stream's later events happen outside it.
+  const spans = new WeakMap<Trace, Span>();
+  return {
+    routed(t) {
+      const span = activeSpan();
+      const operation = genAiOperation(t.endpoint);
+      if (!span || !operation || !t.api) return;
+      spans.set(t, span);
+      span.setAttribute("gen_ai.operation.name", operation);
+      span.setAttribute("gen_ai.provider.name", genAiProvider(t.api));
+      if (t.model) span.setAttribute("gen_ai.request.model", t.model);
+    },
+    usage(t) {
+      const span = spans.get(t);
+      if (!span || !t.usage) return;
+      span.setAttribute("gen_ai.usage.input_tokens", t.usage.inputTokens);
+      span.setAttribute("gen_ai.usage.output_tokens", t.usage.outputTokens);
+    },
+    ended(t) {
+      const span = spans.get(t) ?? activeSpan();
+      if (!span) return;
+      if (t.key) span.setAttribute("gateway.key", t.key);
+      if (t.errorKind) span.setAttribute("error.type", t.errorKind);
+    },
+  };
+}

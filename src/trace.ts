@@ -1,0 +1,155 @@
+/**
+ * One request's life as a fixed set of events — routed, upstream attempt, first byte, usage,
+ * ended — told to every observer from one place. The access log is one observer; metrics and
+ * failover plug in beside it. A WebSocket response frame gets its own trace (`forResponse`).
+ */
+import type { ProviderApi } from "./config.ts";
+import type { Dialect, EndpointName } from "./endpoints.ts";
+import type { ErrorKind } from "./errors.ts";
+import type { Usage } from "./ir.ts";
+import type { Resolved } from "./router.ts";
+
+/** How a request reached its answer: bytes relayed, converted through the IR, or answered here. */
+export type Mode = "relay" | "convert" | "local";
+
+export interface Observer {
+  routed?(t: Trace): void;
+  /** An upstream call is about to be made (`t.attempts` counts them). */
+  attempt?(t: Trace): void;
+  /** The first byte of the answer went to the client. */
+  firstByte?(t: Trace): void;
+  /** The provider reported usage (`t.usage`); may come more than once, the last one counts. */
+  usage?(t: Trace): void;
+  /** The answer is complete (or abandoned): every field is final. Called exactly once. */
+  ended(t: Trace): void;
+}
+
+export interface TraceStart {
+  requestId: string;
+  method: string;
+  path: string;
+  dialect: Dialect;
+  clientIp?: string;
+}
+
+export class Trace {
+  readonly started = performance.now();
+  readonly requestId: string;
+  readonly method: string;
+  readonly path: string;
+  readonly dialect: Dialect;
+  readonly clientIp?: string;
+  endpoint: EndpointName | "unknown" = "unknown";
+  /** The client key's configured name (never the key). */
+  key?: string;
+  /** The model the client asked for. */
+  model?: string;
+  /** Describes the route in the access log (`"claude-*" → anthropic (messages)`). */
+  route?: string;
+  /** The route's `name` (default: its first model pattern), a metric label. */
+  routeName?: string;
+  /** The provider's configured name. */
+  provider?: string;
+  /** The provider's API (which vendor's wire format it speaks). */
+  api?: ProviderApi;
+  /** A converted Responses request ending with Codex's `compaction_trigger` (not billed). */
+  compaction = false;
+  mode?: Mode;
+  attempts = 0;
+  usage?: Usage;
+  status?: number;
+  errorKind?: ErrorKind;
+  /** Scrubbed of provider keys before any observer sees it. */
+  error?: string;
+  interrupted = false;
+  /** The client went away before the answer was complete. */
+  clientGone = false;
+  ttfbMs?: number;
+  durationMs?: number;
+  /** A streamed answer ends when its body does: the stream stage calls `end`, not the server. */
+  streaming = false;
+  /** Responses store outcome: `kept`, `too_large`, `taken`, `off` (store: false), `failed`. */
+  stored?: string;
+  /** Request fields the target could not express, dropped and reported. */
+  dropped?: string[];
+  /** The WebSocket itself (its responses have their own traces): ends when the socket closes. */
+  upgrade = false;
+  private ended = false;
+
+  constructor(private readonly observers: readonly Observer[], start: TraceStart) {
+    this.requestId = start.requestId;
+    this.method = start.method;
+    this.path = start.path;
+    this.dialect = start.dialect;
+    this.clientIp = start.clientIp;
+  }
+
+  /** A fresh trace for one response on a WebSocket: same request, key and endpoint. */
+  forResponse(): Trace {
+    const t = new Trace(this.observers, this);
+    t.endpoint = this.endpoint;
+    t.key = this.key;
+    // Sent as frames, ended by the socket: a stream (time to first chunk, active streams).
+    t.streaming = true;
+    return t;
+  }
+
+  /** The route a model resolved to (known before the mode is). */
+  target(model: string, r: Resolved): void {
+    this.model = model;
+    this.route = r.label;
+    this.routeName = r.name;
+    this.provider = r.provider.name;
+    this.api = r.provider.api;
+  }
+
+  /**
+   * Whether the tokens are billed: not for compaction (endpoint 4, or Codex's in-band
+   * compaction on a converted route) nor token counting (endpoint 8), per the product spec.
+   */
+  get billable(): boolean {
+    return this.endpoint !== "responses_compact" && this.endpoint !== "count_tokens" &&
+      !this.compaction;
+  }
+
+  routed(mode: Mode): void {
+    this.mode = mode;
+    for (const o of this.observers) o.routed?.(this);
+  }
+
+  attempt(): void {
+    this.attempts++;
+    for (const o of this.observers) o.attempt?.(this);
+  }
+
+  firstByte(): void {
+    if (this.ttfbMs !== undefined) return;
+    this.ttfbMs = Math.round(performance.now() - this.started);
+    for (const o of this.observers) o.firstByte?.(this);
+  }
+
+  reportUsage(usage: Usage | undefined): void {
+    if (!usage) return;
+    this.usage = usage;
+    for (const o of this.observers) o.usage?.(this);
+  }
+
+  failed(kind: ErrorKind, message: string): void {
+    this.errorKind = kind;
+    this.error = message;
+  }
+
+  /** The stream was cut short: the client got the interruption ending. */
+  interruptedBy(why: string): void {
+    this.interrupted = true;
+    this.failed("upstream_interrupted", why);
+  }
+
+  end(status?: number): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (status !== undefined) this.status = status;
+    this.durationMs = Math.round(performance.now() - this.started);
+    for (const o of this.observers) o.ended(this);
+  }
+}
