@@ -291,7 +291,7 @@ export function parseConfigText(
     doc = parseYaml(text.replace(ENV_REF, "\u00ab$1\u00bb"));
   } catch (e) {
     // Only the first line: the rest quotes the document, which may hold a key.
-    const [first] = (e as Error).message.split("\n");
+    const first = (e as Error).message.split("\n")[0].replace(/:$/, "");
     throw new ConfigError(`config is not valid YAML: ${first}`);
   }
   return validateConfig(substituteEnv(doc, env));

@@ -5,6 +5,7 @@
  * streams finish on the provider, key and route they began with. An invalid config changes
  * nothing. See docs/reload.md.
  */
+import { createHash } from "node:crypto";
 import { KeyStore } from "./auth.ts";
 import {
   applyListenEnv,
@@ -58,10 +59,8 @@ export function configLoader(source: ConfigSource): () => Config {
 const RESTART_ONLY = ["listen", "response_store", "metrics"] as const;
 
 /** A short digest that tells configs apart in logs (keys included, never shown). */
-export async function configDigest(config: Config): Promise<string> {
-  const bytes = new TextEncoder().encode(JSON.stringify(config));
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-  return [...digest.slice(0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
+export function configDigest(config: Config): string {
+  return createHash("sha256").update(JSON.stringify(config)).digest("hex").slice(0, 16);
 }
 
 /** What one reload did, as logged. */
@@ -76,28 +75,23 @@ export interface ReloadOutcome {
   errors?: string[];
 }
 
-/** Reloads the config of one gateway, one reload at a time. */
+/**
+ * Reloads the config of one gateway. Synchronous from reading to swapping, so no request and
+ * no other reload (or shutdown) sees it half-way.
+ */
 export class Reloader {
-  private queue: Promise<unknown> = Promise.resolve();
-
   constructor(private readonly gw: Gateway, private readonly load: () => Config) {}
 
   /** Re-reads, validates and swaps; logs the outcome (a `config_reload` line) and returns it. */
-  reload(trigger: string): Promise<ReloadOutcome> {
-    const next = this.queue.then(() => this.apply(trigger));
-    this.queue = next;
-    return next;
-  }
-
-  /** Never rejects: a signal handler has no one to report to, and the queue must go on. */
-  private async apply(trigger: string): Promise<ReloadOutcome> {
+  reload(trigger: string): ReloadOutcome {
     const old = this.gw.live.current;
-    const outcome = await this.attempt(old, trigger).catch((e): ReloadOutcome => ({
-      outcome: "rejected",
-      trigger,
-      previous_digest: "",
-      errors: [`reload failed: ${e}`],
-    }));
+    let outcome: ReloadOutcome;
+    try {
+      outcome = this.attempt(old, trigger);
+    } catch (e) {
+      // Called from a signal handler: nothing above would report it, and the old config stays.
+      outcome = { outcome: "rejected", trigger, previous_digest: "", errors: [`failed: ${e}`] };
+    }
     logEvent({ msg: "config_reload", ...outcome }, old.secrets);
     if (outcome.errors) {
       console.error(
@@ -117,8 +111,8 @@ export class Reloader {
     return outcome;
   }
 
-  private async attempt(old: Gateway, trigger: string): Promise<ReloadOutcome> {
-    const previous_digest = await configDigest(old.config);
+  private attempt(old: Gateway, trigger: string): ReloadOutcome {
+    const previous_digest = configDigest(old.config);
     if (old.draining) {
       return {
         outcome: "ignored",
@@ -143,13 +137,12 @@ export class Reloader {
     // Those stay as they run, so the snapshot describes the gateway as it is.
     for (const k of restart) config = { ...config, [k]: old.config[k] };
     const next: Gateway = { ...old, ...configured(config) };
-    next.draining = old.draining; // a shutdown may have begun meanwhile
     old.secrets.add(config.providers.map((p) => p.api_key));
     old.live.current = next;
     return {
       outcome: "applied",
       trigger,
-      digest: await configDigest(config),
+      digest: configDigest(config),
       previous_digest,
       ...(restart.length > 0 && { restart_required: [...restart] }),
     };
