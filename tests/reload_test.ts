@@ -196,13 +196,21 @@ Deno.test("reload: SIGHUP adds and removes keys and moves routes; what is open k
     const slow = await startStream(
       await post(`${gw.url}/v1/chat/completions`, openaiHeaders(), bodies.chat("chat-slow", true)),
     );
+    // Its provider's key is rotated while it runs; its error event quotes the old key.
+    const echoing = await startStream(
+      await post(
+        `${gw.url}/v1/chat/completions`,
+        openaiHeaders(),
+        bodies.chat("keep-slow-errevent-echo", true),
+      ),
+    );
     const converted = openSocket(gw.url, KEY);
     const relayed = openSocket(gw.url, KEY);
     const revoked = openSocket(gw.url, HASHED_KEY);
     assert.equal(lastType(await converted.exchange("chat-text")), "response.completed");
     assert.equal(lastType(await relayed.exchange("pt-text")), "response.completed");
     assert.equal(lastType(await revoked.exchange("chat-text")), "response.completed");
-    assert.equal(chatCalls(s.a).length, 3, "before: chat-* goes to a");
+    assert.equal(chatCalls(s.a).length, 4, "before: chat-* goes to a (keep-* too)");
     assert.equal(s.a.wsFrames.length, 1, "before: pt-* goes to a's socket");
 
     await s.write(V2);
@@ -249,6 +257,18 @@ Deno.test("reload: SIGHUP adds and removes keys and moves routes; what is open k
     assert.equal(chatCalls(s.a, "chat-slow").length, 1);
     assert.equal(chatCalls(s.a, "chat-slow")[0].headers.authorization, `Bearer ${PROVIDER_A1}`);
     assert.equal(chatCalls(s.b, "chat-slow").length, 0, "…on the provider it started with");
+    // Provider keys old and new are scrubbed from what upstreams echo.
+    const echoed = await echoing();
+    assert.match(echoed, /\[redacted\]/);
+    assert.ok(!echoed.includes(PROVIDER_A1), "the replaced key, echoed by a stream begun before");
+    const after = await post(
+      `${gw.url}/v1/chat/completions`,
+      openaiHeaders(),
+      bodies.chat("keep-errevent-echo", true),
+    );
+    const afterText = await after.text();
+    assert.match(afterText, /\[redacted\]/);
+    assert.ok(!afterText.includes(PROVIDER_A2), "the new key, echoed after the reload");
 
     // A converted frame is a new request: it follows the moved route.
     assert.equal(lastType(await converted.exchange("chat-text")), "response.completed");
