@@ -167,6 +167,7 @@ try {
     for (
       const [label, start, model] of [
         ["bare relay", () => startBareRelay(mock.url), "chat-slow"],
+        ["relay + 1 JS stage", () => startBareRelay(mock.url, true), "chat-slow"],
         ["gateway same format", () => startGateway(mock.url), "chat-slow"],
         ["gateway converted", () => startGateway(mock.url), "msg-slow"],
       ] as const

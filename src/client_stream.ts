@@ -7,7 +7,7 @@
 import type { StreamStep } from "./codec.ts";
 import { GatewayError } from "./errors.ts";
 import type * as ir from "./ir.ts";
-import { ClientGone, clientGone, type StreamEnd } from "./relay.ts";
+import { ClientGone, clientGone, closeStream, type StreamEnd } from "./relay.ts";
 import type { SseEvent } from "./sse.ts";
 import type { EventReader } from "./stream_stage.ts";
 import type { Trace } from "./trace.ts";
@@ -87,13 +87,13 @@ export function clientStream(
   let sent = false;
   let text = "";
   const emit = { enqueue: (e: SseEvent) => text += serialize(e) };
-  const finish = (controller: ReadableStreamDefaultController<Uint8Array>, why?: string) => {
-    const ending = why === undefined ? end.complete(sent) : end.interrupted(sent, why);
-    if (ending) controller.enqueue(encoder.encode(ending));
-    controller.close();
-    if (why !== undefined) trace.interruptedBy(why);
-    trace.end();
-  };
+  const finish = (controller: ReadableStreamDefaultController<Uint8Array>, why?: string) =>
+    closeStream(
+      controller,
+      trace,
+      why === undefined ? end.complete(sent) : end.interrupted(sent, why),
+      why,
+    );
   trace.streaming = true;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {

@@ -255,48 +255,17 @@ export function sseEnd(dialect: Dialect): StreamEnd {
 
 const encoder = new TextEncoder();
 
-/**
- * Relays an encoded client stream and ends it in its framing: normally, or — if the upstream
- * stopped before its end marker (it closed, failed or timed out) — with the interruption.
- */
-export function withInterruption(
-  source: ReadableStream<Uint8Array>,
-  ended: () => boolean,
-  end: StreamEnd,
+/** Closes a client stream with its ending text and ends its trace (interrupted if `why`). */
+export function closeStream(
+  controller: ReadableStreamDefaultController<Uint8Array>,
   trace: Trace,
-): ReadableStream<Uint8Array> {
-  const reader = source.getReader();
-  let sent = false;
-  const finish = (controller: ReadableStreamDefaultController<Uint8Array>, why?: string) => {
-    const text = why === undefined ? end.complete(sent) : end.interrupted(sent, why);
-    if (text) controller.enqueue(encoder.encode(text));
-    controller.close();
-    if (why !== undefined) trace.interruptedBy(why);
-    trace.end();
-  };
-  trace.streaming = true;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read();
-        if (!done) {
-          sent = true;
-          trace.firstByte();
-          return controller.enqueue(value);
-        }
-        finish(controller, ended() ? undefined : "the upstream closed the stream before its end");
-      } catch (e) {
-        if (e instanceof ClientGone) return clientGone(trace, controller, e);
-        // A failure after the end marker (e.g. a reset after [DONE]) lost nothing.
-        if (ended()) return finish(controller);
-        finish(controller, e instanceof GatewayError ? e.message : `upstream stream failed: ${e}`);
-      }
-    },
-    cancel(reason) {
-      clientGone(trace);
-      return reader.cancel(reason);
-    },
-  }, { highWaterMark: 0 });
+  ending: string,
+  why?: string,
+): void {
+  if (ending) controller.enqueue(encoder.encode(ending));
+  controller.close();
+  if (why !== undefined) trace.interruptedBy(why);
+  trace.end();
 }
 
 /** The client left mid-stream: the trace ends there. */

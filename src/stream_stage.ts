@@ -9,7 +9,7 @@
 import type { StreamWatch } from "./codec.ts";
 import { Deadline } from "./deadline.ts";
 import { GatewayError } from "./errors.ts";
-import { ClientGone, clientGone, type UpstreamResponse } from "./relay.ts";
+import { ClientGone, clientGone, closeStream, type UpstreamResponse } from "./relay.ts";
 import type { Secrets } from "./secrets.ts";
 import { formatSse, type SseEvent } from "./sse.ts";
 import type { Trace } from "./trace.ts";
@@ -310,11 +310,8 @@ export function relayStream(
   let ended = false;
   const finish = (controller: ReadableStreamDefaultController<Uint8Array>, why?: string) => {
     trace.reportUsage(watch.usage());
-    const text = why === undefined ? framing.complete() : framing.interrupted(why);
-    if (text) controller.enqueue(encoder.encode(text));
-    controller.close();
-    if (why !== undefined) trace.interruptedBy(why);
-    trace.end();
+    const ending = why === undefined ? framing.complete() : framing.interrupted(why);
+    closeStream(controller, trace, ending, why);
   };
   trace.streaming = true;
   return new ReadableStream<Uint8Array>({
