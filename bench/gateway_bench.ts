@@ -35,7 +35,12 @@ interface Load {
 }
 
 /** One wrk run; the body goes in through a Lua script (wrk has no body flag). */
-async function wrk(url: string, body: string, connections: number): Promise<Load> {
+async function wrk(
+  url: string,
+  body: string,
+  connections: number,
+  path = "/v1/chat/completions",
+): Promise<Load> {
   const script = await Deno.makeTempFile({ suffix: ".lua" });
   const headers = Object.entries(AUTH).map(([k, v]) => `wrk.headers["${k}"] = "${v}"`);
   await Deno.writeTextFile(
@@ -51,7 +56,7 @@ async function wrk(url: string, body: string, connections: number): Promise<Load
         "--latency",
         "-s",
         script,
-        `${url}/v1/chat/completions`,
+        url + path,
       ],
       stdout: "piped",
       stderr: "piped",
@@ -157,6 +162,16 @@ try {
     }
   }
   console.log(`\n${rows.join("\n")}\n`);
+
+  // What keeping a Responses answer costs: the same converted request, stored or not.
+  const store: string[] = ["| Responses → messages, JSON, c=32 | gateway |", "|---|---|"];
+  for (const stored of [false, true]) {
+    const body = JSON.stringify({ model: "msg-text", store: stored, input: "Explain this." });
+    const g = await wrk(gateway.url, body, 32, "/v1/responses");
+    store.push(`| store: ${stored} | ${g.rps.toFixed(0)} req/s${g.errors ? " (errors!)" : ""} |`);
+    console.log(store.at(-1));
+  }
+  console.log(`\n${store.join("\n")}\n`);
 
   if (WAVES > 0) {
     console.log(`slow streams: ${STREAMS} at once (300 ms between events), ${WAVES} waves`);
