@@ -23,7 +23,7 @@ const REQUEST_ID_HEADERS = ["x-kong-request-id", "x-request-id", "x-correlation-
 export const REQUEST_ID_RESPONSE_HEADER = "x-gateway-request-id";
 
 export async function createGateway(config: Config): Promise<Gateway> {
-  const secrets = new Secrets(config.providers.map((p) => p.api_key));
+  const secrets = new Secrets(config.providers.flatMap((p) => [p.api_key, ...p.api_keys ?? []]));
   const metrics = new Metrics({ maxLabelValues: config.metrics?.max_label_values });
   return {
     config,
