@@ -243,14 +243,13 @@ export async function failover<T>(
     }
   }
   const err = last ?? unexpressible!;
+  // Said in the client's dialect when targets were left out, so the reason is not lost.
   if (last && skipped > 0) err.message += ` (${skipped} other target(s) skipped: ${attempt.bound})`;
-  const headers = err instanceof ProviderFailure && err.answer
-    ? err.answer.headers
-    : new Headers(err.headers);
+  const relayed = err instanceof ProviderFailure && skipped === 0 ? err.answer : undefined;
+  const headers = relayed?.headers ?? new Headers(err.headers);
   gatewayHeaders(headers, trace.provider, trace.attempts);
-  if (err instanceof ProviderFailure) {
-    throw new ProviderFailure(err, err.answer, headers);
-  }
+  if (relayed) throw new ProviderFailure(err, relayed, headers);
+  await (err as ProviderFailure).answer?.body?.cancel();
   throw new GatewayError(err.status, err.kind, err.message, err.param, headers, err.code);
 }
 
