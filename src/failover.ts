@@ -151,8 +151,11 @@ export function boundFamily(req: ir.Request): ir.Family | undefined {
 }
 
 export interface Attempt<T> {
-  /** Runs one attempt on a target; throws a GatewayError to fail it. */
-  run(r: Resolved, key: PoolKey | undefined): Promise<T>;
+  /**
+   * Runs one attempt on a target; throws a GatewayError to fail it. `last`: no other attempt
+   * would follow (a stream then need not hold its opening back).
+   */
+  run(r: Resolved, key: PoolKey | undefined, last: boolean): Promise<T>;
   /** Targets that can serve this request at all (provider-bound state); default: all. */
   eligible?: (r: Resolved) => boolean;
   /** Why targets were left out by `eligible`, for the error when none is left. */
@@ -208,8 +211,9 @@ export async function failover<T>(
     trace.target(r.requested, t);
     trace.providerKey = key?.name;
     const before = trace.attempts;
+    const lastOne = queue.length === 0 || before + 1 >= retry.attempts;
     try {
-      const out = await attempt.run(t, key);
+      const out = await attempt.run(t, key, lastOne);
       health.succeeded(t.provider.name);
       if (out instanceof Response) gatewayHeaders(out.headers, t.provider.name, trace.attempts);
       return out;

@@ -94,10 +94,10 @@ export async function generate(ctx: RequestContext, g: Generation): Promise<Resp
     ctx,
     failover(ctx, r, {
       ...familyBound(r, req),
-      run: async (t, key) => {
-        if (relays(t)) return await relayAttempt(ctx, g, t, key);
+      run: async (t, key, last) => {
+        if (relays(t)) return await relayAttempt(ctx, g, t, key, last);
         if (t.provider.api !== "demo") {
-          return await convert(ctx, g, client, t, key, CODECS[t.provider.api], req);
+          return await convert(ctx, g, client, t, key, last, CODECS[t.provider.api], req);
         }
         ctx.trace.routed("local");
         const id = idFor(ctx);
@@ -172,7 +172,7 @@ export async function passthrough(
   return await answering(
     ctx,
     failover(ctx, r, {
-      run: (t, key) => relayAttempt(ctx, g, t, key, other),
+      run: (t, key, last) => relayAttempt(ctx, g, t, key, last, other),
       eligible: (t) => t.provider.api === api,
       bound: providerState(g)
         ? "previous_response_id and compaction items are state kept by a Responses provider"
@@ -198,6 +198,7 @@ async function relayAttempt(
   g: Relayed,
   r: Resolved,
   key: PoolKey | undefined,
+  last: boolean,
   other?: OtherEndpoint,
 ): Promise<Response> {
   const path = other?.path ?? g.passthroughPath?.(r.upstreamModel) ??
@@ -229,7 +230,9 @@ async function relayAttempt(
     sseFraming((why) => interruptionEvent(ctx.dialect, why));
   const reader = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
   const decoder = g.ingress.decodeStream({ now: 0, id: idFor(ctx) });
-  const events = await holdOpening(reader, (batch) => decodeBatch(decoder, batch.events));
+  const events = last
+    ? reader
+    : await holdOpening(reader, (batch) => decodeBatch(decoder, batch.events));
   // The provider's own content type stands (a Gemini JSON-array stream is not SSE).
   for (const [k, v] of Object.entries(STREAM_HEADERS)) if (!headers.has(k)) headers.set(k, v);
   headers.set("x-accel-buffering", "no");
@@ -344,6 +347,7 @@ async function convert(
   client: ClientContext,
   r: Resolved,
   key: PoolKey | undefined,
+  last: boolean,
   target: Codec,
   req: ir.Request,
 ): Promise<Response> {
@@ -356,11 +360,13 @@ async function convert(
       up.dropped,
     );
   }
-  const events = await heldIr(upstreamIr(upstreamReader(ctx, r, up), target.decodeStream(dctx)));
-  return reportDropped(streamToClient(ctx, g, client, events), up.dropped);
+  const events = upstreamIr(upstreamReader(ctx, r, up), target.decodeStream(dctx));
+  return reportDropped(streamToClient(ctx, g, client, await held(events, last)), up.dropped);
 }
 
-const heldIr = (source: IrSource) => holdOpening(source, (batch) => Promise.resolve(batch));
+/** A converted stream's opening held back, unless no other attempt could follow. */
+const held = (source: IrSource, last: boolean) =>
+  last ? Promise.resolve(source) : holdOpening(source, (batch) => Promise.resolve(batch));
 
 /**
  * Upstream IR events for a converted streaming request (used by the Responses WebSocket),
@@ -373,7 +379,7 @@ export async function upstreamEvents(
 ): Promise<IrSource> {
   return await failover(ctx, r, {
     ...familyBound(r, req),
-    run: async (t, key) => {
+    run: async (t, key, last) => {
       if (t.provider.api === "demo") {
         ctx.trace.routed("local");
         return localIr(demoStream(req, idFor(ctx), nowSeconds()));
@@ -381,7 +387,7 @@ export async function upstreamEvents(
       const target = CODECS[t.provider.api];
       const up = await callConverted(ctx, t, key, target, req);
       const dctx = decodeContext(ctx, req);
-      return await heldIr(upstreamIr(upstreamReader(ctx, t, up), target.decodeStream(dctx)));
+      return await held(upstreamIr(upstreamReader(ctx, t, up), target.decodeStream(dctx)), last);
     },
   });
 }

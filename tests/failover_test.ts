@@ -520,3 +520,39 @@ Deno.test("failover config: targets, pools and retry are validated with the fiel
     return true;
   });
 });
+
+Deno.test("failover: a passthrough WebSocket chooses its upstream socket at connect, failing over", async () => {
+  const dead = await deadPort();
+  const h = await harness((url, doc) => {
+    doc.providers.push(
+      provider("oai-gone", "responses", `http://127.0.0.1:${dead}`),
+      provider("oai-live", "responses", url),
+    );
+    doc.routes.unshift({
+      models: ["fo-wspt"],
+      passthrough: true,
+      targets: [{ provider: "oai-gone", model: "pt-text" }, {
+        provider: "oai-live",
+        model: "pt-text",
+      }],
+    });
+  });
+  try {
+    const frame = { type: "response.create", model: "fo-wspt", input: "hi there" };
+    const done = await wsExchange(h.url, [frame, frame]);
+    assert.deepEqual(done.map((events) => events.at(-1)!.type), [
+      "response.completed",
+      "response.completed",
+    ]);
+    assert.equal(h.upstream.wsFrames.length, 2, "both frames on the live provider's socket");
+    const lines = h.logs.filter((l) =>
+      l.model === "fo-wspt" && l.endpoint !== undefined && l.status === 200
+    );
+    assert.deepEqual(lines.map((l) => [l.provider, l.attempts]).slice(0, 2), [["oai-live", 2], [
+      "oai-live",
+      1,
+    ]]);
+  } finally {
+    await h.close();
+  }
+});

@@ -158,17 +158,10 @@ Deno.test("passthrough: a stalled upstream is cut by the idle timeout", async ()
       const model = c.model.replace("text", "stall");
       const u = urls(h, c, model, true);
       const started = performance.now();
-      const res = await post(u.gateway, c.headers, c.body(model, true));
-      const text = await res.text();
+      const text = await (await post(u.gateway, c.headers, c.body(model, true))).text();
       assert.ok(performance.now() - started < 10_000, "did not wait for the 60 s stall");
-      assert.match(text, /within 200 ms/);
-      if (c.name !== "gemini") {
-        // Stalled before any content: nothing was sent, so it is an error (another target
-        // could have answered), not an interruption.
-        assert.equal(res.status, 504, `${c.name}: ${text}`);
-        continue;
-      }
       assert.match(text, /"type":"upstream_interrupted"/, c.name);
+      assert.match(text, /within 200 ms/);
       assert.ok(text.endsWith("data: [DONE]\n\n"));
     }
   } finally {
