@@ -280,7 +280,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /** Opening events held back at most, so an error right after them can still fail over. */
-export const HOLD_EVENTS = 32;
+const HOLD_EVENTS = 32;
 
 /** An event that shows the client something (an opening `start` or empty part does not). */
 function isContent(e: ir.StreamEvent): boolean {
@@ -289,7 +289,7 @@ function isContent(e: ir.StreamEvent): boolean {
 }
 
 /** A source of stream batches (upstream events, or IR events). */
-export interface BatchSource<B> {
+interface BatchSource<B> {
   next(): Promise<B | undefined>;
   cancel(reason: unknown): Promise<void>;
 }

@@ -93,10 +93,31 @@ async function answer(res: Response, label: string): Promise<string> {
   return text;
 }
 
-const FAULTS = ["err503", "err529", "err429", "hang", "down"] as const;
+const FAULTS = ["err503", "err529", "err429", "hang", "down", "reset"] as const;
+
+/** A server that accepts each connection, reads the request, and closes without answering. */
+function resetServer(): { url: string; close(): void } {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  (async () => {
+    for await (const conn of listener) {
+      await conn.read(new Uint8Array(64 * 1024)).catch(() => null);
+      conn.close();
+    }
+  })().catch(() => {});
+  return {
+    url: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
+    close: () => listener.close(),
+  };
+}
+
+/** Where a cell's primary lives: refused, reset, or the mock (which plays the fault). */
+function primaryUrl(fault: typeof FAULTS[number], mock: string, dead: number, reset: string) {
+  return fault === "down" ? `http://127.0.0.1:${dead}` : fault === "reset" ? reset : mock;
+}
 
 Deno.test("failover: primary 503/529/429/timeout/refused → the secondary answers (same and cross format, JSON and stream)", async () => {
   const dead = await deadPort();
+  const reset = resetServer();
   const h = await harness((url, doc) => {
     // Many failures in a row on purpose: cooldown is tested on its own.
     doc.cooldown = { failures: 1000, seconds: 30 };
@@ -108,7 +129,7 @@ Deno.test("failover: primary 503/529/429/timeout/refused → the secondary answe
             // A primary per cell: a 429's retry-after cools only its own.
             const id = `${c.name}-${fault}-${kind}-${stream}`;
             doc.providers.push(
-              provider(`p-${id}`, s.api, fault === "down" ? `http://127.0.0.1:${dead}` : url, {
+              provider(`p-${id}`, s.api, primaryUrl(fault, url, dead, reset.url), {
                 timeouts: { first_byte_ms: 300 },
               }),
             );
@@ -121,7 +142,9 @@ Deno.test("failover: primary 503/529/429/timeout/refused → the secondary answe
               targets: [
                 {
                   provider: `p-${id}`,
-                  model: `${PREFIX[s.api]}-${fault === "down" ? "text" : fault}`,
+                  model: `${PREFIX[s.api]}-${
+                    fault.startsWith("err") || fault === "hang" ? fault : "text"
+                  }`,
                 },
                 secondary,
               ],
@@ -166,6 +189,7 @@ Deno.test("failover: primary 503/529/429/timeout/refused → the secondary answe
     assert.match(metrics, /provider="s-messages",outcome="ok"\} \d+\n/);
   } finally {
     await h.close();
+    reset.close();
   }
 });
 
@@ -552,6 +576,60 @@ Deno.test("failover: a passthrough WebSocket chooses its upstream socket at conn
       "oai-live",
       1,
     ]]);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("failover: retry-after cools a target for that long; max_wait_s lets a request wait for it", async () => {
+  const h = await harness((url, doc) => {
+    doc.providers.push(
+      provider("limited", "messages", url),
+      provider("spare", "chat", url),
+      provider("alone", "messages", url),
+      provider("alone-patient", "messages", url),
+    );
+    doc.routes.unshift(
+      {
+        models: ["fo-after"],
+        targets: [{ provider: "limited", model: "msg-err429" }, {
+          provider: "spare",
+          model: "chat-text",
+        }],
+      },
+      { models: ["fo-alone"], targets: [{ provider: "alone", model: "msg-err429" }] },
+      {
+        models: ["fo-patient"],
+        retry: { max_wait_s: 1.5 },
+        targets: [{ provider: "alone-patient", model: "msg-err429" }],
+      },
+    );
+  });
+  const ask = async (model: string) => {
+    const res = await post(h.url + "/v1/messages", anthropicHeaders(), bodies.messages(model));
+    return { status: res.status, body: await res.text(), ...headerOf(res) };
+  };
+  try {
+    // The mock's 429 says `retry-after: 1`: one failure is enough to skip it for a second.
+    assert.deepEqual(
+      (({ provider, attempts }) => ({ provider, attempts }))(await ask("fo-after")),
+      {
+        provider: "spare",
+        attempts: 2,
+      },
+    );
+    const second = await ask("fo-after");
+    assert.deepEqual([second.provider, second.attempts], ["spare", 1], "skipped while it waits");
+
+    // Nothing else to try and no wait allowed: the 429 goes back at once, retry hint included.
+    const alone = await ask("fo-alone");
+    assert.deepEqual([alone.status, alone.attempts], [429, 1], alone.body);
+
+    const started = performance.now();
+    const patient = await ask("fo-patient");
+    const waited = performance.now() - started;
+    assert.deepEqual([patient.status, patient.attempts], [429, 2], patient.body);
+    assert.ok(waited >= 950 && waited < 1900, `slept for the retry-after: ${waited} ms`);
   } finally {
     await h.close();
   }
