@@ -210,9 +210,13 @@ function crossCheck(doc: unknown): Issue[] {
     if (r.passthrough === true && byName.has(targets[0]?.provider) && !apis.has("responses")) {
       issues.push({
         path: ["routes", i, "passthrough"],
-        message: `allowed only on api: responses providers ("${
-          targets.map((t) => t.provider).join(", ")
-        }" ${targets.length > 1 ? "are not" : `is api ${[...apis][0]}`})`,
+        message: targets.length > 1
+          ? `needs an api: responses target (none of ${
+            targets.map((t) => t.provider).join(", ")
+          } is)`
+          : `allowed only on api: responses providers ("${targets[0].provider}" is api ${
+            [...apis][0]
+          })`,
       });
     }
   });

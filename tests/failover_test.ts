@@ -9,6 +9,7 @@ import { validateConfig } from "../src/config.ts";
 import {
   anthropicHeaders,
   bodies,
+  googleHeaders,
   type Harness,
   INGRESS,
   type Ingress,
@@ -213,6 +214,19 @@ Deno.test("failover: a 200 stream that errors before any content fails over; aft
     for (const api of Object.keys(BASE) as Api[]) {
       doc.providers.push(provider(`s-${api}`, api, url));
     }
+    doc.providers.push(provider("p-gem-array", "generate-content", url));
+    for (
+      const [kind, name, model] of [["same", "s-generate-content", "gem-text"], [
+        "cross",
+        "s-messages",
+        "msg-text",
+      ]]
+    ) {
+      doc.routes.unshift({
+        models: [`fo-gem-array-${kind}`],
+        targets: [{ provider: "p-gem-array", model: "gem-earlyerr" }, { provider: name, model }],
+      });
+    }
   });
   try {
     for (const c of INGRESS) {
@@ -231,6 +245,24 @@ Deno.test("failover: a 200 stream that errors before any content fails over; aft
       assert.match(text, /upstream_interrupted/, `${c.name}: the interruption ending`);
       assert.deepEqual(headerOf(cutRes), { provider: `p-${c.name}-cut`, attempts: 1 });
       assert.equal(h.upstream.requests.length, before + 1, `${c.name}: no silent retry`);
+    }
+    // Google's JSON-array stream (no alt=sse): relayed from a Gemini backup or converted.
+    for (
+      const [model, backup] of [["fo-gem-array-same", "s-generate-content"], [
+        "fo-gem-array-cross",
+        "s-messages",
+      ]]
+    ) {
+      const res = await post(
+        `${h.url}/v1beta/models/${model}:streamGenerateContent`,
+        googleHeaders(),
+        bodies.gemini(),
+      );
+      const text = await res.text();
+      assert.equal(res.status, 200, text);
+      const elements = JSON.parse(text);
+      assert.ok(Array.isArray(elements) && !elements.some((e) => e.error), text);
+      assert.deepEqual(headerOf(res), { provider: backup, attempts: 2 });
     }
   } finally {
     await h.close();
