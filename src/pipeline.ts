@@ -29,7 +29,7 @@ import {
   upstreamError,
   type UpstreamResponse,
 } from "./relay.ts";
-import { type Resolved, retarget } from "./router.ts";
+import type { Resolved } from "./router.ts";
 import {
   type Attempt,
   boundFamily,
@@ -79,8 +79,8 @@ export function resolveRoute(ctx: RequestContext, model: string): Resolved {
 export async function generate(ctx: RequestContext, g: Generation): Promise<Response> {
   const r = resolveRoute(ctx, g.model);
   g.checkRoute?.(r);
-  const relays = (t: Resolved) => t.provider.api === g.ingress.api && !g.convert;
-  if (providerState(g) || r.targets.every((t) => relays(retarget(r, t, g.model)))) {
+  const relays = (t: Pick<Resolved, "provider">) => t.provider.api === g.ingress.api && !g.convert;
+  if (providerState(g) || r.targets.every(relays)) {
     return await passthrough(ctx, g, r);
   }
   // Decoded once, before any target: the client's own mistakes are nobody's to retry.

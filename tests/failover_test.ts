@@ -666,3 +666,46 @@ Deno.test("failover: retry-after cools a target for that long; max_wait_s lets a
     await h.close();
   }
 });
+
+Deno.test("failover: a conversation with Anthropic thinking signatures stays on Anthropic targets", async () => {
+  const h = await harness((url, doc) => {
+    doc.providers.push(provider("claude-down", "messages", url), provider("gpt-up", "chat", url));
+    doc.routes.unshift({
+      models: ["fo-sig"],
+      targets: [{ provider: "claude-down", model: "msg-err529" }, {
+        provider: "gpt-up",
+        model: "chat-text",
+      }],
+    });
+  });
+  try {
+    const plain = await post(h.url + "/v1/messages", anthropicHeaders(), bodies.messages("fo-sig"));
+    await answer(plain, "no signatures");
+    assert.equal(headerOf(plain).provider, "gpt-up");
+
+    const before = h.upstream.requests.length;
+    const signed = {
+      ...bodies.messages("fo-sig"),
+      messages: [
+        { role: "user", content: "hi" },
+        {
+          role: "assistant",
+          content: [
+            { type: "thinking", thinking: "A greeting.", signature: "EqQBCkYIBxgCKkBsig" },
+            { type: "text", text: "Hello." },
+          ],
+        },
+        { role: "user", content: "and again" },
+      ],
+    };
+    const res = await post(h.url + "/v1/messages", anthropicHeaders(), signed);
+    const body = await res.json();
+    assert.equal(res.status, 529, JSON.stringify(body));
+    assert.equal(body.error.type, "overloaded_error");
+    assert.match(body.error.message, /skipped: the conversation carries anthropic signatures/);
+    assert.deepEqual(headerOf(res), { provider: "claude-down", attempts: 1 });
+    assert.equal(h.upstream.requests.length, before + 1, "the OpenAI target was not asked");
+  } finally {
+    await h.close();
+  }
+});
