@@ -79,6 +79,15 @@ async function harness(build: (url: string, doc: Doc) => void): Promise<Harness>
   });
 }
 
+/** Providers `a` and `b` on the mock, and a route `model` that tries a, then b. */
+function pair(url: string, doc: Doc, model: string, a: string[], b: string[]) {
+  doc.providers.push(provider(a[0], a[1] as Api, url), provider(b[0], b[1] as Api, url));
+  doc.routes.unshift({
+    models: [model],
+    targets: [{ provider: a[0], model: a[2] }, { provider: b[0], model: b[2] }],
+  });
+}
+
 const headerOf = (res: Response) => ({
   provider: res.headers.get("x-gateway-provider"),
   attempts: Number(res.headers.get("x-gateway-attempts")),
@@ -467,16 +476,9 @@ Deno.test("failover: weights 3:1 spread exactly 750/250 over 1,000 requests (smo
 });
 
 Deno.test("failover: a target that cannot express the request is skipped without an attempt", async () => {
-  const h = await harness((url, doc) => {
-    doc.providers.push(provider("strict", "messages", url), provider("able", "chat", url));
-    doc.routes.unshift({
-      models: ["fo-skip"],
-      targets: [{ provider: "strict", model: "msg-text" }, {
-        provider: "able",
-        model: "chat-text",
-      }],
-    });
-  });
+  const h = await harness((url, doc) =>
+    pair(url, doc, "fo-skip", ["strict", "messages", "msg-text"], ["able", "chat", "chat-text"])
+  );
   try {
     const before = h.upstream.requests.length;
     // Anthropic cannot give several choices: that target is not asked, nor counted.
@@ -492,16 +494,13 @@ Deno.test("failover: a target that cannot express the request is skipped without
 });
 
 Deno.test("failover: Responses WebSocket frames on a converted route fail over like HTTP", async () => {
-  const h = await harness((url, doc) => {
-    doc.providers.push(
-      provider("ws-a", "messages", url),
-      provider("ws-b", "generate-content", url),
-    );
-    doc.routes.unshift({
-      models: ["fo-ws"],
-      targets: [{ provider: "ws-a", model: "msg-err529" }, { provider: "ws-b", model: "gem-text" }],
-    });
-  });
+  const h = await harness((url, doc) =>
+    pair(url, doc, "fo-ws", ["ws-a", "messages", "msg-err529"], [
+      "ws-b",
+      "generate-content",
+      "gem-text",
+    ])
+  );
   try {
     const frame = { type: "response.create", model: "fo-ws", input: "hi there", store: false };
     const [events] = await wsExchange(h.url, [frame]);
@@ -668,16 +667,13 @@ Deno.test("failover: retry-after cools a target for that long; max_wait_s lets a
 });
 
 Deno.test("failover: a conversation with Anthropic thinking signatures stays on Anthropic targets", async () => {
-  const h = await harness((url, doc) => {
-    doc.providers.push(provider("claude-down", "messages", url), provider("gpt-up", "chat", url));
-    doc.routes.unshift({
-      models: ["fo-sig"],
-      targets: [{ provider: "claude-down", model: "msg-err529" }, {
-        provider: "gpt-up",
-        model: "chat-text",
-      }],
-    });
-  });
+  const h = await harness((url, doc) =>
+    pair(url, doc, "fo-sig", ["claude-down", "messages", "msg-err529"], [
+      "gpt-up",
+      "chat",
+      "chat-text",
+    ])
+  );
   try {
     const plain = await post(h.url + "/v1/messages", anthropicHeaders(), bodies.messages("fo-sig"));
     await answer(plain, "no signatures");
