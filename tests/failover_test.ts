@@ -545,6 +545,20 @@ Deno.test("failover: provider-kept state (previous_response_id on a passthrough 
     assert.equal(res.status, 503, JSON.stringify(body));
     assert.match(body.error.message, /skipped: previous_response_id/);
     assert.equal(h.upstream.requests.length, before + 1, "the Anthropic target was not asked");
+
+    // A compaction item the provider made is the same kind of state.
+    const compacted = {
+      ...bodies.responses("fo-state"),
+      input: [{ type: "compaction", encrypted_content: "gAAAAB-provider-made" }, {
+        role: "user",
+        content: "go on",
+      }],
+    };
+    const again = await post(h.url + "/v1/responses", openaiHeaders(), compacted);
+    const error = await again.json();
+    assert.equal(again.status, 503, JSON.stringify(error));
+    assert.match(error.error.message, /skipped: previous_response_id and compaction items/);
+    assert.equal(h.upstream.requests.length, before + 2, "again only the Responses target");
   } finally {
     await h.close();
   }
@@ -563,7 +577,11 @@ Deno.test("failover config: targets, pools and retry are validated with the fiel
     routes: [
       { models: ["x"], provider: "a", targets: [{ provider: "a" }] },
       { models: ["y"], targets: [{ provider: "nope" }] },
-      { models: ["z"], targets: [{ provider: "a", weight: 0 }], retry: { attempts: 0 } },
+      {
+        models: ["z"],
+        targets: [{ provider: "a", weight: 0 }],
+        retry: { attempts: 0, on: [503, 422] },
+      },
     ],
   };
   assert.throws(() => validateConfig(base), (e: Error) => {
@@ -572,6 +590,7 @@ Deno.test("failover config: targets, pools and retry are validated with the fiel
     assert.match(e.message, /routes\[1\]\.targets\[0\]\.provider: unknown provider "nope"/);
     assert.match(e.message, /routes\[2\]\.targets\[0\]\.weight/);
     assert.match(e.message, /routes\[2\]\.retry\.attempts/);
+    assert.match(e.message, /routes\[2\]\.retry\.on\[1\]: 400, 404, 413 and 422 .* never retried/);
     return true;
   });
 });
