@@ -229,10 +229,13 @@ async function relayAttempt(
   const framing = g.framing?.relayed() ??
     sseFraming((why) => interruptionEvent(ctx.dialect, why));
   const reader = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
-  const decoder = g.ingress.decodeStream({ now: 0, id: idFor(ctx) });
-  const events = last
-    ? reader
-    : await holdOpening(reader, (batch) => decodeBatch(decoder, batch.events));
+  const events = last ? reader : await heldRelay(
+    reader,
+    g.ingress.decodeStream({
+      now: 0,
+      id: idFor(ctx),
+    }),
+  );
   // The provider's own content type stands (a Gemini JSON-array stream is not SSE).
   for (const [k, v] of Object.entries(STREAM_HEADERS)) if (!headers.has(k)) headers.set(k, v);
   headers.set("x-accel-buffering", "no");
@@ -240,22 +243,24 @@ async function relayAttempt(
   return new Response(body, { status: up.res.status, headers });
 }
 
-/** A relayed stream's opening events as IR, to tell an opening from content or an error. */
-async function decodeBatch(
-  decoder: StreamStep<SseEvent, ir.StreamEvent>,
-  events: SseEvent[],
-): Promise<ir.StreamEvent[]> {
-  const out: ir.StreamEvent[] = [];
-  const emit = { enqueue: (e: ir.StreamEvent) => out.push(e) };
-  for (const e of events) {
-    try {
-      await decoder.transform(e, emit);
-    } catch {
-      // Relayed as is: what the decoder cannot read is the client's to judge.
-      out.push({ type: "text_delta", index: 0, text: "" });
+/**
+ * A relayed stream with its opening held back; its events are decoded to IR (only while held)
+ * to tell an opening from content or an error.
+ */
+function heldRelay(reader: EventReader, decoder: StreamStep<SseEvent, ir.StreamEvent>) {
+  return holdOpening(reader, async (batch) => {
+    const out: ir.StreamEvent[] = [];
+    const emit = { enqueue: (e: ir.StreamEvent) => out.push(e) };
+    for (const e of batch.events) {
+      try {
+        await decoder.transform(e, emit);
+      } catch {
+        // Relayed as is: what the decoder cannot read counts as content, the client's to judge.
+        out.push({ type: "text_delta", index: 0, text: "" });
+      }
     }
-  }
-  return out;
+    return out;
+  });
 }
 
 /**
