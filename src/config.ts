@@ -57,6 +57,8 @@ const providerSchema = z.strictObject({
   api_key: z.string().optional(),
   /** A file holding the key instead (read at every load: the way to rotate it). */
   api_key_file: z.string().min(1).optional(),
+  /** A pool of keys used round-robin (exclusive with `api_key`); logged as `<name>#<index>`. */
+  api_keys: z.array(z.string().min(1)).min(1).optional(),
   /** max_tokens sent to APIs that require one when the client gave none. */
   default_max_tokens: z.number().int().positive().default(8192),
   timeouts: timeoutsSchema.prefault({}),
@@ -75,11 +77,56 @@ const providerSchema = z.strictObject({
   return { ...p, api_key: keys?.[0] };
 });
 
+/** One deployment a route may send to; `targets` are tried by priority, then weight. */
+const targetSchema = z.strictObject({
+  provider: z.string().min(1),
+  /** Upstream model name; default: the route's `model`, else the requested one. */
+  model: z.string().min(1).optional(),
+  /** Share among targets of equal priority (smooth weighted round-robin). */
+  weight: z.number().int().positive().default(1),
+  /** Lower is tried first; default: the target's position in the list. */
+  priority: z.number().int().min(0).optional(),
+});
+
+export const DEFAULT_RETRY_ON = [408, 429, 500, 502, 503, 504, 529];
+const NEVER_RETRIED = [400, 404, 413, 422];
+
+const retrySchema = z.strictObject({
+  /** Upstream attempts in total for one request, across targets, the first included. */
+  attempts: z.number().int().min(1).max(20).default(3),
+  /** Provider statuses worth another attempt (connection failures and timeouts always are). */
+  on: z.array(
+    z.number().int().min(400).max(599).refine(
+      (n) => !NEVER_RETRIED.includes(n),
+      "400, 404, 413 and 422 are the client's own errors: never retried",
+    ),
+  ).default(DEFAULT_RETRY_ON),
+  /** Longest a request may sleep for a provider's retry-after (0: go to the next target). */
+  max_wait_s: z.number().min(0).default(0),
+});
+
+export const DEFAULT_RETRY = retrySchema.parse({});
+
+const cooldownSchema = z.strictObject({
+  /** Consecutive failures that take a target out of rotation. */
+  failures: z.number().int().positive().default(3),
+  /** How long it stays out (it comes back by itself). */
+  seconds: z.number().positive().default(30),
+});
+
 const routeSchema = z.strictObject({
   /** Names the route in metrics (`route` label); default: its first model pattern. */
   name: z.string().min(1).optional(),
   models: z.array(z.string().min(1)).min(1),
-  provider: z.string().min(1),
+  /** One-target shorthand for `targets: [{provider}]`. */
+  provider: z.string().min(1).optional(),
+  targets: z.array(targetSchema).min(1).optional(),
+  /** `weighted`: every target shares one priority (load-balanced by weight). */
+  balance: z.enum(["weighted"]).optional(),
+  /** Absent: DEFAULT_RETRY. */
+  retry: retrySchema.optional(),
+  /** Overrides the global `cooldown` for this route's targets. */
+  cooldown: cooldownSchema.optional(),
   /** Upstream model name; default: the requested one. */
   model: z.string().min(1).optional(),
   /** Overrides the provider's `default_max_tokens` for this route's models. */
@@ -142,6 +189,8 @@ export const configSchema = z.strictObject({
   providers: z.array(providerSchema).min(1),
   routes: z.array(routeSchema).min(1),
   response_store: responseStoreSchema.prefault({}),
+  /** When a failing target is skipped, for routes without their own `cooldown`. */
+  cooldown: cooldownSchema.prefault({}),
   /** Model ids listed by GET /v1/models and /v1beta/models besides routes without a `*`. */
   catalog: z.array(catalogSchema).default([]),
   /** Seconds between turning unready (/readyz 503) and closing the listener on shutdown. */
@@ -195,25 +244,42 @@ function crossCheck(doc: unknown): Issue[] {
     if (p?.api !== "demo" && PROVIDER_APIS.includes(p?.api) && !p?.base_url) {
       issues.push({ path: ["providers", i, "base_url"], message: `required for api ${p.api}` });
     }
+    if (p?.api_key !== undefined && p?.api_keys !== undefined) {
+      issues.push({ path: ["providers", i, "api_keys"], message: "exclusive with api_key" });
+    }
   });
   routes.forEach((r, i) => {
-    if (typeof r?.provider !== "string") return;
-    const provider = byName.get(r.provider);
-    if (!provider) {
-      issues.push({ path: ["routes", i, "provider"], message: `unknown provider "${r.provider}"` });
-    } else if (
-      provider.api === "generate-content" && typeof r.model === "string" &&
-      unsafeSegmentReason(r.model, true)
-    ) {
-      issues.push({
-        path: ["routes", i, "model"],
-        message: `cannot be sent in a Gemini URL: ${unsafeSegmentReason(r.model, true)}`,
-      });
-    } else if (r.passthrough === true && provider.api !== "responses") {
+    const targets = routeTargets(r, i);
+    if (targets === undefined) {
+      issues.push({ path: ["routes", i], message: "expected exactly one of provider or targets" });
+      return;
+    }
+    const apis = new Set<unknown>();
+    for (const t of targets) {
+      const provider = byName.get(t.provider);
+      apis.add(provider?.api);
+      if (!provider) {
+        issues.push({ path: t.path("provider"), message: `unknown provider "${t.provider}"` });
+      } else if (
+        provider.api === "generate-content" && typeof t.model === "string" &&
+        unsafeSegmentReason(t.model, true)
+      ) {
+        issues.push({
+          path: t.path("model"),
+          message: `cannot be sent in a Gemini URL: ${unsafeSegmentReason(t.model, true)}`,
+        });
+      }
+    }
+    if (r.passthrough === true && byName.has(targets[0]?.provider) && !apis.has("responses")) {
       issues.push({
         path: ["routes", i, "passthrough"],
-        message:
-          `allowed only on api: responses providers ("${r.provider}" is api ${provider.api})`,
+        message: targets.length > 1
+          ? `needs an api: responses target (none of ${
+            targets.map((t) => t.provider).join(", ")
+          } is)`
+          : `allowed only on api: responses providers ("${targets[0].provider}" is api ${
+            [...apis][0]
+          })`,
       });
     }
   });
@@ -231,9 +297,30 @@ function crossCheck(doc: unknown): Issue[] {
   return issues;
 }
 
+interface RawTarget {
+  provider: unknown;
+  model: unknown;
+  path: (field: string) => PropertyKey[];
+}
+
+/** A raw route's targets (the `provider:` shorthand is one), undefined unless exactly one. */
+function routeTargets(r: Record<string, unknown> | undefined, i: number): RawTarget[] | undefined {
+  const hasProvider = r?.provider !== undefined;
+  if (hasProvider === Array.isArray(r?.targets)) return undefined;
+  if (hasProvider) {
+    return [{ provider: r!.provider, model: r!.model, path: (f) => ["routes", i, f] }];
+  }
+  return (r!.targets as Record<string, unknown>[]).map((t, j) => ({
+    provider: t?.provider,
+    model: t?.model ?? r!.model,
+    path: (f) => ["routes", i, "targets", j, f],
+  }));
+}
+
 export type Config = z.infer<typeof configSchema>;
 export type ProviderConfig = Config["providers"][number];
 export type RouteConfig = Config["routes"][number];
+export type CooldownConfig = Config["cooldown"];
 export type ResponseStoreConfig = Config["response_store"];
 export type CatalogEntry = Config["catalog"][number];
 export type MetricsConfig = NonNullable<Config["metrics"]>;
@@ -402,4 +489,9 @@ export function applyListenEnv(cfg: Config, env: (name: string) => string | unde
     },
     metrics,
   };
+}
+
+/** Every provider credential in a config (single keys and pools), for scrubbing. */
+export function providerKeys(config: Config): (string | undefined)[] {
+  return config.providers.flatMap((p) => [p.api_key, ...(p.api_keys ?? [])]);
 }

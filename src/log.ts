@@ -43,6 +43,7 @@ function line(t: Trace) {
     model: t.model,
     route: t.route,
     provider: t.provider,
+    provider_key: t.providerKey,
     passthrough: t.mode === undefined ? undefined : t.mode === "relay",
     status: t.status,
     duration_ms: t.durationMs,

@@ -5,6 +5,7 @@
  */
 import type { MetricsConfig, ProviderApi } from "./config.ts";
 import type { EndpointName } from "./endpoints.ts";
+import type { ErrorKind } from "./errors.ts";
 import type { Observer, Trace } from "./trace.ts";
 
 type Kind = "counter" | "gauge" | "histogram";
@@ -204,9 +205,12 @@ const GEN_AI_OPERATION: Partial<Record<EndpointName | "unknown", string>> = {
 /** What happened to a trace's upstream call (`gateway_upstream_attempts_total`). */
 function attemptOutcome(t: Trace): string {
   if (t.interrupted || t.clientGone) return "interrupted";
-  if (t.errorKind === "timeout") return "timeout";
-  const status = t.status ?? 0;
-  if (status === 429 || t.errorKind === "rate_limit") return "rate_limited";
+  return outcomeOf(t.status ?? 0, t.errorKind);
+}
+
+function outcomeOf(status: number, kind?: ErrorKind): string {
+  if (kind === "timeout") return "timeout";
+  if (status === 429 || kind === "rate_limit") return "rate_limited";
   if (status >= 500) return "server_error";
   if (status >= 400) return "client_error";
   return "ok";
@@ -276,6 +280,10 @@ export class Metrics implements Observer {
     const gauge = t.upgrade ? this.activeWebSockets : this.activeStreams;
     gauge.add(1);
     this.active.set(t, gauge);
+  }
+
+  attemptFailed(t: Trace, status: number, kind: ErrorKind): void {
+    this.attempts.add([t.provider ?? "", outcomeOf(status, kind)]);
   }
 
   ended(t: Trace): void {

@@ -4,7 +4,7 @@
  * encode for the client), streams included.
  */
 import { CODECS } from "../plugins/registry.ts";
-import type { ClientContext, Codec, DecodeContext } from "./codec.ts";
+import type { ClientContext, Codec, DecodeContext, StreamStep } from "./codec.ts";
 import type { RequestContext } from "./context.ts";
 import { demoResponse, demoStream } from "./demo.ts";
 import {
@@ -16,6 +16,7 @@ import {
   yieldIfLarge,
 } from "./http.ts";
 import type * as ir from "./ir.ts";
+import { API_FAMILY } from "./ir.ts";
 import { errorResponse, fromProviderError } from "./errors.ts";
 import {
   callUpstream,
@@ -29,6 +30,14 @@ import {
   type UpstreamResponse,
 } from "./relay.ts";
 import type { Resolved } from "./router.ts";
+import {
+  type Attempt,
+  boundFamily,
+  failover,
+  holdOpening,
+  type PoolKey,
+  ProviderFailure,
+} from "./failover.ts";
 import { formatSse, type SseEvent } from "./sse.ts";
 import { EventReader, relayStream, sseFraming, type UpstreamFraming } from "./stream_stage.ts";
 import { clientStream, type IrSource, localIr, upstreamIr } from "./client_stream.ts";
@@ -70,23 +79,51 @@ export function resolveRoute(ctx: RequestContext, model: string): Resolved {
 export async function generate(ctx: RequestContext, g: Generation): Promise<Response> {
   const r = resolveRoute(ctx, g.model);
   g.checkRoute?.(r);
-  const api = r.provider.api;
-  if (api === g.ingress.api && !g.convert) return await passthrough(ctx, g, r);
+  const relays = (t: Pick<Resolved, "provider">) => t.provider.api === g.ingress.api && !g.convert;
+  if (providerState(g) || r.targets.every(relays)) {
+    return await passthrough(ctx, g, r);
+  }
+  // Decoded once, before any target: the client's own mistakes are nobody's to retry.
   // The stream flag comes from the endpoint (Gemini carries it in the path, not the body).
   await yieldIfLarge(g.body.raw.length);
   const req = { ...g.ingress.decodeRequest(g.body.json, g.model), stream: g.stream };
   ctx.trace.compaction = req.compaction === true;
   await yieldIfLarge(g.body.raw.length);
   const client = clientContext(g, req);
-  if (api === "demo") {
-    ctx.trace.routed("local");
-    const id = idFor(ctx);
-    const now = nowSeconds();
-    return g.stream
-      ? streamToClient(ctx, g, client, localIr(demoStream(req, id, now)))
-      : jsonToClient(ctx, g, client, demoResponse(req, id, now));
-  }
-  return await convert(ctx, g, client, r, CODECS[api], req);
+  return await answering(
+    ctx,
+    failover(ctx, r, {
+      ...familyBound(r, req),
+      run: async (t, key, last) => {
+        if (relays(t)) return await relayAttempt(ctx, g, t, key, last);
+        if (t.provider.api !== "demo") {
+          return await convert(ctx, g, client, t, key, last, CODECS[t.provider.api], req);
+        }
+        ctx.trace.routed("local");
+        const id = idFor(ctx);
+        const now = nowSeconds();
+        return g.stream
+          ? streamToClient(ctx, g, client, localIr(demoStream(req, id, now)))
+          : jsonToClient(ctx, g, client, demoResponse(req, id, now));
+      },
+    }),
+  );
+}
+
+/**
+ * Signatures and encrypted reasoning are readable only by the family that issued them: such a
+ * conversation stays on the route's targets of that family (if it has any; a route that
+ * converts on purpose keeps converting).
+ */
+function familyBound(r: Resolved, req: ir.Request): Pick<Attempt<unknown>, "eligible" | "bound"> {
+  const family = boundFamily(req);
+  const familyOf = (t: Pick<Resolved, "provider">) =>
+    t.provider.api === "demo" ? undefined : API_FAMILY[t.provider.api];
+  if (!family || !r.targets.some((t) => familyOf(t) === family)) return {};
+  return {
+    eligible: (t) => familyOf(t) === family,
+    bound: `the conversation carries ${family} signatures or reasoning`,
+  };
 }
 
 /** What the client encoder must know about the request it answers. */
@@ -109,22 +146,70 @@ export interface OtherEndpoint {
   usage(json: Record<string, unknown>): ir.Usage | undefined;
 }
 
-/** Same format on both sides: bytes in, bytes out; only the model may be renamed. */
+/** A relayed Responses request that needs state only its provider keeps. */
+function providerState(g: Relayed & { convert?: boolean }): boolean {
+  const json = g.body.json;
+  return g.ingress.api === "responses" && !g.convert &&
+    (json.previous_response_id != null ||
+      (Array.isArray(json.input) && json.input.some((i) => i?.type === "compaction")));
+}
+
+type Relayed = Pick<Generation, "ingress" | "body" | "stream" | "passthroughPath" | "framing">;
+
+/**
+ * Same format on both sides: bytes in, bytes out; only the model may be renamed. Fails over
+ * among the route's targets of the same API. Provider-kept state (`previous_response_id`, a
+ * provider's compaction items) stays with the Responses targets.
+ */
 export async function passthrough(
   ctx: RequestContext,
-  g: Pick<Generation, "ingress" | "body" | "stream" | "passthroughPath" | "framing">,
+  g: Relayed,
   r: Resolved,
   /** Another endpoint of the same API (compact, count_tokens); default: generation. */
+  other?: OtherEndpoint,
+): Promise<Response> {
+  const api = g.ingress.api;
+  return await answering(
+    ctx,
+    failover(ctx, r, {
+      run: (t, key, last) => relayAttempt(ctx, g, t, key, last, other),
+      eligible: (t) => t.provider.api === api,
+      bound: providerState(g)
+        ? "previous_response_id and compaction items are state kept by a Responses provider"
+        : `the request is relayed as is to ${api} providers`,
+    }),
+  );
+}
+
+/** The last target's own error when it was relayed (a provider's JSON error body). */
+async function answering(ctx: RequestContext, tried: Promise<Response>): Promise<Response> {
+  try {
+    return await tried;
+  } catch (e) {
+    if (!(e instanceof ProviderFailure && e.answer)) throw e;
+    ctx.trace.failed(e.kind, e.message);
+    return e.answer;
+  }
+}
+
+/** One relayed attempt on one target. */
+async function relayAttempt(
+  ctx: RequestContext,
+  g: Relayed,
+  r: Resolved,
+  key: PoolKey | undefined,
+  last: boolean,
   other?: OtherEndpoint,
 ): Promise<Response> {
   const path = other?.path ?? g.passthroughPath?.(r.upstreamModel) ??
     g.ingress.path(r.upstreamModel, g.stream);
   const { json, raw } = g.body;
-  const renamed = r.route.model !== undefined && typeof json.model === "string";
+  const renamed = r.upstreamModel !== r.requested && typeof json.model === "string";
   ctx.trace.routed("relay");
   ctx.trace.attempt();
   const up = await callUpstream({
     provider: r.provider,
+    key: key?.value,
     path,
     body: renamed ? JSON.stringify({ ...json, model: r.upstreamModel }) : raw,
     forward: pickHeaders(ctx.req.headers, FORWARD_REQUEST_HEADERS),
@@ -143,7 +228,14 @@ export async function passthrough(
   checkContentType(up, g.framing ? "json" : "event-stream");
   const framing = g.framing?.relayed() ??
     sseFraming((why) => interruptionEvent(ctx.dialect, why));
-  const events = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
+  const reader = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
+  const events = last ? reader : await heldRelay(
+    reader,
+    g.ingress.decodeStream({
+      now: 0,
+      id: idFor(ctx),
+    }),
+  );
   // The provider's own content type stands (a Gemini JSON-array stream is not SSE).
   for (const [k, v] of Object.entries(STREAM_HEADERS)) if (!headers.has(k)) headers.set(k, v);
   headers.set("x-accel-buffering", "no");
@@ -152,21 +244,43 @@ export async function passthrough(
 }
 
 /**
+ * A relayed stream with its opening held back; its events are decoded to IR (only while held)
+ * to tell an opening from content or an error.
+ */
+function heldRelay(reader: EventReader, decoder: StreamStep<SseEvent, ir.StreamEvent>) {
+  return holdOpening(reader, async (batch) => {
+    const out: ir.StreamEvent[] = [];
+    const emit = { enqueue: (e: ir.StreamEvent) => out.push(e) };
+    for (const e of batch.events) {
+      try {
+        await decoder.transform(e, emit);
+      } catch {
+        // Relayed as is: what the decoder cannot read counts as content, the client's to judge.
+        out.push({ type: "text_delta", index: 0, text: "" });
+      }
+    }
+    return out;
+  });
+}
+
+/**
  * A provider's error on a relayed route: a JSON error body is relayed as the provider wrote it
  * (scrubbed of keys); anything else (an nginx HTML page, plain text) becomes the client's own
- * error envelope with the same status and a short excerpt.
+ * error envelope with the same status and a short excerpt. Thrown, so failover may try the
+ * next target; the last one reaches the client.
  */
 async function relayError(
   ctx: RequestContext,
   up: UpstreamResponse,
   headers: Headers,
   idleMs: number,
-): Promise<Response> {
+): Promise<never> {
   const text = await readErrorText(up, idleMs, ctx.gw.secrets);
   const err = fromProviderError(up.res.status, text, headers);
-  ctx.trace.failed(err.kind, err.message);
-  if (isJsonObject(text)) return new Response(text, { status: up.res.status, headers });
-  return errorResponse(ctx.dialect, err, ctx.requestId);
+  const answer = isJsonObject(text)
+    ? new Response(text, { status: up.res.status, headers })
+    : errorResponse(ctx.dialect, err, ctx.requestId);
+  throw new ProviderFailure(err, answer);
 }
 
 function isJsonObject(text: string): boolean {
@@ -195,6 +309,7 @@ function usageOf(
 async function callConverted(
   ctx: RequestContext,
   r: Resolved,
+  key: PoolKey | undefined,
   target: Codec,
   req: ir.Request,
 ): Promise<UpstreamResponse & { dropped: string[] }> {
@@ -211,12 +326,15 @@ async function callConverted(
   ctx.trace.attempt();
   const up = await callUpstream({
     provider: r.provider,
+    key: key?.value,
     path: target.path(r.upstreamModel, req.stream),
     body: JSON.stringify(body),
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping.signal,
   });
-  if (!up.res.ok) throw await upstreamError(up, r.provider.timeouts.idle_ms, ctx.gw.secrets);
+  if (!up.res.ok) {
+    throw new ProviderFailure(await upstreamError(up, r.provider.timeouts.idle_ms, ctx.gw.secrets));
+  }
   checkContentType(up, req.stream ? "event-stream" : "json");
   return { ...up, dropped };
 }
@@ -227,15 +345,18 @@ function reportDropped(res: Response, dropped: string[]): Response {
   return res;
 }
 
+/** One converted attempt on one target (a stream is returned once its content starts). */
 async function convert(
   ctx: RequestContext,
   g: Generation,
   client: ClientContext,
   r: Resolved,
+  key: PoolKey | undefined,
+  last: boolean,
   target: Codec,
   req: ir.Request,
 ): Promise<Response> {
-  const up = await callConverted(ctx, r, target, req);
+  const up = await callConverted(ctx, r, key, target, req);
   const dctx = decodeContext(ctx, req);
   if (!g.stream) {
     const { json } = await readUpstreamJson(up, r.provider.timeouts.idle_ms);
@@ -245,22 +366,35 @@ async function convert(
     );
   }
   const events = upstreamIr(upstreamReader(ctx, r, up), target.decodeStream(dctx));
-  return reportDropped(streamToClient(ctx, g, client, events), up.dropped);
+  return reportDropped(streamToClient(ctx, g, client, await held(events, last)), up.dropped);
 }
 
-/** Upstream IR events for a converted streaming request (used by the Responses WebSocket). */
+/** A converted stream's opening held back, unless no other attempt could follow. */
+const held = (source: IrSource, last: boolean) =>
+  last ? Promise.resolve(source) : holdOpening(source, (batch) => Promise.resolve(batch));
+
+/**
+ * Upstream IR events for a converted streaming request (used by the Responses WebSocket),
+ * failing over like an HTTP request until the stream's content starts.
+ */
 export async function upstreamEvents(
   ctx: RequestContext,
   r: Resolved,
   req: ir.Request,
 ): Promise<IrSource> {
-  if (r.provider.api === "demo") {
-    ctx.trace.routed("local");
-    return localIr(demoStream(req, idFor(ctx), nowSeconds()));
-  }
-  const target = CODECS[r.provider.api];
-  const up = await callConverted(ctx, r, target, req);
-  return upstreamIr(upstreamReader(ctx, r, up), target.decodeStream(decodeContext(ctx, req)));
+  return await failover(ctx, r, {
+    ...familyBound(r, req),
+    run: async (t, key, last) => {
+      if (t.provider.api === "demo") {
+        ctx.trace.routed("local");
+        return localIr(demoStream(req, idFor(ctx), nowSeconds()));
+      }
+      const target = CODECS[t.provider.api];
+      const up = await callConverted(ctx, t, key, target, req);
+      const dctx = decodeContext(ctx, req);
+      return await held(upstreamIr(upstreamReader(ctx, t, up), target.decodeStream(dctx)), last);
+    },
+  });
 }
 
 /** A converted route's upstream SSE events, whole and scrubbed, under its timeouts. */

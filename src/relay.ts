@@ -16,8 +16,7 @@ export const DEFAULT_ANTHROPIC_VERSION = "2023-06-01";
 export class ClientGone extends Error {}
 
 /** Upstream credentials in the header each API expects. The client's key never goes up. */
-function credentialHeaders(provider: ProviderConfig): Record<string, string> {
-  const key = provider.api_key ?? "";
+function credentialHeaders(provider: ProviderConfig, key = ""): Record<string, string> {
   switch (provider.api) {
     case "chat":
     case "responses":
@@ -33,6 +32,8 @@ function credentialHeaders(provider: ProviderConfig): Record<string, string> {
 
 export interface UpstreamRequest {
   provider: ProviderConfig;
+  /** The provider key to send (from its pool); none: no credential header. */
+  key?: string;
   /** Appended to the provider's base_url. */
   path: string;
   body: string;
@@ -82,7 +83,7 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
   deadline.arm(r.provider.timeouts.first_byte_ms, "sent no response headers");
   const headers = new Headers(r.forward);
   headers.set("content-type", "application/json");
-  for (const [k, v] of Object.entries(credentialHeaders(r.provider))) headers.set(k, v);
+  for (const [k, v] of Object.entries(credentialHeaders(r.provider, r.key))) headers.set(k, v);
   if (r.provider.api === "messages" && !headers.has("anthropic-version")) {
     headers.set("anthropic-version", DEFAULT_ANTHROPIC_VERSION);
   }

@@ -13,17 +13,19 @@ import {
   ConfigError,
   defaultConfig,
   parseConfigText,
+  providerKeys,
 } from "./config.ts";
 import type { Gateway } from "./context.ts";
 import { logEvent } from "./log.ts";
+import type { Health } from "./failover.ts";
 import { Router } from "./router.ts";
 import { TrustedProxies } from "./trusted_proxies.ts";
 
 /** The parts of a snapshot built from the config alone: what a reload rebuilds. */
-export function configured(config: Config) {
+export function configured(config: Config, health?: Health) {
   return {
     config,
-    router: new Router(config),
+    router: new Router(config, health),
     keys: KeyStore.from(config),
     proxies: new TrustedProxies(config.trusted_proxies),
   };
@@ -136,8 +138,8 @@ export class Reloader {
     );
     // Those stay as they run, so the snapshot describes the gateway as it is.
     for (const k of restart) config = { ...config, [k]: old.config[k] };
-    const next: Gateway = { ...old, ...configured(config) };
-    old.secrets.add(config.providers.map((p) => p.api_key));
+    const next: Gateway = { ...old, ...configured(config, old.router.health) };
+    old.secrets.add(providerKeys(config));
     old.live.current = next;
     return {
       outcome: "applied",

@@ -1,12 +1,29 @@
 /** Model name → route → provider. First matching route wins; patterns are `*` globs. */
 import type { Config, ProviderConfig, RouteConfig } from "./config.ts";
 import { GatewayError } from "./errors.ts";
+import { Health } from "./failover.ts";
+
+/** One deployment of a route, as configured. */
+export interface Target {
+  /** Identifies the target in balancing state: `<route index>.<target index>`. */
+  id: string;
+  provider: ProviderConfig;
+  /** Upstream model name; undefined: the requested one. */
+  model?: string;
+  weight: number;
+  priority: number;
+}
 
 export interface Resolved {
   route: RouteConfig;
+  /** The target this resolution sends to (first: the primary). */
   provider: ProviderConfig;
   /** Model name to send upstream. */
   upstreamModel: string;
+  /** The model the client asked for. */
+  requested: string;
+  /** Every target of the route, by priority (the primary first). */
+  targets: Target[];
   /** Describes the route in messages and logs, e.g. `"claude-*" → anthropic (messages)`. */
   label: string;
   /** The route's `name`, or its first model pattern: a metric label. */
@@ -28,27 +45,34 @@ export function globToRegExp(glob: string): RegExp {
 }
 
 export class Router {
-  private readonly table: { patterns: RegExp[]; route: RouteConfig; provider: ProviderConfig }[];
+  private readonly table: { patterns: RegExp[]; route: RouteConfig; targets: Target[] }[];
 
-  constructor(private readonly config: Config) {
+  /**
+   * `health` is the balancing and cooldown state; a reload passes the old one on, so providers
+   * that still exist keep their cooldowns (it is keyed by provider name).
+   */
+  constructor(private readonly config: Config, readonly health = new Health()) {
     const providers = new Map(config.providers.map((p) => [p.name, p]));
-    this.table = config.routes.map((route) => ({
-      patterns: route.models.map(globToRegExp),
-      route,
-      provider: providers.get(route.provider)!,
-    }));
+    this.table = config.routes.map((route, i) => {
+      const targets = (route.targets ?? [{ provider: route.provider!, weight: 1 }])
+        .map((t, j) => ({
+          id: `${i}.${j}`,
+          provider: providers.get(t.provider)!,
+          model: t.model ?? route.model,
+          weight: t.weight,
+          // `balance: weighted` puts every target in one priority.
+          priority: route.balance === "weighted" ? 0 : t.priority ?? j,
+        }))
+        // Stable: equal priorities keep their list order.
+        .sort((a, b) => a.priority - b.priority);
+      return { patterns: route.models.map(globToRegExp), route, targets };
+    });
   }
 
   resolve(model: string): Resolved {
-    for (const { patterns, route, provider } of this.table) {
+    for (const { patterns, route, targets } of this.table) {
       if (patterns.some((p) => p.test(model))) {
-        return {
-          route,
-          provider,
-          upstreamModel: route.model ?? model,
-          label: `"${route.models.join(",")}" → ${provider.name} (${provider.api})`,
-          name: route.name ?? route.models[0],
-        };
+        return retarget({ route, targets, name: route.name ?? route.models[0] }, targets[0], model);
       }
     }
     throw new GatewayError(
@@ -68,7 +92,9 @@ export class Router {
     const out = new Map<string, ListedModel>();
     for (const r of this.config.routes) {
       for (const id of r.models) {
-        if (!id.includes("*") && !out.has(id)) out.set(id, { id, owned_by: r.provider });
+        if (!id.includes("*") && !out.has(id)) {
+          out.set(id, { id, owned_by: r.provider ?? r.targets![0].provider });
+        }
       }
     }
     for (const c of this.config.catalog) {
@@ -82,4 +108,22 @@ export class Router {
     }
     return [...out.values()];
   }
+}
+
+/** The resolution of a request's model sent to `target` of the same route. */
+export function retarget(
+  r: Pick<Resolved, "route" | "targets" | "name">,
+  target: Target,
+  model: string,
+): Resolved {
+  const { provider } = target;
+  return {
+    route: r.route,
+    targets: r.targets,
+    name: r.name,
+    requested: model,
+    provider,
+    upstreamModel: target.model ?? model,
+    label: `"${r.route.models.join(",")}" → ${provider.name} (${provider.api})`,
+  };
 }

@@ -4,7 +4,7 @@
  */
 import { HANDLERS } from "../plugins/handlers.ts";
 import { authenticate } from "./auth.ts";
-import type { Config } from "./config.ts";
+import { type Config, providerKeys } from "./config.ts";
 import type { Gateway, RequestContext } from "./context.ts";
 import { dialectOf, type Endpoint, ENDPOINTS } from "./endpoints.ts";
 import { errorResponse, GatewayError, notFound } from "./errors.ts";
@@ -22,7 +22,7 @@ const REQUEST_ID_HEADERS = ["x-kong-request-id", "x-request-id", "x-correlation-
 export const REQUEST_ID_RESPONSE_HEADER = "x-gateway-request-id";
 
 export async function createGateway(config: Config): Promise<Gateway> {
-  const secrets = new Secrets(config.providers.map((p) => p.api_key));
+  const secrets = new Secrets(providerKeys(config));
   const metrics = new Metrics({ maxLabelValues: config.metrics?.max_label_values });
   const gw: Gateway = {
     ...configured(config),

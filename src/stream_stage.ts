@@ -302,7 +302,7 @@ export class EventReader {
  * ending either as the provider ended it or with the framing's interruption ending.
  */
 export function relayStream(
-  events: EventReader,
+  events: Pick<EventReader, "next" | "cancel">,
   framing: UpstreamFraming,
   watch: StreamWatch,
   trace: Trace,

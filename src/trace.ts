@@ -16,6 +16,11 @@ export interface Observer {
   routed?(t: Trace): void;
   /** An upstream call is about to be made (`t.attempts` counts them). */
   attempt?(t: Trace): void;
+  /**
+   * An attempt failed and the request moves on to another (the last attempt's outcome is the
+   * trace's own, at `ended`).
+   */
+  attemptFailed?(t: Trace, status: number, kind: ErrorKind): void;
   /** The first byte of the answer went to the client. */
   firstByte?(t: Trace): void;
   /** The provider reported usage (`t.usage`); may come more than once, the last one counts. */
@@ -50,6 +55,8 @@ export class Trace {
   routeName?: string;
   /** The provider's configured name. */
   provider?: string;
+  /** The pool key sent to the provider, by name (`<provider>#<index>`), never by value. */
+  providerKey?: string;
   /** The provider's API (which vendor's wire format it speaks). */
   api?: ProviderApi;
   /** A converted Responses request ending with Codex's `compaction_trigger` (not billed). */
@@ -120,6 +127,10 @@ export class Trace {
   attempt(): void {
     this.attempts++;
     for (const o of this.observers) o.attempt?.(this);
+  }
+
+  attemptFailed(status: number, kind: ErrorKind): void {
+    for (const o of this.observers) o.attemptFailed?.(this, status, kind);
   }
 
   firstByte(): void {

@@ -14,7 +14,8 @@ import { FORWARD_REQUEST_HEADERS, modelOf, pickHeaders } from "../../src/http.ts
 import { failureMessage, IrWatch, localIr } from "../../src/client_stream.ts";
 import { localEvents, resolveRoute, upstreamEvents } from "../../src/pipeline.ts";
 import type { SseEvent } from "../../src/sse.ts";
-import type { Resolved } from "../../src/router.ts";
+import { type Resolved, retarget } from "../../src/router.ts";
+import { failover } from "../../src/failover.ts";
 import type { Trace } from "../../src/trace.ts";
 import { responsesCodec } from "./codec.ts";
 import { checkStatefulFields, isPassthroughRoute, warmupResponse } from "./endpoints.ts";
@@ -189,7 +190,7 @@ class ResponsesSocket {
       }
       const r = resolveRoute(ctx, modelOf(json));
       if (isPassthroughRoute(r)) {
-        relayed = await this.relay(r, json, data, trace);
+        relayed = await this.relay(ctx, r, json, data);
         this.bound ??= gw;
         return;
       }
@@ -206,37 +207,54 @@ class ResponsesSocket {
     }
   }
 
-  /** Sends the frame to the provider's socket; false if the client left meanwhile. */
+  /**
+   * Sends the frame to the provider's socket; false if the client left meanwhile. The socket
+   * is opened on the first frame, failing over among the route's Responses targets; later
+   * frames stay on it (its provider keeps their `previous_response_id` state).
+   */
   private async relay(
+    ctx: RequestContext,
     r: Resolved,
     json: Record<string, unknown>,
     text: string,
-    trace: Trace,
   ): Promise<boolean> {
+    const trace = ctx.trace;
     trace.routed("relay");
-    trace.attempt();
     if (!this.upstream) {
-      const upstream = await UpstreamSocket.open(
-        r,
-        pickHeaders(this.req.headers, FORWARD_REQUEST_HEADERS),
-        this,
-      );
+      const forward = pickHeaders(this.req.headers, FORWARD_REQUEST_HEADERS);
+      let chosen = r;
+      const upstream = await failover(ctx, r, {
+        eligible: (t) => t.provider.api === "responses",
+        bound: "a passthrough WebSocket relays to Responses providers",
+        run: (t, key) => {
+          trace.attempt();
+          chosen = t;
+          return UpstreamSocket.open(t, key?.value, new Headers(forward), this);
+        },
+      });
+      r = chosen;
       // The client may have left while the provider's socket was opening.
       if (this.closed.signal.aborted) {
         upstream.close();
         return false;
       }
       this.upstream = upstream;
-    } else if (this.upstream.provider !== r.provider.name) {
-      throw new GatewayError(
-        400,
-        "invalid_request",
-        `this WebSocket relays to provider ${this.upstream.provider}; model ${json.model} routes elsewhere`,
-        "model",
-      );
+    } else {
+      const target = r.targets.find((t) => t.provider.name === this.upstream!.provider);
+      if (!target) {
+        throw new GatewayError(
+          400,
+          "invalid_request",
+          `this WebSocket relays to provider ${this.upstream.provider}; model ${json.model} routes elsewhere`,
+          "model",
+        );
+      }
+      trace.attempt();
+      r = retarget(r, target, r.requested);
+      trace.target(r.requested, r);
     }
     this.upstream.send(
-      r.route.model
+      r.upstreamModel !== r.requested
         ? JSON.stringify({ ...json, type: "response.create", model: r.upstreamModel })
         : text,
       trace,
@@ -385,9 +403,14 @@ class UpstreamSocket {
     this.client.close(code, code ? why : undefined);
   }
 
-  static open(r: Resolved, forward: Headers, client: ResponsesSocket): Promise<UpstreamSocket> {
+  static open(
+    r: Resolved,
+    key: string | undefined,
+    forward: Headers,
+    client: ResponsesSocket,
+  ): Promise<UpstreamSocket> {
     const url = r.provider.base_url!.replace(/^http/, "ws").replace(/\/+$/, "") + "/responses";
-    forward.set("authorization", `Bearer ${r.provider.api_key ?? ""}`);
+    forward.set("authorization", `Bearer ${key ?? ""}`);
     const ws = new WebSocket(url, { headers: forward });
     const { promise, resolve, reject } = Promise.withResolvers<UpstreamSocket>();
     const timer = setTimeout(() => {

@@ -335,6 +335,34 @@ function claudeCases(): Case[] {
     }
   }
   cases.push(...claudeWebSearchCases());
+  for (const primary of ["msg-err529-cli", "msg-earlyerr-cli"]) {
+    cases.push({
+      name: `claude -p --model fo-claude-cli (primary ${primary} down → chat deployment)`,
+      model: "chat-text-cli",
+      expect: "text",
+      routes: [{
+        models: ["fo-claude-cli"],
+        passthrough: false,
+        targets: [
+          { provider: "anthropic", model: primary, weight: 1 },
+          { provider: "oai-chat", model: "chat-text-cli", weight: 1 },
+        ],
+      }],
+      run: (url) => claude(url, ["--model", "fo-claude-cli", PROMPT]),
+      check(reqs, _r, h, logsFrom) {
+        assert.ok(
+          reqs.some((q) => q.path === "/v1/messages" && q.json?.model === primary),
+          "the Anthropic primary was tried first",
+        );
+        const answered = h.logs.slice(logsFrom)
+          .filter((l) => l.model === "fo-claude-cli" && l.status === 200);
+        assert.ok(answered.length > 0, "answers logged");
+        for (const l of answered) {
+          assert.equal(l.provider, "oai-chat", JSON.stringify(l));
+        }
+      },
+    });
+  }
   cases.push({
     name: 'claude -p "/context" --model msg-text-context (count_tokens)',
     model: "msg-text-context",

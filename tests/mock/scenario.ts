@@ -16,7 +16,7 @@ export const SLOW_MS = 300;
  */
 export interface Scenario {
   /**
-   * errNNN (400, 429, 500, 502, 503, 529): fail with this HTTP status and the vendor envelope;
+   * errNNN (400, 401, 403, 408, 429, 500, 502, 503, 529): fail with this HTTP status and the vendor envelope;
    * `errNNNhtml` / `errNNNtext` send an nginx-like HTML page or plain text instead.
    */
   error?: number;
@@ -38,6 +38,14 @@ export interface Scenario {
   badJson: boolean;
   /** `errevent`: a stream that sends the vendor's in-stream error event where `cut` would stop. */
   errEvent: boolean;
+  /**
+   * `earlyerr`: a 200 stream whose opening events (no content yet) are followed by the vendor's
+   * in-stream overloaded error (Anthropic `overloaded_error` after `message_start`, Responses
+   * `response.failed`).
+   */
+  earlyErr: boolean;
+  /** `keyerrNNN`: fail with this status when the provider key contains `revoked`. */
+  keyError?: number;
   /** `ctype`: a 200 whose body is an HTML page (content type text/html). */
   wrongType: boolean;
   /** `huge`: a reply text of HUGE_CHARS characters. */
@@ -66,7 +74,8 @@ export const HUGE_CHARS = 1024 * 1024;
 
 export function parseScenario(model: string): Scenario {
   const m = model.toLowerCase();
-  const err = m.match(/err(400|429|500|502|503|529)(html|text)?/);
+  const err = m.match(/(?<!key)err(400|401|403|408|429|500|502|503|529)(html|text)?/);
+  const keyErr = m.match(/keyerr(401|403|429)/);
   const cut = m.match(/(cut|close)(mid)?/);
   return {
     error: err ? Number(err[1]) : undefined,
@@ -79,6 +88,8 @@ export function parseScenario(model: string): Scenario {
     cutInside: cut?.[2] === "mid",
     badJson: m.includes("badjson"),
     errEvent: m.includes("errevent"),
+    earlyErr: m.includes("earlyerr"),
+    keyError: keyErr ? Number(keyErr[1]) : undefined,
     wrongType: m.includes("ctype"),
     huge: m.includes("huge"),
     textPieces: Number(m.match(/chunks(\d+)/)?.[1] ?? 3),

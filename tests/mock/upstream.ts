@@ -263,6 +263,9 @@ class Upstream implements MockUpstream {
     if (scenario.error) {
       return errorResponse(vendor, scenario.error, echo ? { message: echo } : undefined);
     }
+    if (scenario.keyError && call.credential.includes("revoked")) {
+      return errorResponse(vendor, scenario.keyError);
+    }
     if (scenario.wrongType) {
       const page = "<!doctype html><html><body><h1>Sign in</h1></body></html>";
       return new Response(page, { headers: { "content-type": "text/html; charset=utf-8" } });
@@ -276,6 +279,8 @@ class Upstream implements MockUpstream {
       const faults = {
         errorEvent: scenario.errEvent
           ? vendor.streamError(500, echo ? { message: echo } : undefined)
+          : scenario.earlyErr
+          ? vendor.streamError(529)
           : undefined,
         badJson: scenario.badJson,
       };

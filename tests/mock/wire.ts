@@ -100,7 +100,11 @@ export async function* paced(
   scenario: Scenario,
   signal: AbortSignal,
 ): AsyncGenerator<{ event: WireEvent; index: number }, Outcome> {
-  const cutAt = scenario.cut || scenario.errEvent ? cutIndex(events) : -1;
+  const cutAt = scenario.earlyErr
+    ? firstDelta(events)
+    : scenario.cut || scenario.errEvent
+    ? cutIndex(events)
+    : -1;
   const stallAt = scenario.stall ? stallIndex(events) : -1;
   for (let index = 0; index < events.length; index++) {
     if (index === cutAt) return "cut";
@@ -137,7 +141,11 @@ function cutIndex(events: WireEvent[]): number {
 }
 
 function stallIndex(events: WireEvent[]): number {
-  return Math.max(1, deltaIndexes(events)[0] ?? 1);
+  return Math.max(1, firstDelta(events));
+}
+
+function firstDelta(events: WireEvent[]): number {
+  return deltaIndexes(events)[0] ?? 1;
 }
 
 /** The error a cut stream ends with; the server's onError recognises and ignores it. */

@@ -1,0 +1,342 @@
+/**
+ * Failover, retries and load balancing: which target of a route a request tries next, which
+ * pool key it sends, and what a failure means (move on, rotate the key, or give up). State is
+ * per gateway process: smooth weighted round-robin counters, target cooldowns, key cooldowns.
+ */
+import { type CooldownConfig, DEFAULT_RETRY, type ProviderConfig } from "./config.ts";
+import type { RequestContext } from "./context.ts";
+import { GatewayError, kindForStatus } from "./errors.ts";
+import type * as ir from "./ir.ts";
+import { ClientGone } from "./relay.ts";
+import { type Resolved, retarget, type Target } from "./router.ts";
+
+/** A provider key of a pool, named (never by value) as `<provider>#<index>`. */
+export interface PoolKey {
+  value: string;
+  name: string;
+  index: number;
+}
+
+interface Cooling {
+  failures: number;
+  until: number;
+}
+
+export class Health {
+  /** Smooth weighted round-robin: each target's current weight. */
+  private readonly current = new Map<string, number>();
+  /** By provider name: a provider that fails is down for every route that sends to it. */
+  private readonly targets = new Map<string, Cooling>();
+  private readonly keys = new Map<string, { next: number; until: number[] }>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  private cooling(provider: string): boolean {
+    return (this.targets.get(provider)?.until ?? 0) > this.now();
+  }
+
+  /**
+   * The order a request tries its route's targets in: by priority; within a priority the
+   * weighted round-robin pick first, the others after it; cooling targets last of all.
+   */
+  plan(r: Resolved): Resolved[] {
+    const healthy: Target[] = [];
+    const cooling: Target[] = [];
+    for (const t of r.targets) (this.cooling(t.provider.name) ? cooling : healthy).push(t);
+    const order: Target[] = [];
+    for (let i = 0; i < healthy.length;) {
+      let j = i;
+      while (j < healthy.length && healthy[j].priority === healthy[i].priority) j++;
+      order.push(...this.balance(healthy.slice(i, j)));
+      i = j;
+    }
+    return [...order, ...cooling].map((t) => retarget(r, t, r.requested));
+  }
+
+  /** One smooth weighted round-robin step over a priority group: the pick, then the rest. */
+  private balance(group: Target[]): Target[] {
+    if (group.length === 1) return group;
+    let total = 0;
+    let best = group[0];
+    for (const t of group) {
+      const w = (this.current.get(t.id) ?? 0) + t.weight;
+      this.current.set(t.id, w);
+      total += t.weight;
+      if (w > this.current.get(best.id)!) best = t;
+    }
+    this.current.set(best.id, this.current.get(best.id)! - total);
+    return [best, ...group.filter((t) => t !== best)];
+  }
+
+  succeeded(provider: string): void {
+    this.targets.delete(provider);
+  }
+
+  /** A failure: cooled after `failures` in a row, or for the provider's retry-after. */
+  failed(provider: string, cooldown: CooldownConfig, retryAfterMs?: number): void {
+    const c = this.targets.get(provider) ?? { failures: 0, until: 0 };
+    c.failures++;
+    const now = this.now();
+    if (c.failures >= cooldown.failures) c.until = Math.max(c.until, now + cooldown.seconds * 1000);
+    if (retryAfterMs !== undefined) c.until = Math.max(c.until, now + retryAfterMs);
+    this.targets.set(provider, c);
+  }
+
+  /** The provider's next healthy key, round-robin (undefined: it has none). */
+  key(provider: ProviderConfig): PoolKey | undefined {
+    const pool = provider.api_keys ?? (provider.api_key ? [provider.api_key] : []);
+    if (pool.length === 0) return undefined;
+    // A pool that changed size (a reload) starts its rotation afresh.
+    const known = this.keys.get(provider.name);
+    const s = known?.until.length === pool.length ? known : { next: 0, until: pool.map(() => 0) };
+    this.keys.set(provider.name, s);
+    const now = this.now();
+    let index = s.next % pool.length;
+    for (let k = 0; k < pool.length; k++) {
+      const i = (s.next + k) % pool.length;
+      if (s.until[i] <= now) {
+        index = i;
+        break;
+      }
+    }
+    s.next = index + 1;
+    return { value: pool[index], name: `${provider.name}#${index}`, index };
+  }
+
+  /** A key the provider refused (401/403) or rate-limited: out of rotation for a while. */
+  coolKey(provider: ProviderConfig, key: PoolKey, ms: number): void {
+    const s = this.keys.get(provider.name);
+    if (s) s.until[key.index] = this.now() + ms;
+  }
+
+  /** Whether the provider has a pool key other than `key` that is not cooling. */
+  hasOtherKey(provider: ProviderConfig, key: PoolKey): boolean {
+    const s = this.keys.get(provider.name);
+    const now = this.now();
+    return !!s && s.until.some((until, i) => i !== key.index && until <= now);
+  }
+}
+
+/** How long a provider asked us to wait (retry-after-ms, retry-after seconds or date). */
+export function retryAfterMs(headers: Headers | undefined): number | undefined {
+  const ms = Number(headers?.get("retry-after-ms") ?? NaN);
+  if (ms >= 0) return ms;
+  const after = headers?.get("retry-after");
+  if (!after) return undefined;
+  const seconds = Number(after);
+  if (seconds >= 0) return seconds * 1000;
+  const date = Date.parse(after);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+/** What a failed attempt means for the request. */
+type Verdict = "retry" | "key" | "final";
+
+function verdict(e: GatewayError, on: number[], transport: boolean): Verdict {
+  if (transport) return "retry";
+  if (e.status === 401 || e.status === 403) return "key";
+  return on.includes(e.status) ? "retry" : "final";
+}
+
+/**
+ * Provider state a conversation carries: signatures and encrypted reasoning only the family
+ * that issued them can read. Such a request stays on targets of that family.
+ */
+export function boundFamily(req: ir.Request): ir.Family | undefined {
+  for (const m of req.messages) {
+    for (const p of m.parts) {
+      if (p.type === "redacted_thinking") return p.family;
+      if ("signature" in p && p.signature) return p.signature.family;
+    }
+  }
+  return undefined;
+}
+
+export interface Attempt<T> {
+  /**
+   * Runs one attempt on a target; throws a GatewayError to fail it. `last`: no other attempt
+   * would follow (a stream then need not hold its opening back).
+   */
+  run(r: Resolved, key: PoolKey | undefined, last: boolean): Promise<T>;
+  /** Targets that can serve this request at all (provider-bound state); default: all. */
+  eligible?: (r: Resolved) => boolean;
+  /** Why targets were left out by `eligible`, for the error when none is left. */
+  bound?: string;
+}
+
+/**
+ * An attempt the provider refused (its status counts), as opposed to a transport failure;
+ * `answer`: the provider's own error, relayed as is if it is the last.
+ */
+export class ProviderFailure extends GatewayError {
+  constructor(e: GatewayError, readonly answer?: Response, headers = e.headers) {
+    super(e.status, e.kind, e.message, e.param, headers, e.code);
+  }
+}
+
+/**
+ * Tries a route's targets until one answers: each at most once (again only with another pool
+ * key, or after a retry-after short enough to wait for), at most `retry.attempts` upstream
+ * calls in all. A target that cannot express the request (a 400 before any call) is skipped
+ * without counting. Responses get `x-gateway-provider` / `x-gateway-attempts`, and so does the
+ * last error, thrown when every target failed (a relayed one carries its `answer`).
+ */
+export async function failover<T>(
+  ctx: RequestContext,
+  r: Resolved,
+  attempt: Attempt<T>,
+): Promise<T> {
+  const health = ctx.gw.router.health;
+  const retry = r.route.retry ?? DEFAULT_RETRY;
+  const cooldown = r.route.cooldown ?? ctx.gw.config.cooldown;
+  const all = health.plan(r);
+  const queue = all.filter((t) => attempt.eligible?.(t) ?? true);
+  const skipped = all.length - queue.length;
+  if (queue.length === 0) {
+    throw new GatewayError(
+      400,
+      "invalid_request",
+      `${attempt.bound}; no target of route "${r.name}" can read it`,
+    );
+  }
+  const trace = ctx.trace;
+  let last: GatewayError | undefined;
+  let unexpressible: GatewayError | undefined;
+  let waited = 0;
+  let told: GatewayError | undefined;
+  while (queue.length > 0 && trace.attempts < retry.attempts) {
+    const t = queue.shift()!;
+    // The failed attempt before this one is told now, under its own provider's name.
+    if (told !== last && last) trace.attemptFailed(last.status, last.kind);
+    told = last;
+    const key = health.key(t.provider);
+    trace.target(r.requested, t);
+    trace.providerKey = key?.name;
+    const before = trace.attempts;
+    const lastOne = queue.length === 0 || before + 1 >= retry.attempts;
+    try {
+      const out = await attempt.run(t, key, lastOne);
+      health.succeeded(t.provider.name);
+      if (out instanceof Response) gatewayHeaders(out.headers, t.provider.name, trace.attempts);
+      return out;
+    } catch (e) {
+      if (!(e instanceof GatewayError)) throw e;
+      if (trace.attempts === before) {
+        // Nothing was sent: the target cannot express the request (or the gateway stops).
+        if (e.status !== 400) throw e;
+        unexpressible ??= e;
+        continue;
+      }
+      const v = verdict(e, retry.on, !(e instanceof ProviderFailure));
+      if (last instanceof ProviderFailure) await last.answer?.body?.cancel();
+      last = e;
+      if (v === "final") break;
+      const wait = retryAfterMs(e.headers);
+      if ((v === "key" || e.status === 429) && key) {
+        health.coolKey(t.provider, key, wait ?? cooldown.seconds * 1000);
+        // Another key of the pool may well succeed on the same deployment.
+        if (health.hasOtherKey(t.provider, key)) {
+          queue.unshift(t);
+          continue;
+        }
+      }
+      health.failed(t.provider.name, cooldown, wait);
+      if (queue.length === 0 && wait !== undefined && waited + wait <= retry.max_wait_s * 1000) {
+        waited += wait;
+        await sleep(wait, ctx.req.signal);
+        queue.push(t);
+      }
+    }
+  }
+  const err = last ?? unexpressible!;
+  // Said in the client's dialect when targets were left out, so the reason is not lost.
+  if (last && skipped > 0) err.message += ` (${skipped} other target(s) skipped: ${attempt.bound})`;
+  const relayed = err instanceof ProviderFailure && skipped === 0 ? err.answer : undefined;
+  const headers = relayed?.headers ?? new Headers(err.headers);
+  gatewayHeaders(headers, trace.provider, trace.attempts);
+  if (relayed) throw new ProviderFailure(err, relayed, headers);
+  await (err as ProviderFailure).answer?.body?.cancel();
+  throw new GatewayError(err.status, err.kind, err.message, err.param, headers, err.code);
+}
+
+function gatewayHeaders(h: Headers, provider: string | undefined, attempts: number) {
+  if (provider) h.set("x-gateway-provider", provider);
+  h.set("x-gateway-attempts", String(attempts));
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(new ClientGone());
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", gone);
+      resolve();
+    };
+    const gone = () => {
+      clearTimeout(timer);
+      reject(new ClientGone());
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", gone, { once: true });
+  });
+}
+
+/** Opening events held back at most, so an error right after them can still fail over. */
+const HOLD_EVENTS = 32;
+
+/** An event that shows the client something (an opening `start` or empty part does not). */
+function isContent(e: ir.StreamEvent): boolean {
+  if (e.type === "start" || e.type === "usage" || e.type === "signature") return false;
+  return !(e.type === "part_start" && (e.part.type === "text" || e.part.type === "thinking"));
+}
+
+/** A source of stream batches (upstream events, or IR events). */
+interface BatchSource<B> {
+  next(): Promise<B | undefined>;
+  cancel(reason: unknown): Promise<void>;
+}
+
+/**
+ * Reads a stream's opening batches until one carries content (or HOLD_EVENTS events went by;
+ * the reader's first-byte deadline bounds the wait). An error event or an end before any
+ * content fails the attempt, so nothing has reached the client and another target may answer.
+ * Returns the source with the held batches put back in front.
+ */
+export async function holdOpening<B>(
+  source: BatchSource<B>,
+  toIr: (batch: B) => Promise<ir.StreamEvent[]>,
+): Promise<BatchSource<B>> {
+  const held: B[] = [];
+  let seen = 0;
+  try {
+    for (let open = true; open && seen < HOLD_EVENTS;) {
+      const batch = await source.next();
+      if (batch === undefined) {
+        throw new GatewayError(
+          502,
+          "upstream",
+          "the upstream closed the stream before any content",
+        );
+      }
+      for (const e of await toIr(batch)) {
+        seen++;
+        if (e.type === "error") {
+          const err = new GatewayError(e.status, kindForStatus(e.status), e.message);
+          throw new ProviderFailure(err);
+        }
+        if (isContent(e)) {
+          open = false;
+          break;
+        }
+      }
+      held.push(batch);
+    }
+  } catch (e) {
+    await source.cancel(e);
+    throw e;
+  }
+  return {
+    next: () => held.length ? Promise.resolve(held.shift()) : source.next(),
+    cancel: (reason) => source.cancel(reason),
+  };
+}
