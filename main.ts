@@ -3,7 +3,7 @@
  * serve, reload it on SIGHUP (and in dev mode when the file changes), and drain gracefully on
  * SIGTERM/SIGINT.
  */
-import { type Config, ConfigError } from "./src/config.ts";
+import { type Config, ConfigError, stableDevKey } from "./src/config.ts";
 import { codexConfig } from "./src/codex.ts";
 import { setAccessLogSink } from "./src/log.ts";
 import { serveMetrics } from "./src/metrics.ts";
@@ -15,6 +15,9 @@ const env = (name: string) => Deno.env.get(name);
 /** Seconds the endings of cut streams get to reach their clients before the process exits. */
 const FLUSH_S = 1;
 
+/** Git-ignored; keeps the dev key, so a copied key survives the watcher's restarts. */
+const DEV_KEY_FILE = ".gateway/dev-key";
+
 function argValue(args: string[], flag: string): string | undefined {
   const i = args.indexOf(flag);
   if (i >= 0) return args[i + 1];
@@ -24,13 +27,9 @@ function argValue(args: string[], flag: string): string | undefined {
 async function main() {
   const path = argValue(Deno.args, "--config") ?? env("GATEWAY_CONFIG");
   const dev = Deno.args.includes("--dev");
-  const loadConfig = configLoader({
-    path,
-    dev,
-    env,
-    onGeneratedKey: (key) =>
-      console.error(`dev mode: no GATEWAY_API_KEYS set; use this key: ${key}`),
-  });
+  // The dev key is printed last, after the listening line, where a newcomer looks.
+  const devKey = dev && !path && !env("GATEWAY_API_KEYS") ? stableDevKey(DEV_KEY_FILE) : undefined;
+  const loadConfig = configLoader({ path, dev, env, devKey });
   let config: Config;
   try {
     config = loadConfig();
@@ -83,8 +82,14 @@ async function main() {
   const server = Deno.serve({
     hostname: config.listen.hostname,
     port: config.listen.port,
-    onListen: ({ hostname, port }) =>
-      console.error(`gateway listening on http://${hostname}:${port}`),
+    onListen: ({ hostname, port }) => {
+      console.error(`gateway listening on http://${hostname}:${port}`);
+      if (devKey) {
+        console.error(
+          `dev mode: no GATEWAY_API_KEYS set; use this key: ${devKey} (kept in ${DEV_KEY_FILE})`,
+        );
+      }
+    },
   }, createHandler(gw));
 
   let stopping = false;
@@ -108,7 +113,9 @@ async function main() {
     await metrics?.shutdown();
     Deno.exit(0);
   };
-  Deno.addSignalListener("SIGTERM", () => stop("SIGTERM"));
+  // Under `deno run --watch` (the dev task) a SIGTERM would end only this program and leave the
+  // watcher waiting for edits; the watcher stops itself on SIGINT, so pass it on as one.
+  Deno.addSignalListener("SIGTERM", () => dev ? Deno.kill(Deno.pid, "SIGINT") : stop("SIGTERM"));
   Deno.addSignalListener("SIGINT", () => stop("SIGINT"));
 }
 

@@ -385,7 +385,7 @@ export function parseConfigText(
 }
 
 /** The vendors the default config wires up when their key is in the environment. */
-const DEFAULT_VENDORS = [
+export const DEFAULT_VENDORS = [
   {
     env: "OPENAI",
     name: "openai",
@@ -457,6 +457,23 @@ export function defaultConfig(
     ],
     metrics: { hostname: "127.0.0.1", port: 9464 },
   });
+}
+
+/**
+ * The dev key kept in `path` (created on first use, readable by its owner only), so a key copied
+ * from `deno task dev` keeps working across the watcher's restarts and reloads.
+ */
+export function stableDevKey(path: string): string {
+  try {
+    const key = Deno.readTextFileSync(path).trim();
+    if (key) return key;
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  const key = `gw-dev-${crypto.randomUUID().replaceAll("-", "")}`;
+  Deno.mkdirSync(path.slice(0, path.lastIndexOf("/") + 1) || ".", { recursive: true });
+  Deno.writeTextFileSync(path, `${key}\n`, { mode: 0o600 });
+  return key;
 }
 
 /**

@@ -36,8 +36,8 @@ async function readLimited(req: Request): Promise<string> {
   return new TextDecoder().decode(bytes);
 }
 
-/** Where JSON.parse gave up, without quoting the body (it may hold a prompt). */
-function jsonErrorPosition(e: unknown): string {
+/** Where a JSON.parse error is, never its message: that quotes the text (it may hold a prompt). */
+export function jsonErrorPosition(e: unknown): string {
   const at = String((e as Error).message).match(/position (\d+)/)?.[1];
   return at ? ` (at character ${at})` : "";
 }

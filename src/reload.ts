@@ -36,13 +36,15 @@ export interface ConfigSource {
   path?: string;
   dev?: boolean;
   env: (name: string) => string | undefined;
+  /** The dev key to use (deno task dev keeps it in a file); else one is generated once. */
+  devKey?: string;
   /** Told the dev key when one is generated (once: re-reads reuse it). */
   onGeneratedKey?: (key: string) => void;
 }
 
 /** Returns a function that reads the config from `source`, the same way every time. */
 export function configLoader(source: ConfigSource): () => Config {
-  let devKey: string | undefined;
+  let devKey = source.devKey;
   return () => {
     const { path, env } = source;
     const config = path ? parseConfigText(Deno.readTextFileSync(path), env) : defaultConfig(env, {

@@ -1,5 +1,5 @@
 /** Model name → route → provider. First matching route wins; patterns are `*` globs. */
-import type { Config, ProviderConfig, RouteConfig } from "./config.ts";
+import { type Config, DEFAULT_VENDORS, type ProviderConfig, type RouteConfig } from "./config.ts";
 import { GatewayError } from "./errors.ts";
 import { Health } from "./failover.ts";
 
@@ -75,12 +75,21 @@ export class Router {
         return retarget({ route, targets, name: route.name ?? route.models[0] }, targets[0], model);
       }
     }
-    throw new GatewayError(
-      404,
-      "model_not_found",
-      `model "${model}" is not served by this gateway (no route matches it)`,
-      "model",
-    );
+    throw new GatewayError(404, "model_not_found", this.notServed(model), "model");
+  }
+
+  /** Says what is served and how to enable the real providers (names env vars, never keys). */
+  private notServed(model: string): string {
+    const served = this.config.routes.flatMap((r) => r.models);
+    const vendor = DEFAULT_VENDORS.find((v) => v.models.some((m) => globToRegExp(m).test(model)));
+    const hints = (vendor ? [vendor] : DEFAULT_VENDORS)
+      .filter((v) => !v.models.every((m) => served.includes(m)))
+      .map((v) => `${v.env}_API_KEY (${v.models.join(", ")})`);
+    const enable = hints.length
+      ? ` For the real providers set ${hints.join(" or ")} (built-in config) or add a route.`
+      : "";
+    return `model "${model}" is not served by this gateway (no route matches it). ` +
+      `Served: ${served.join(", ")}.${enable}`;
   }
 
   /**

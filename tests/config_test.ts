@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { applyListenEnv, ConfigError, defaultConfig, parseConfigText } from "../src/config.ts";
+import {
+  applyListenEnv,
+  ConfigError,
+  defaultConfig,
+  parseConfigText,
+  stableDevKey,
+} from "../src/config.ts";
 
 const env = (vars: Record<string, string>) => (name: string) => vars[name];
 
@@ -82,12 +88,27 @@ Deno.test("config: default config wires vendors from env and always the demo pro
   assert.deepEqual(cfg.routes.map((r) => r.models), [["claude-*"], ["demo-*"]]);
 });
 
-Deno.test("config: default config needs keys unless in dev mode, which generates one", () => {
+Deno.test("config: default config needs keys unless in dev mode, which supplies one", () => {
   assert.match(configError(() => defaultConfig(env({}))), /GATEWAY_API_KEYS/);
+  const cfg = defaultConfig(env({}), { dev: true, devKey: "gw-dev-x" });
+  assert.deepEqual(cfg.keys[0], { name: "key-1", key: "gw-dev-x" });
   let generated = "";
-  const cfg = defaultConfig(env({}), { dev: true, onGeneratedKey: (k) => generated = k });
+  const made = defaultConfig(env({}), { dev: true, onGeneratedKey: (k) => generated = k });
   assert.match(generated, /^gw-dev-[0-9a-f]{32}$/);
-  assert.deepEqual(cfg.keys[0], { name: "key-1", key: generated });
+  assert.deepEqual(made.keys[0], { name: "key-1", key: generated });
+});
+
+Deno.test("config: the dev key is created once and then reused", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = `${dir}/.gateway/dev-key`;
+    const key = stableDevKey(path);
+    assert.match(key, /^gw-dev-[0-9a-f]{32}$/);
+    assert.equal(stableDevKey(path), key);
+    assert.equal(Deno.readTextFileSync(path).trim(), key);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
 });
 
 Deno.test("config: PORT and HOST override listen", () => {

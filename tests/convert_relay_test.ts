@@ -97,6 +97,51 @@ Deno.test("converted: client disconnect aborts the upstream request", async () =
   }
 });
 
+Deno.test("demo: each response on one WebSocket has its own id", async () => {
+  const h = await startHarness();
+  try {
+    const turn = (done: WsEvent[][]) => ({
+      type: "response.create",
+      model: "demo-1",
+      input: "hi",
+      previous_response_id: lastResponseId(done),
+    });
+    const done = await wsExchange(h.url, [
+      { type: "response.create", model: "demo-1", input: [], generate: false },
+      turn,
+      turn,
+    ]);
+    assert.deepEqual(done.map((r) => r.at(-1)!.type), Array(3).fill("response.completed"));
+    const ids = done.map((_, i) => lastResponseId(done.slice(0, i + 1)));
+    assert.equal(new Set(ids).size, 3, `ids: ${ids}`);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("WebSocket: a malformed frame's error names the problem, never quotes the frame", async () => {
+  const h = await startHarness();
+  try {
+    const ws = new WebSocket(h.url.replace(/^http/, "ws") + "/v1/responses", {
+      headers: { authorization: `Bearer ${KEY}` },
+    });
+    const reply = Promise.withResolvers<string>();
+    const closed = Promise.withResolvers<void>();
+    ws.onopen = () => ws.send('{"type":"response.create","input":my secret prompt}');
+    ws.onmessage = (e) => {
+      reply.resolve(e.data);
+      ws.close();
+    };
+    ws.onclose = () => closed.resolve();
+    const text = await reply.promise;
+    await closed.promise;
+    assert.match(text, /frame is not valid JSON/);
+    assert.doesNotMatch(text, /secret/);
+  } finally {
+    await h.close();
+  }
+});
+
 Deno.test("converted: the Responses WebSocket chains turns onto its own last response", async () => {
   const h = await startHarness();
   try {

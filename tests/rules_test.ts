@@ -208,23 +208,41 @@ Deno.test("rules: fixed messages, verbatim", async (t) => {
 Deno.test("errors: unknown model, bad JSON, bad field types, unknown paths", async (t) => {
   const h = await startHarness();
   try {
-    await t.step("unknown model → 404 in each dialect", async () => {
-      await openaiError(
-        await post(`${h.url}/v1/chat/completions`, openaiHeaders(), bodies.chat("nope")),
+    await t.step("unknown model → 404 in each dialect, naming what is served", async () => {
+      const messages = [
+        await openaiError(
+          await post(`${h.url}/v1/chat/completions`, openaiHeaders(), bodies.chat("nope")),
+          404,
+        ),
+        await openaiError(
+          await post(`${h.url}/v1/responses`, openaiHeaders(), bodies.responses("nope")),
+          404,
+        ),
+        await anthropicError(
+          await post(`${h.url}/v1/messages`, anthropicHeaders(), bodies.messages("nope")),
+          404,
+        ),
+        await googleError(
+          await post(
+            `${h.url}/v1beta/models/nope:generateContent`,
+            googleHeaders(),
+            bodies.gemini(),
+          ),
+          404,
+        ),
+      ];
+      for (const m of messages) {
+        assert.match(m, /model "nope" is not served .* Served: pt-\*, resp-\*, .*demo-\*\./);
+        assert.match(m, /set OPENAI_API_KEY \(gpt-\*, o\*, codex-\*\) or ANTHROPIC_API_KEY/);
+        assert.doesNotMatch(m, new RegExp(PROVIDER_KEY));
+      }
+      // A model a real provider would serve: only that provider's key is suggested.
+      const claude = await anthropicError(
+        await post(`${h.url}/v1/messages`, anthropicHeaders(), bodies.messages("claude-x")),
         404,
       );
-      await openaiError(
-        await post(`${h.url}/v1/responses`, openaiHeaders(), bodies.responses("nope")),
-        404,
-      );
-      await anthropicError(
-        await post(`${h.url}/v1/messages`, anthropicHeaders(), bodies.messages("nope")),
-        404,
-      );
-      await googleError(
-        await post(`${h.url}/v1beta/models/nope:generateContent`, googleHeaders(), bodies.gemini()),
-        404,
-      );
+      assert.match(claude, /set ANTHROPIC_API_KEY \(claude-\*\) \(built-in config\) or add/);
+      assert.doesNotMatch(claude, /OPENAI/);
     });
     await t.step("malformed JSON → 400", async () => {
       assert.match(

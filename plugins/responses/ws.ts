@@ -10,7 +10,12 @@
 import { authenticate } from "../../src/auth.ts";
 import type { Gateway, Handler, RequestContext } from "../../src/context.ts";
 import { errorBody, GatewayError } from "../../src/errors.ts";
-import { FORWARD_REQUEST_HEADERS, modelOf, pickHeaders } from "../../src/http.ts";
+import {
+  FORWARD_REQUEST_HEADERS,
+  jsonErrorPosition,
+  modelOf,
+  pickHeaders,
+} from "../../src/http.ts";
 import { failureMessage, IrWatch, localIr } from "../../src/client_stream.ts";
 import { localEvents, resolveRoute, upstreamEvents } from "../../src/pipeline.ts";
 import type { SseEvent } from "../../src/sse.ts";
@@ -70,6 +75,8 @@ class ResponsesSocket {
   private idle?: ReturnType<typeof setTimeout>;
   /** Frames received and not yet answered (converted routes). */
   private inFlight = 0;
+  /** Responses so far on this socket (numbers their local ids). */
+  private responses = 0;
   /** The snapshot a passthrough socket's frames keep using once its upstream socket is open. */
   private bound?: Gateway;
   /** Set when the socket must close once the error being sent has gone out. */
@@ -160,7 +167,11 @@ class ResponsesSocket {
     try {
       frame = JSON.parse(data);
     } catch (e) {
-      throw new GatewayError(400, "invalid_request", `frame is not valid JSON: ${e}`);
+      throw new GatewayError(
+        400,
+        "invalid_request",
+        `frame is not valid JSON${jsonErrorPosition(e)}`,
+      );
     }
     if (frame?.type === "response.processed") return; // an acknowledgement; nothing to do
     if (frame?.type !== "response.create") {
@@ -178,7 +189,10 @@ class ResponsesSocket {
     // Each frame is a new request under the config in force now, except on a socket bound to
     // its provider's socket, which keeps the config it opened that socket with.
     const gw = this.bound ?? this.ctx.gw.live.current;
-    const ctx: RequestContext = { ...this.ctx, gw, req: this.req, trace };
+    // Local response ids derive from the request id: number them so that two responses on one
+    // socket never share an id (chaining names one). The access log keeps the upgrade's.
+    const requestId = `${++this.responses}${this.ctx.requestId}`;
+    const ctx: RequestContext = { ...this.ctx, gw, req: this.req, trace, requestId };
     let relayed = false;
     try {
       // The key is checked again against the keys in force: a revoked one ends the socket.
