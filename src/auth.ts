@@ -53,7 +53,7 @@ function bearer(headers: Headers): string | undefined {
   return m?.[1].trim();
 }
 
-/** Where each dialect's clients put their key (real SDKs, see docs/real-clients). */
+/** Where each dialect's clients put their key (as the real SDKs send it; tests/sdk/ drives them). */
 export function presentedKey(dialect: Dialect, req: Request, url: URL): string | undefined {
   const h = req.headers;
   switch (dialect) {

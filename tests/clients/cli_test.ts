@@ -6,7 +6,7 @@
  *
  * Install the CLIs first: `bash .ci/install-clients.sh` (or `npm ci --prefix tests/clients`).
  * Run: `deno test --allow-all --sanitize-ops --sanitize-resources tests/clients/`.
- * How each CLI is aimed at the gateway: docs/real-clients.md (see also tests/clients/README.md).
+ * How each CLI is aimed at the gateway: tests/clients/README.md.
  */
 import assert from "node:assert/strict";
 import type { RouteConfig } from "../../src/config.ts";
