@@ -1,5 +1,5 @@
 /** Wire-format conventions that more than one codec follows, each defined once. */
-import { badRequest, errorBody, GatewayError, kindForStatus } from "../src/errors.ts";
+import { badRequest, errorBody, GatewayError } from "../src/errors.ts";
 import type * as ir from "../src/ir.ts";
 import { carrySignature } from "../src/signature.ts";
 
@@ -114,7 +114,7 @@ export function streamErrorBody(
   dialect: Parameters<typeof errorBody>[0],
   e: Extract<ir.StreamEvent, { type: "error" }>,
 ): unknown {
-  return errorBody(dialect, new GatewayError(e.status, kindForStatus(e.status), e.message));
+  return errorBody(dialect, new GatewayError(e.status, e.kind, e.message));
 }
 
 // ---- errors ----

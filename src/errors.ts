@@ -82,6 +82,9 @@ const OPENAI_CODE: Partial<Record<ErrorKind, string>> = {
   upstream_interrupted: "upstream_interrupted",
 };
 
+/** An OpenAI error `code` for a kind (its type where OpenAI has no code): stream error events. */
+export const openAiErrorCode = (kind: ErrorKind): string => OPENAI_CODE[kind] ?? OPENAI_TYPE[kind];
+
 const ANTHROPIC_TYPE: Record<ErrorKind, string> = {
   invalid_request: "invalid_request_error",
   authentication: "authentication_error",

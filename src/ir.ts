@@ -4,6 +4,7 @@
  * another format cannot express rides in `extensions` so it survives a round trip back to
  * the vendor it came from.
  */
+import type { ErrorKind } from "./errors.ts";
 
 /** The four upstream APIs a provider can speak (config `providers[].api`). */
 export type Api = "chat" | "responses" | "messages" | "generate-content";
@@ -322,4 +323,5 @@ export type StreamEvent =
   | { type: "part_stop"; index: number }
   | { type: "usage"; usage: Usage }
   | { type: "finish"; reason: FinishReason; stopSequence?: string; usage?: Usage }
-  | { type: "error"; status: number; errorType: string; message: string };
+  /** `kind` is the closed, vendor-neutral vocabulary each codec maps from and to. */
+  | { type: "error"; status: number; kind: ErrorKind; message: string };

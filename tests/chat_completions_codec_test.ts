@@ -426,7 +426,7 @@ Deno.test("decodeStream: no [DONE] means no finish; an error chunk is an error e
   assert.deepEqual(failed.at(-1), {
     type: "error",
     status: 429,
-    errorType: "rate_limit_error",
+    kind: "rate_limit",
     message: "slow down",
   });
 });
@@ -507,7 +507,7 @@ Deno.test("encodeStream: nothing terminal without finish; an error ends with [DO
 
   const failed = await clientStream({ model: "c" }, [
     STREAM[0],
-    { type: "error", status: 529, errorType: "overloaded_error", message: "Overloaded" },
+    { type: "error", status: 529, kind: "overloaded", message: "Overloaded" },
   ]);
   assert.deepEqual(failed.slice(1), [
     {

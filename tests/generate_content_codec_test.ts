@@ -462,7 +462,7 @@ Deno.test("decodeStream: no finish without finishReason; errors become IR errors
   assert.deepEqual(failed, [{
     type: "error",
     status: 503,
-    errorType: "UNAVAILABLE",
+    kind: "overloaded",
     message: "overloaded",
   }]);
 });
@@ -483,7 +483,7 @@ Deno.test("encodeStream: calls go out whole, the last chunk finishes, errors in 
       reason: "tool_calls",
       usage: { inputTokens: 10, outputTokens: 8, reasoningTokens: 3 },
     },
-    { type: "error", status: 529, errorType: "overloaded_error", message: "busy" },
+    { type: "error", status: 529, kind: "overloaded", message: "busy" },
   ];
   const out = (await pipe(events, geminiCodec.encodeStream(CLIENT))).map((e) => {
     assert.equal(e.event, undefined);

@@ -422,7 +422,7 @@ Deno.test("decodeStream: an in-stream error event becomes an IR error", async ()
   assert.deepEqual(events, [{
     type: "error",
     status: 529,
-    errorType: "overloaded",
+    kind: "overloaded",
     message: "Overloaded",
   }]);
 });
@@ -505,7 +505,7 @@ Deno.test("encodeStream: error event in the Anthropic dialect, nothing terminal 
   const events = await pipe<ir.StreamEvent, SseEvent>([
     { type: "start", id: "msg_9", model: "g", created: 1 },
     { type: "part_start", index: 0, part: { type: "text" } },
-    { type: "error", status: 529, errorType: "overloaded", message: "busy" },
+    { type: "error", status: 529, kind: "overloaded", message: "busy" },
   ], codec.encodeStream(CLIENT));
   const last = events.at(-1)!;
   assert.equal(last.event, "error");

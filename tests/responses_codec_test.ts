@@ -400,13 +400,13 @@ Deno.test("encodeStream: no terminal event without finish; errors in the Respons
     "response.content_part.added",
   ]);
   const failed = await pipe(
-    [start, { type: "error", status: 529, errorType: "overloaded_error", message: "Overloaded" }],
+    [start, { type: "error", status: 529, kind: "overloaded", message: "Overloaded" }],
     codec.encodeStream({ model: "m" }),
   );
   assert.deepEqual(JSON.parse(failed[2].data), {
     type: "error",
     sequence_number: 2,
-    code: "overloaded_error",
+    code: "service_unavailable_error",
     message: "Overloaded",
     param: null,
   });
@@ -517,7 +517,7 @@ Deno.test("decodeStream: finish only on the real end; failures become IR errors"
   assert.deepEqual(failed.at(-1), {
     type: "error",
     status: 429,
-    errorType: "rate_limit_exceeded",
+    kind: "rate_limit",
     message: "slow down",
   });
 });

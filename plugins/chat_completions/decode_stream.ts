@@ -3,6 +3,7 @@
  * delta and closes when another kind starts or `finish_reason` arrives. The stream is over
  * only at `data: [DONE]` (after the usage chunk); a `finish_reason` without it is a cut.
  */
+import { kindForStatus } from "../../src/errors.ts";
 import type { DecodeContext, Emit, StreamStep } from "../../src/codec.ts";
 import type * as ir from "../../src/ir.ts";
 import type { SseEvent } from "../../src/sse.ts";
@@ -43,13 +44,13 @@ class ChatStreamDecoder {
     try {
       json = JSON.parse(e.data);
     } catch {
-      return this.#fail(out, 502, "upstream_error", "upstream sent a chunk that is not JSON");
+      return this.#fail(out, 502, "upstream sent a chunk that is not JSON");
     }
     const error = (json as { error?: unknown })?.error;
     if (e.event === "error" || error) return this.#upstreamError(out, error ?? json);
     const parsed = chunkSchema.safeParse(json);
     if (!parsed.success) {
-      return this.#fail(out, 502, "upstream_error", describeIssues(parsed.error).message);
+      return this.#fail(out, 502, describeIssues(parsed.error).message);
     }
     this.#chunk(parsed.data, out);
   }
@@ -108,7 +109,7 @@ class ChatStreamDecoder {
     if (this.#open?.kind !== "tool" || this.#open.toolIndex !== toolIndex) {
       // OpenAI-compatible servers finish one call before the next; a part cannot reopen.
       const message = `tool call ${toolIndex} resumed after another part`;
-      return this.#fail(out, 502, "upstream_error", message);
+      return this.#fail(out, 502, message);
     }
     const signature = readToolCallSignature(call);
     if (signature) out.enqueue({ type: "signature", index, signature });
@@ -159,12 +160,12 @@ class ChatStreamDecoder {
     const e = (error ?? {}) as { message?: unknown; type?: unknown; code?: unknown };
     const type = typeof e.type === "string" ? e.type : "upstream_error";
     const message = typeof e.message === "string" ? e.message : JSON.stringify(error);
-    this.#fail(out, openAiErrorStatus(type, e.code), type, message);
+    this.#fail(out, openAiErrorStatus(type, e.code), message);
   }
 
-  #fail(out: Out, status: number, errorType: string, message: string) {
+  #fail(out: Out, status: number, message: string) {
     this.#ended = true;
-    out.enqueue({ type: "error", status, errorType, message });
+    out.enqueue({ type: "error", status, kind: kindForStatus(status), message });
   }
 }
 

@@ -6,6 +6,7 @@
  * when something else arrives; every `functionCall` arrives whole and becomes start, one
  * arguments delta, stop.
  */
+import { kindForStatus } from "../../src/errors.ts";
 import type * as ir from "../../src/ir.ts";
 import type { DecodeContext } from "../../src/codec.ts";
 import { CUSTOM_INPUT_KEY } from "../shared.ts";
@@ -206,10 +207,11 @@ function blockReason(chunk: Obj): string | undefined {
 }
 
 function decodeError(error: Obj): ir.StreamEvent {
+  const status = typeof error.code === "number" ? error.code : 500;
   return {
     type: "error",
-    status: typeof error.code === "number" ? error.code : 500,
-    errorType: typeof error.status === "string" ? error.status : "INTERNAL",
+    status,
+    kind: kindForStatus(status),
     message: typeof error.message === "string" ? error.message : "upstream error",
   };
 }

@@ -171,7 +171,7 @@ export function decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.Stream
     error(data, emit) {
       const error = (data.error ?? {}) as Obj;
       const { status, kind } = errorFromType(error.type);
-      emit({ type: "error", status, errorType: kind, message: String(error.message ?? "") });
+      emit({ type: "error", status, kind, message: String(error.message ?? "") });
     },
   };
 

@@ -6,6 +6,7 @@
  * item announced only by `output_item.done` (some compatible servers skip the deltas) is
  * emitted whole. `finish` comes only with `response.completed` / `response.incomplete`.
  */
+import { kindForStatus } from "../../src/errors.ts";
 import type { DecodeContext, Emit, StreamStep } from "../../src/codec.ts";
 import type * as ir from "../../src/ir.ts";
 import type { SseEvent } from "../../src/sse.ts";
@@ -230,7 +231,7 @@ class StreamDecoder {
   private error(e: Json, out: Out) {
     const f = failure(e.error ?? e);
     const status = num(e.status) ?? f.status;
-    out.enqueue({ type: "error", status, errorType: f.code, message: f.message });
+    out.enqueue({ type: "error", status, kind: kindForStatus(status), message: f.message });
   }
 }
 

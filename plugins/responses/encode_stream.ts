@@ -5,6 +5,7 @@
  * event carrying the full response (the SDK and Codex take the final output from it). The
  * same events become WebSocket text frames, so everything a client needs is in `data`.
  */
+import { openAiErrorCode } from "../../src/errors.ts";
 import type { ClientContext, Emit, StreamStep } from "../../src/codec.ts";
 import type * as ir from "../../src/ir.ts";
 import { type SseEvent, typedEvent } from "../../src/sse.ts";
@@ -77,7 +78,11 @@ class StreamEncoder {
         return this.finish(e, out);
       case "error":
         this.ended = true;
-        return this.emit(out, "error", { code: e.errorType, message: e.message, param: null });
+        return this.emit(out, "error", {
+          code: openAiErrorCode(e.kind),
+          message: e.message,
+          param: null,
+        });
       default:
         if (!this.ctx.compaction) return this.content(e, out);
         if (e.type === "text_delta") this.summary += e.text;
