@@ -158,7 +158,7 @@ export function errorResponse(dialect: Dialect, err: GatewayError, requestId?: s
 }
 
 /** A short, single-line excerpt of a non-JSON error body (an nginx HTML page, plain text). */
-export function errorExcerpt(text: string, max = 300): string {
+function errorExcerpt(text: string, max = 300): string {
   const plain = text
     .replace(/<(script|style)\b[\s\S]*?<\/\1>/gi, " ")
     .replace(/<[^>]*>/g, " ")

@@ -43,7 +43,7 @@ export function jsonErrorPosition(e: unknown): string {
 }
 
 /** Bodies above this size let other requests run between their costly synchronous steps. */
-export const LARGE_BODY_CHARS = 1024 * 1024;
+const LARGE_BODY_CHARS = 1024 * 1024;
 
 /** Lets the event loop serve others before a large body's next synchronous step. */
 export function yieldIfLarge(chars: number): Promise<void> | undefined {

@@ -178,7 +178,7 @@ function concatAll(chunks: Uint8Array<ArrayBuffer>[], size: number): Uint8Array<
 }
 
 /** Larger JSON answers are refused rather than held in memory. */
-export const MAX_UPSTREAM_JSON_BYTES = 256 * 1024 * 1024;
+const MAX_UPSTREAM_JSON_BYTES = 256 * 1024 * 1024;
 
 /** A 2xx JSON body: checked for its content type, read whole, and parsed (502 if invalid). */
 export async function readUpstreamJson(

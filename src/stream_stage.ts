@@ -19,7 +19,7 @@ const MIN_READ_BYTES = 4 * 1024;
 const MAX_READ_BYTES = 64 * 1024;
 
 /** A single upstream event larger than this ends the stream (it would be held in memory). */
-export const MAX_EVENT_BYTES = 64 * 1024 * 1024;
+const MAX_EVENT_BYTES = 64 * 1024 * 1024;
 
 export interface Timeouts {
   first_byte_ms: number;
