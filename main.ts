@@ -3,8 +3,10 @@
  * serve, reload it on SIGHUP (and in dev mode when the file changes), and drain gracefully on
  * SIGTERM/SIGINT.
  */
+import { PLUGINS } from "./plugins/mod.ts";
+import { codexConfig } from "./plugins/responses/codex.ts";
 import { type Config, ConfigError, stableDevKey } from "./src/config.ts";
-import { codexConfig } from "./src/codex.ts";
+import { Formats } from "./src/formats.ts";
 import { setAccessLogSink } from "./src/log.ts";
 import { serveMetrics } from "./src/metrics.ts";
 import { configLoader, Reloader, watchConfigFile } from "./src/reload.ts";
@@ -29,7 +31,9 @@ async function main() {
   const dev = Deno.args.includes("--dev");
   // The dev key is printed last, after the listening line, where a newcomer looks.
   const devKey = dev && !path && !env("GATEWAY_API_KEYS") ? stableDevKey(DEV_KEY_FILE) : undefined;
-  const loadConfig = configLoader({ path, dev, env, devKey });
+  // The formats served: the core knows them only through these plugins.
+  const formats = new Formats(PLUGINS);
+  const loadConfig = configLoader({ formats, path, dev, env, devKey });
   let config: Config;
   try {
     config = loadConfig();
@@ -53,7 +57,7 @@ async function main() {
     Deno.exit(0);
   }
   if (env("GATEWAY_ACCESS_LOG") === "off") setAccessLogSink(() => {});
-  const gw = await createGateway(config);
+  const gw = await createGateway(config, formats);
   // Its own listener: Kong routes the gateway's port only, so /metrics never reaches clients.
   let metrics: Deno.HttpServer | undefined;
   if (config.metrics) {

@@ -8,7 +8,7 @@
  */
 import { createGateway, createHandler } from "../src/server.ts";
 import { setAccessLogSink } from "../src/log.ts";
-import { KEY, mockConfig } from "../tests/helpers.ts";
+import { FORMATS, KEY, mockConfig } from "../tests/helpers.ts";
 
 const [model = "msg-text", count = "200000"] = Deno.args;
 setAccessLogSink(() => {});
@@ -26,7 +26,7 @@ const mock = new Deno.Command(Deno.execPath(), {
 const upstream = (await mock.stdout.pipeThrough(new TextDecoderStream()).getReader().read())
   .value!.trim();
 
-const gw = await createGateway(await mockConfig(upstream));
+const gw = await createGateway(await mockConfig(upstream), FORMATS);
 const server = Deno.serve({ port: 0, onListen() {} }, createHandler(gw));
 const n = Number(count);
 const text = "x".repeat(Math.floor(29e6 / n) - 40);

@@ -1,5 +1,6 @@
 /** Wire-format conventions that more than one codec follows, each defined once. */
-import { badRequest, errorBody, GatewayError } from "../src/errors.ts";
+import { badRequest, GatewayError } from "../src/errors.ts";
+import type { Dialect } from "../src/format.ts";
 import type * as ir from "../src/ir.ts";
 import { carrySignature } from "../src/signature.ts";
 
@@ -97,6 +98,14 @@ export function readMarked(marker: Marker, sig: ir.Signature): ir.Signature | un
   return { family: sig.family, value: sig.value.slice(marker.length) };
 }
 
+// ---- clients ----
+
+/** The `Authorization: Bearer` token of a request. */
+export function bearer(headers: Headers): string | undefined {
+  const m = headers.get("authorization")?.match(/^Bearer\s+(.+)$/i);
+  return m?.[1].trim();
+}
+
 // ---- streams ----
 
 /** An SSE event's JSON object; undefined for anything else (keep-alive noise, `null`). */
@@ -111,10 +120,10 @@ export function jsonObjectOf(data: string): Record<string, unknown> | undefined 
 
 /** An IR stream error as the body of the client dialect's error object. */
 export function streamErrorBody(
-  dialect: Parameters<typeof errorBody>[0],
+  dialect: Dialect,
   e: Extract<ir.StreamEvent, { type: "error" }>,
 ): unknown {
-  return errorBody(dialect, new GatewayError(e.status, e.kind, e.message));
+  return dialect.errorBody(new GatewayError(e.status, e.kind, e.message));
 }
 
 // ---- errors ----

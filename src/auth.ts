@@ -4,8 +4,8 @@
  */
 import { createHash } from "node:crypto";
 import type { Config } from "./config.ts";
-import type { Dialect } from "./endpoints.ts";
-import { badRequest, GatewayError } from "./errors.ts";
+import { GatewayError } from "./errors.ts";
+import type { Dialect } from "./format.ts";
 
 interface StoredKey {
   name: string;
@@ -48,47 +48,26 @@ export class KeyStore {
   }
 }
 
-function bearer(headers: Headers): string | undefined {
-  const m = headers.get("authorization")?.match(/^Bearer\s+(.+)$/i);
-  return m?.[1].trim();
-}
-
-/** Where each dialect's clients put their key (as the real SDKs send it; tests/sdk/ drives them). */
-export function presentedKey(dialect: Dialect, req: Request, url: URL): string | undefined {
-  const h = req.headers;
-  switch (dialect) {
-    case "openai":
-      return bearer(h);
-    case "anthropic":
-      return h.get("x-api-key") ?? bearer(h);
-    case "google":
-      if (url.searchParams.has("key")) {
-        throw badRequest(
-          "API keys in the ?key= query parameter are not accepted (URLs end up in logs); " +
-            "send the key in the x-goog-api-key header",
-          "key",
-        );
-      }
-      return h.get("x-goog-api-key") ?? h.get("x-vendor2-api-key") ?? undefined;
+/** The key presented where any of `dialects` puts it (a path formats share accepts each). */
+function presentedKey(dialects: readonly Dialect[], req: Request, url: URL): string | undefined {
+  for (const d of dialects) {
+    const key = d.presentedKey(req, url);
+    if (key) return key;
   }
+  return undefined;
 }
-
-const KEY_HINT: Record<Dialect, string> = {
-  openai: "Authorization: Bearer <key>",
-  anthropic: "x-api-key: <key> (or Authorization: Bearer <key>)",
-  google: "x-goog-api-key: <key>",
-};
 
 /** Authenticates a request; returns the client key's name or throws a 401. */
 export function authenticate(
   store: KeyStore,
-  dialect: Dialect,
+  dialects: readonly Dialect[],
   req: Request,
   url: URL,
 ): string {
-  const key = presentedKey(dialect, req, url);
+  const key = presentedKey(dialects, req, url);
   if (!key) {
-    throw new GatewayError(401, "authentication", `missing API key: send ${KEY_HINT[dialect]}`);
+    const hint = dialects.map((d) => d.keyHint).join(", or ");
+    throw new GatewayError(401, "authentication", `missing API key: send ${hint}`);
   }
   const name = store.match(key);
   if (!name) throw new GatewayError(401, "authentication", "invalid API key");

@@ -4,13 +4,10 @@
  */
 import { z } from "zod";
 import { parse as parseYaml } from "yaml";
-import { unsafeSegmentReason } from "./model_segment.ts";
+import { DEMO_API, type Formats } from "./formats.ts";
 import { isAddressOrCidr } from "./trusted_proxies.ts";
 import { globToRegExp } from "./router.ts";
 import { formatPath } from "./validate.ts";
-
-export const PROVIDER_APIS = ["chat", "responses", "messages", "generate-content", "demo"] as const;
-export type ProviderApi = typeof PROVIDER_APIS[number];
 
 const timeoutsSchema = z.strictObject({
   /** Until an upstream WebSocket is open (connect + handshake). */
@@ -52,7 +49,8 @@ function keysFromFile(
 
 const providerSchema = z.strictObject({
   name: z.string().min(1),
-  api: z.enum(PROVIDER_APIS),
+  /** A format plugin's id (checked against the plugins by checkFormats), or `demo`. */
+  api: z.string().min(1),
   base_url: z.url({ protocol: /^https?$/ }).optional(),
   api_key: z.string().optional(),
   /** A file holding the key instead (read at every load: the way to rotate it). */
@@ -227,7 +225,7 @@ interface Issue {
 }
 
 /**
- * Cross-references (route → provider, passthrough → api) checked on the raw document, so they
+ * Cross-references (route → provider, catalog → route) checked on the raw document, so they
  * are reported together with type errors elsewhere in the file.
  */
 function crossCheck(doc: unknown): Issue[] {
@@ -241,7 +239,7 @@ function crossCheck(doc: unknown): Issue[] {
       issues.push({ path: ["providers", i, "name"], message: `duplicate provider "${p.name}"` });
     }
     byName.set(p?.name, p ?? {});
-    if (p?.api !== "demo" && PROVIDER_APIS.includes(p?.api) && !p?.base_url) {
+    if (typeof p?.api === "string" && p.api !== DEMO_API && !p?.base_url) {
       issues.push({ path: ["providers", i, "base_url"], message: `required for api ${p.api}` });
     }
     if (p?.api_key !== undefined && p?.api_keys !== undefined) {
@@ -254,33 +252,10 @@ function crossCheck(doc: unknown): Issue[] {
       issues.push({ path: ["routes", i], message: "expected exactly one of provider or targets" });
       return;
     }
-    const apis = new Set<unknown>();
     for (const t of targets) {
-      const provider = byName.get(t.provider);
-      apis.add(provider?.api);
-      if (!provider) {
+      if (!byName.has(t.provider)) {
         issues.push({ path: t.path("provider"), message: `unknown provider "${t.provider}"` });
-      } else if (
-        provider.api === "generate-content" && typeof t.model === "string" &&
-        unsafeSegmentReason(t.model, true)
-      ) {
-        issues.push({
-          path: t.path("model"),
-          message: `cannot be sent in a Gemini URL: ${unsafeSegmentReason(t.model, true)}`,
-        });
       }
-    }
-    if (r.passthrough === true && byName.has(targets[0]?.provider) && !apis.has("responses")) {
-      issues.push({
-        path: ["routes", i, "passthrough"],
-        message: targets.length > 1
-          ? `needs an api: responses target (none of ${
-            targets.map((t) => t.provider).join(", ")
-          } is)`
-          : `allowed only on api: responses providers ("${targets[0].provider}" is api ${
-            [...apis][0]
-          })`,
-      });
     }
   });
   const catalog = Array.isArray((d as { catalog?: unknown }).catalog)
@@ -365,8 +340,49 @@ export function validateConfig(doc: unknown): Config {
   const result = configSchema.safeParse(doc);
   const issues: Issue[] = [...(result.error?.issues ?? []), ...crossCheck(doc)];
   if (result.success && issues.length === 0) return result.data;
+  throw invalid(issues);
+}
+
+function invalid(issues: Issue[]): ConfigError {
   const lines = issues.map((i) => `${formatPath(i.path) || "config"}: ${i.message}`);
-  throw new ConfigError(`invalid config:\n  ${lines.join("\n  ")}`);
+  return new ConfigError(`invalid config:\n  ${lines.join("\n  ")}`);
+}
+
+/**
+ * What only the format plugins can judge: that each provider's api is one of theirs, that a
+ * target's model can be sent to its format, and where routes may set `passthrough`.
+ */
+export function checkFormats(config: Config, formats: Formats): void {
+  const issues: Issue[] = [];
+  const apiOf = new Map(config.providers.map((p) => [p.name, p.api]));
+  config.providers.forEach((p, i) => {
+    if (!formats.ids.includes(p.api)) {
+      issues.push({
+        path: ["providers", i, "api"],
+        message: `unknown api "${p.api}" (one of ${formats.ids.join(", ")})`,
+      });
+    }
+  });
+  config.routes.forEach((r, i) => {
+    const targets = r.targets ?? [{ provider: r.provider!, model: undefined }];
+    targets.forEach((t, j) => {
+      const model = t.model ?? r.model;
+      const why = model && formats.upstream(apiOf.get(t.provider)!)?.unsafeModel?.(model);
+      const at = r.targets ? ["routes", i, "targets", j] : ["routes", i];
+      if (why) issues.push({ path: [...at, "model"], message: why });
+    });
+    const apis = targets.map((t) => apiOf.get(t.provider)!);
+    if (r.passthrough && !apis.some((api) => formats.get(api)?.passthroughRoutes)) {
+      const allowed = formats.plugins.filter((p) => p.passthroughRoutes).map((p) => p.id);
+      issues.push({
+        path: ["routes", i, "passthrough"],
+        message: `allowed only on routes with an api: ${allowed.join(" or ")} target (${
+          targets.map((t, j) => `"${t.provider}" is api ${apis[j]}`).join(", ")
+        })`,
+      });
+    }
+  });
+  if (issues.length) throw invalid(issues);
 }
 
 export function parseConfigText(
@@ -384,32 +400,6 @@ export function parseConfigText(
   return validateConfig(substituteEnv(doc, env));
 }
 
-/** The vendors the default config wires up when their key is in the environment. */
-export const DEFAULT_VENDORS = [
-  {
-    env: "OPENAI",
-    name: "openai",
-    api: "responses",
-    base_url: "https://api.openai.com/v1",
-    models: ["gpt-*", "o*", "codex-*"],
-    passthrough: true,
-  },
-  {
-    env: "ANTHROPIC",
-    name: "anthropic",
-    api: "messages",
-    base_url: "https://api.anthropic.com",
-    models: ["claude-*"],
-  },
-  {
-    env: "GEMINI",
-    name: "gemini",
-    api: "generate-content",
-    base_url: "https://generativelanguage.googleapis.com",
-    models: ["gemini-*"],
-  },
-] as const;
-
 /**
  * The built-in default: client keys from GATEWAY_API_KEYS, a provider and route for each
  * vendor key present, and the local `demo` provider (route `demo-*`) that needs no network.
@@ -418,6 +408,7 @@ export const DEFAULT_VENDORS = [
  */
 export function defaultConfig(
   env: (name: string) => string | undefined,
+  formats: Formats,
   opts: { dev?: boolean; devKey?: string; onGeneratedKey?: (key: string) => void } = {},
 ): Config {
   let keys = (env("GATEWAY_API_KEYS") ?? "").split(",").map((k) => k.trim()).filter(Boolean);
@@ -434,14 +425,14 @@ export function defaultConfig(
       "no client keys: set GATEWAY_API_KEYS (comma list), or pass --config, or run `deno task dev`",
     );
   }
-  const vendors = DEFAULT_VENDORS.filter((v) => env(`${v.env}_API_KEY`));
+  const vendors = formats.vendors.filter((v) => env(`${v.env}_API_KEY`));
   return validateConfig({
     listen: { hostname: "127.0.0.1", port: 8080 },
     keys: keys.map((key, i) => ({ name: `key-${i + 1}`, key })),
     providers: [
       ...vendors.map((v) => ({
         name: v.name,
-        api: v.api,
+        api: formats.vendorApi(v),
         base_url: env(`${v.env}_BASE_URL`) ?? v.base_url,
         api_key: env(`${v.env}_API_KEY`),
       })),
@@ -451,7 +442,7 @@ export function defaultConfig(
       ...vendors.map((v) => ({
         models: [...v.models],
         provider: v.name,
-        passthrough: "passthrough" in v,
+        passthrough: v.passthrough === true,
       })),
       { models: ["demo-*"], provider: "demo" },
     ],

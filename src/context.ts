@@ -1,7 +1,8 @@
 /** What a request handler gets: the gateway's shared state and this request's own. */
 import type { KeyStore } from "./auth.ts";
 import type { Config } from "./config.ts";
-import type { Dialect } from "./endpoints.ts";
+import type { Dialect } from "./format.ts";
+import type { Formats } from "./formats.ts";
 import type { Metrics } from "./metrics.ts";
 import type { Router } from "./router.ts";
 import type { ResponseStore } from "./store.ts";
@@ -15,6 +16,8 @@ import type { TrustedProxies } from "./trusted_proxies.ts";
  */
 export interface Gateway {
   config: Config;
+  /** The format plugins main.ts handed over: endpoints, dialects, codecs, upstream rules. */
+  formats: Formats;
   router: Router;
   keys: KeyStore;
   /** Stored Responses (previous_response_id, GET /v1/responses/{id}). */

@@ -1,8 +1,8 @@
 /**
- * One error model, three envelopes. Code throws `GatewayError`; the server renders it in the
- * dialect of the path the client called (OpenAI, Anthropic or Google shape).
+ * One error model; each format plugin's dialect renders it in its own envelope. Code throws
+ * `GatewayError`; the server renders it in the dialect of the path the client called.
  */
-import type { Dialect } from "./endpoints.ts";
+import type { Dialect } from "./format.ts";
 
 /** Vendor-neutral error kinds; each dialect names them its own way. */
 export type ErrorKind =
@@ -23,11 +23,11 @@ export class GatewayError extends Error {
     readonly status: number,
     readonly kind: ErrorKind,
     message: string,
-    /** The request field at fault, when there is one (OpenAI `param`). */
+    /** The request field at fault, when there is one. */
     readonly param?: string,
     /** Provider headers worth relaying with the error (retry hints). */
     readonly headers?: Headers,
-    /** OpenAI `code` when it is more specific than the kind's (`previous_response_not_found`). */
+    /** A code more specific than the kind (`previous_response_not_found`), for dialects that carry one. */
     readonly code?: string,
   ) {
     super(message);
@@ -61,98 +61,10 @@ export function kindForStatus(status: number): ErrorKind {
   return KIND_BY_STATUS[status] ?? (status >= 500 ? "upstream" : "invalid_request");
 }
 
-const OPENAI_TYPE: Record<ErrorKind, string> = {
-  invalid_request: "invalid_request_error",
-  authentication: "invalid_request_error",
-  permission: "permission_error",
-  not_found: "invalid_request_error",
-  model_not_found: "invalid_request_error",
-  request_too_large: "invalid_request_error",
-  rate_limit: "rate_limit_error",
-  upstream: "server_error",
-  overloaded: "service_unavailable_error",
-  timeout: "timeout_error",
-  upstream_interrupted: "upstream_interrupted",
-};
-
-const OPENAI_CODE: Partial<Record<ErrorKind, string>> = {
-  authentication: "invalid_api_key",
-  model_not_found: "model_not_found",
-  rate_limit: "rate_limit_exceeded",
-  upstream_interrupted: "upstream_interrupted",
-};
-
-/** An OpenAI error `code` for a kind (its type where OpenAI has no code): stream error events. */
-export const openAiErrorCode = (kind: ErrorKind): string => OPENAI_CODE[kind] ?? OPENAI_TYPE[kind];
-
-const ANTHROPIC_TYPE: Record<ErrorKind, string> = {
-  invalid_request: "invalid_request_error",
-  authentication: "authentication_error",
-  permission: "permission_error",
-  not_found: "not_found_error",
-  model_not_found: "not_found_error",
-  request_too_large: "request_too_large",
-  rate_limit: "rate_limit_error",
-  upstream: "api_error",
-  overloaded: "overloaded_error",
-  timeout: "timeout_error",
-  upstream_interrupted: "upstream_interrupted",
-};
-
-const GOOGLE_STATUS: Record<ErrorKind, string> = {
-  invalid_request: "INVALID_ARGUMENT",
-  authentication: "UNAUTHENTICATED",
-  permission: "PERMISSION_DENIED",
-  not_found: "NOT_FOUND",
-  model_not_found: "NOT_FOUND",
-  request_too_large: "INVALID_ARGUMENT",
-  rate_limit: "RESOURCE_EXHAUSTED",
-  upstream: "INTERNAL",
-  overloaded: "UNAVAILABLE",
-  timeout: "DEADLINE_EXCEEDED",
-  upstream_interrupted: "UNAVAILABLE",
-};
-
-/**
- * Statuses a client SDK must see. Anthropic's 529 is unknown to OpenAI and Google SDKs
- * (js-genai does not retry it), so it becomes 503 outside the Anthropic dialect.
- */
-export function statusFor(dialect: Dialect, status: number): number {
-  return status === 529 && dialect !== "anthropic" ? 503 : status;
-}
-
-/** The JSON error body of `dialect` for an error. */
-export function errorBody(dialect: Dialect, err: GatewayError, requestId?: string): unknown {
-  switch (dialect) {
-    case "openai":
-      return {
-        error: {
-          message: err.message,
-          type: OPENAI_TYPE[err.kind],
-          param: err.param ?? null,
-          code: err.code ?? OPENAI_CODE[err.kind] ?? null,
-        },
-      };
-    case "anthropic":
-      return {
-        type: "error",
-        error: { type: ANTHROPIC_TYPE[err.kind], message: err.message },
-        ...(requestId ? { request_id: requestId } : {}),
-      };
-    case "google":
-      return {
-        error: {
-          code: statusFor("google", err.status),
-          message: err.message,
-          status: GOOGLE_STATUS[err.kind],
-        },
-      };
-  }
-}
-
+/** The error response of `dialect` for an error, with the status its SDKs must see. */
 export function errorResponse(dialect: Dialect, err: GatewayError, requestId?: string): Response {
-  return Response.json(errorBody(dialect, err, requestId), {
-    status: statusFor(dialect, err.status),
+  return Response.json(dialect.errorBody(err, requestId), {
+    status: dialect.status?.(err.status) ?? err.status,
     headers: err.headers,
   });
 }
@@ -168,18 +80,24 @@ function errorExcerpt(text: string, max = 300): string {
 }
 
 /**
- * Reads a provider's error body (any of the three envelopes, or plain text and HTML) into a
+ * Reads a provider's error body (an `error.message` envelope, or plain text and HTML) into a
  * GatewayError with the provider's status, for re-wrapping in the client's dialect. The text
  * must already be scrubbed of provider keys.
  */
-export function fromProviderError(status: number, text: string, headers?: Headers): GatewayError {
+export function fromProviderError(
+  status: number,
+  text: string,
+  headers?: Headers,
+  /** The format's own reading of its error body (a kind its status does not say). */
+  kindOf?: (body: Record<string, unknown>) => ErrorKind | undefined,
+): GatewayError {
   let kind = kindForStatus(status);
   let message: string | undefined;
   try {
     const body = JSON.parse(text);
     const e = body?.error;
     if (e && typeof e.message === "string") message = e.message.slice(0, 2000);
-    if (e?.type === "overloaded_error") kind = "overloaded";
+    if (body && typeof body === "object") kind = kindOf?.(body) ?? kind;
   } catch {
     // not JSON: an excerpt of the text below
   }

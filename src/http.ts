@@ -75,43 +75,6 @@ export function pickHeaders(from: Headers, allow: readonly string[]): Headers {
   return out;
 }
 
-/** Client headers worth forwarding on passthrough routes (never credentials). */
-export const FORWARD_REQUEST_HEADERS = [
-  "user-agent",
-  "anthropic-beta",
-  "anthropic-version",
-  "openai-beta",
-  "originator",
-  "session_id",
-  "session-id",
-  "thread-id",
-  "version",
-  "idempotency-key",
-  "x-client-request-id",
-  "x-codex-",
-  "x-openai-subagent",
-  "x-stainless-",
-  "x-goog-api-client",
-] as const;
-
-/** Provider response headers relayed to clients (request ids, rate limits, retry hints). */
-export const RELAY_RESPONSE_HEADERS = [
-  "content-type",
-  "request-id",
-  "x-request-id",
-  "openai-processing-ms",
-  "openai-version",
-  "openai-model",
-  "retry-after",
-  "retry-after-ms",
-  "x-should-retry",
-  "x-ratelimit-",
-  "anthropic-ratelimit-",
-  "x-codex-",
-  "x-models-etag",
-  "x-reasoning-included",
-] as const;
-
 export const RETRY_HEADERS = ["retry-after", "retry-after-ms", "x-should-retry"] as const;
 
 export const STREAM_HEADERS = {

@@ -1,23 +1,19 @@
 /**
  * The hub: one intermediate representation every wire format decodes into and encodes from.
- * It is a superset of the four formats, not any one vendor's shape. Vendor-only data that
+ * It is a superset of the formats, not any one vendor's shape. Vendor-only data that
  * another format cannot express rides in `extensions` so it survives a round trip back to
  * the vendor it came from.
  */
 import type { ErrorKind } from "./errors.ts";
 
-/** The four upstream APIs a provider can speak (config `providers[].api`). */
-export type Api = "chat" | "responses" | "messages" | "generate-content";
+/** A format plugin's id, the `api:` of the providers that speak it (src/format.ts). */
+export type Api = string;
 
-/** Model families: thinking/thought signatures are only valid inside their own family. */
-export type Family = "openai" | "anthropic" | "gemini";
-
-export const API_FAMILY: Record<Api, Family> = {
-  chat: "openai",
-  responses: "openai",
-  messages: "anthropic",
-  "generate-content": "gemini",
-};
+/**
+ * Who issued a signature or encrypted reasoning (a plugin's `family`): only that family can
+ * read it back, so it is carried through other formats marked with its family.
+ */
+export type Family = string;
 
 /** Vendor-only fields kept opaque (e.g. Anthropic `cache_control`). */
 export interface Extensions {

@@ -3,8 +3,8 @@
  * their Prometheus names, and the gateway's own counters and gauges. One observer of the
  * request traces feeds them; `GET /metrics` on a listener of its own exposes them.
  */
-import type { MetricsConfig, ProviderApi } from "./config.ts";
-import type { EndpointName } from "./endpoints.ts";
+import type { MetricsConfig } from "./config.ts";
+import { DEMO_API } from "./formats.ts";
 import type { ErrorKind } from "./errors.ts";
 import type { Observer, Trace } from "./trace.ts";
 
@@ -180,27 +180,10 @@ const SECONDS_BUCKETS = [
   81.92,
 ];
 
-/** `gen_ai.provider.name` of each provider API (the demo provider is the gateway's own). */
-export const genAiProvider = (api: ProviderApi) => GEN_AI_PROVIDER[api];
-const GEN_AI_PROVIDER: Record<ProviderApi, string> = {
-  chat: "openai",
-  responses: "openai",
-  messages: "anthropic",
-  "generate-content": "gcp.gemini",
-  demo: "gateway.demo",
-};
-
-/** `gen_ai.operation.name` of the generation endpoints; other endpoints are not GenAI calls. */
-export const genAiOperation = (endpoint: EndpointName | "unknown") => GEN_AI_OPERATION[endpoint];
-const GEN_AI_OPERATION: Partial<Record<EndpointName | "unknown", string>> = {
-  chat: "chat",
-  responses: "chat",
-  responses_ws: "chat",
-  messages: "chat",
-  generate_content: "generate_content",
-  responses_compact: "compact",
-  count_tokens: "count_tokens",
-};
+/** `gen_ai.provider.name` of each provider api: its plugin's `system`; the demo is ours. */
+export type GenAiSystems = Readonly<Record<string, string>>;
+export const genAiProvider = (systems: GenAiSystems, api: string) =>
+  systems[api] ?? (api === DEMO_API ? "gateway.demo" : api);
 
 /** What happened to a trace's upstream call (`gateway_upstream_attempts_total`). */
 function attemptOutcome(t: Trace): string {
@@ -271,7 +254,10 @@ export class Metrics implements Observer {
   /** Traces counted in a gauge, so `ended` takes back exactly what `firstByte` added. */
   private readonly active = new WeakMap<Trace, Gauge>();
 
-  constructor(opts: { maxLabelValues?: number } = {}) {
+  private readonly systems: GenAiSystems;
+
+  constructor(opts: { maxLabelValues?: number; systems?: GenAiSystems } = {}) {
+    this.systems = opts.systems ?? {};
     this.models = new BoundedValues(opts.maxLabelValues ?? 1000);
   }
 
@@ -296,9 +282,9 @@ export class Metrics implements Observer {
     this.requests.add([t.endpoint, t.routeName ?? "", provider, String(status), t.mode ?? ""]);
     if (t.attempts > 0) this.attempts.add([provider, attemptOutcome(t)]);
     if (t.interrupted) this.interruptions.add([provider, t.dialect]);
-    const operation = genAiOperation(t.endpoint);
+    const operation = t.operation;
     if (!operation || !t.api || t.upgrade) return;
-    const genAi = [operation, genAiProvider(t.api), model];
+    const genAi = [operation, genAiProvider(this.systems, t.api), model];
     const failed = status >= 400 || t.interrupted;
     const errorType = failed ? t.errorKind ?? String(status) : "";
     this.duration.observe([...genAi, errorType], (t.durationMs ?? 0) / 1000);

@@ -3,7 +3,7 @@
  * opens for each request gets the GenAI attributes, and loses a `?key=` value from its URL
  * attributes. Without OTEL_DENO there is no active span and all of this does nothing.
  */
-import { genAiOperation, genAiProvider } from "./metrics.ts";
+import { genAiProvider, type GenAiSystems } from "./metrics.ts";
 import type { Observer, Trace } from "./trace.ts";
 
 /** Where `@opentelemetry/api` keeps the span in a context (Deno's context manager shares it). */
@@ -32,17 +32,17 @@ export function redactSpanUrl(url: URL): void {
 }
 
 /** Puts the GenAI attributes of each request on its span (OpenTelemetry's GenAI names). */
-export function spanAttributes(): Observer {
+export function spanAttributes(systems: GenAiSystems): Observer {
   // Taken while the request's handler runs: a stream's later events happen outside it.
   const spans = new WeakMap<Trace, Span>();
   return {
     routed(t) {
       const span = activeSpan();
-      const operation = genAiOperation(t.endpoint);
+      const operation = t.operation;
       if (!span || !operation || !t.api) return;
       spans.set(t, span);
       span.setAttribute("gen_ai.operation.name", operation);
-      span.setAttribute("gen_ai.provider.name", genAiProvider(t.api));
+      span.setAttribute("gen_ai.provider.name", genAiProvider(systems, t.api));
       if (t.model) span.setAttribute("gen_ai.request.model", t.model);
     },
     usage(t) {

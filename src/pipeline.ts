@@ -3,25 +3,18 @@
  * = provider API) or convert through the IR (decode → encode upstream → decode upstream →
  * encode for the client), streams included.
  */
-import { CODECS } from "../plugins/registry.ts";
 import type { ClientContext, Codec, DecodeContext, StreamStep } from "./codec.ts";
 import type { RequestContext } from "./context.ts";
 import { demoResponse, demoStream } from "./demo.ts";
-import {
-  FORWARD_REQUEST_HEADERS,
-  type JsonBody,
-  pickHeaders,
-  RELAY_RESPONSE_HEADERS,
-  STREAM_HEADERS,
-  yieldIfLarge,
-} from "./http.ts";
+import { type JsonBody, pickHeaders, STREAM_HEADERS, yieldIfLarge } from "./http.ts";
 import type * as ir from "./ir.ts";
-import { API_FAMILY } from "./ir.ts";
 import { errorResponse, fromProviderError } from "./errors.ts";
+import type { UpstreamSpec } from "./format.ts";
+import { DEMO_API } from "./formats.ts";
 import {
   callUpstream,
   checkContentType,
-  interruptionEvent,
+  JSON_TYPE,
   readErrorText,
   readUpstreamJson,
   sseEnd,
@@ -62,10 +55,15 @@ export interface Generation {
   checkRoute?: (r: Resolved) => void;
   /** Build the response through the IR even when the provider speaks the client's format. */
   convert?: boolean;
-  /** Passthrough upstream path when it is not `ingress.path()` (Gemini JSON-array streams). */
+  /** Passthrough upstream path when it is not `ingress.path()` (a stream in another framing). */
   passthroughPath?: (upstreamModel: string) => string;
-  /** The client stream's framing when it is not SSE (Gemini without `alt=sse`). */
+  /** The client stream's framing when it is not SSE (and the relayed upstream's alike). */
   framing?: Framing;
+  /**
+   * Why the request must be relayed to providers of the client's format (state only they
+   * keep, such as a previous response id); absent: it may convert.
+   */
+  providerState?: string;
   /** Extra client-encoder context from the endpoint (e.g. chat `streamUsage`). */
   client?: Omit<ClientContext, "model">;
 }
@@ -80,7 +78,7 @@ export async function generate(ctx: RequestContext, g: Generation): Promise<Resp
   const r = resolveRoute(ctx, g.model);
   g.checkRoute?.(r);
   const relays = (t: Pick<Resolved, "provider">) => t.provider.api === g.ingress.api && !g.convert;
-  if (providerState(g) || r.targets.every(relays)) {
+  if (g.providerState || r.targets.every(relays)) {
     return await passthrough(ctx, g, r);
   }
   // Decoded once, before any target: the client's own mistakes are nobody's to retry.
@@ -93,12 +91,10 @@ export async function generate(ctx: RequestContext, g: Generation): Promise<Resp
   return await answering(
     ctx,
     failover(ctx, r, {
-      ...familyBound(r, req),
+      ...familyBound(ctx, r, req),
       run: async (t, key, last) => {
         if (relays(t)) return await relayAttempt(ctx, g, t, key, last);
-        if (t.provider.api !== "demo") {
-          return await convert(ctx, g, client, t, key, last, CODECS[t.provider.api], req);
-        }
+        if (t.provider.api !== DEMO_API) return await convert(ctx, g, client, t, key, last, req);
         ctx.trace.routed("local");
         const id = idFor(ctx);
         const now = nowSeconds();
@@ -115,10 +111,13 @@ export async function generate(ctx: RequestContext, g: Generation): Promise<Resp
  * conversation stays on the route's targets of that family (if it has any; a route that
  * converts on purpose keeps converting).
  */
-function familyBound(r: Resolved, req: ir.Request): Pick<Attempt<unknown>, "eligible" | "bound"> {
+function familyBound(
+  ctx: RequestContext,
+  r: Resolved,
+  req: ir.Request,
+): Pick<Attempt<unknown>, "eligible" | "bound"> {
   const family = boundFamily(req);
-  const familyOf = (t: Pick<Resolved, "provider">) =>
-    t.provider.api === "demo" ? undefined : API_FAMILY[t.provider.api];
+  const familyOf = (t: Pick<Resolved, "provider">) => ctx.gw.formats.family(t.provider.api);
   if (!family || !r.targets.some((t) => familyOf(t) === family)) return {};
   return {
     eligible: (t) => familyOf(t) === family,
@@ -146,20 +145,14 @@ export interface OtherEndpoint {
   usage(json: Record<string, unknown>): ir.Usage | undefined;
 }
 
-/** A relayed Responses request that needs state only its provider keeps. */
-function providerState(g: Relayed & { convert?: boolean }): boolean {
-  const json = g.body.json;
-  return g.ingress.api === "responses" && !g.convert &&
-    (json.previous_response_id != null ||
-      (Array.isArray(json.input) && json.input.some((i) => i?.type === "compaction")));
-}
-
-type Relayed = Pick<Generation, "ingress" | "body" | "stream" | "passthroughPath" | "framing">;
+type Relayed = Pick<
+  Generation,
+  "ingress" | "body" | "stream" | "passthroughPath" | "framing" | "providerState"
+>;
 
 /**
  * Same format on both sides: bytes in, bytes out; only the model may be renamed. Fails over
- * among the route's targets of the same API. Provider-kept state (`previous_response_id`, a
- * provider's compaction items) stays with the Responses targets.
+ * among the route's targets of the same API (provider-kept state stays with them too).
  */
 export async function passthrough(
   ctx: RequestContext,
@@ -174,9 +167,7 @@ export async function passthrough(
     failover(ctx, r, {
       run: (t, key, last) => relayAttempt(ctx, g, t, key, last, other),
       eligible: (t) => t.provider.api === api,
-      bound: providerState(g)
-        ? "previous_response_id and compaction items are state kept by a Responses provider"
-        : `the request is relayed as is to ${api} providers`,
+      bound: g.providerState ?? `the request is relayed as is to ${api} providers`,
     }),
   );
 }
@@ -205,29 +196,33 @@ async function relayAttempt(
     g.ingress.path(r.upstreamModel, g.stream);
   const { json, raw } = g.body;
   const renamed = r.upstreamModel !== r.requested && typeof json.model === "string";
+  const { formats } = ctx.gw;
+  const api = r.provider.api;
+  const spec = formats.upstream(api)!;
   ctx.trace.routed("relay");
   ctx.trace.attempt();
   const up = await callUpstream({
     provider: r.provider,
+    spec,
     key: key?.value,
     path,
     body: renamed ? JSON.stringify({ ...json, model: r.upstreamModel }) : raw,
-    forward: pickHeaders(ctx.req.headers, FORWARD_REQUEST_HEADERS),
+    forward: pickHeaders(ctx.req.headers, formats.forwardHeaders(api)),
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping.signal,
   });
-  const headers = pickHeaders(up.res.headers, RELAY_RESPONSE_HEADERS);
+  const headers = pickHeaders(up.res.headers, formats.responseHeaders(api));
   const { idle_ms } = r.provider.timeouts;
-  if (!up.res.ok) return await relayError(ctx, up, headers, idle_ms);
+  if (!up.res.ok) return await relayError(ctx, up, headers, idle_ms, spec);
   if (!g.stream) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
     const { bytes, json } = await readUpstreamJson(up, idle_ms);
     ctx.trace.reportUsage(other ? other.usage(json) : usageOf(g.ingress, json, ctx));
     return new Response(bytes, { status: up.res.status, headers });
   }
-  checkContentType(up, g.framing ? "json" : "event-stream");
-  const framing = g.framing?.relayed() ??
-    sseFraming((why) => interruptionEvent(ctx.dialect, why));
+  checkContentType(up, g.framing ? JSON_TYPE : streamType(spec));
+  const interruption = (why: string) => ctx.dialect.interruption(why);
+  const framing = g.framing?.relayed() ?? upstreamFraming(spec, interruption);
   const reader = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
   const events = last ? reader : await heldRelay(
     reader,
@@ -236,7 +231,7 @@ async function relayAttempt(
       id: idFor(ctx),
     }),
   );
-  // The provider's own content type stands (a Gemini JSON-array stream is not SSE).
+  // The provider's own content type stands (a stream need not be SSE).
   for (const [k, v] of Object.entries(STREAM_HEADERS)) if (!headers.has(k)) headers.set(k, v);
   headers.set("x-accel-buffering", "no");
   const body = relayStream(events, framing, g.ingress.watch(), ctx.trace);
@@ -274,9 +269,10 @@ async function relayError(
   up: UpstreamResponse,
   headers: Headers,
   idleMs: number,
+  spec: UpstreamSpec,
 ): Promise<never> {
   const text = await readErrorText(up, idleMs, ctx.gw.secrets);
-  const err = fromProviderError(up.res.status, text, headers);
+  const err = fromProviderError(up.res.status, text, headers, spec.errorKind);
   const answer = isJsonObject(text)
     ? new Response(text, { status: up.res.status, headers })
     : errorResponse(ctx.dialect, err, ctx.requestId);
@@ -310,9 +306,10 @@ async function callConverted(
   ctx: RequestContext,
   r: Resolved,
   key: PoolKey | undefined,
-  target: Codec,
   req: ir.Request,
-): Promise<UpstreamResponse & { dropped: string[] }> {
+): Promise<UpstreamResponse & { dropped: string[]; target: Codec; spec: UpstreamSpec }> {
+  const target = ctx.gw.formats.codec(r.provider.api);
+  const spec = ctx.gw.formats.upstream(r.provider.api)!;
   const dropped: string[] = [];
   const body = target.encodeRequest(req, {
     model: r.upstreamModel,
@@ -326,6 +323,7 @@ async function callConverted(
   ctx.trace.attempt();
   const up = await callUpstream({
     provider: r.provider,
+    spec,
     key: key?.value,
     path: target.path(r.upstreamModel, req.stream),
     body: JSON.stringify(body),
@@ -333,10 +331,11 @@ async function callConverted(
     stopping: ctx.gw.stopping.signal,
   });
   if (!up.res.ok) {
-    throw new ProviderFailure(await upstreamError(up, r.provider.timeouts.idle_ms, ctx.gw.secrets));
+    const { idle_ms } = r.provider.timeouts;
+    throw new ProviderFailure(await upstreamError(up, idle_ms, ctx.gw.secrets, spec));
   }
-  checkContentType(up, req.stream ? "event-stream" : "json");
-  return { ...up, dropped };
+  checkContentType(up, req.stream ? streamType(spec) : JSON_TYPE);
+  return { ...up, dropped, target, spec };
 }
 
 /** Names the sampling hints the target lacked, so the drop is never silent. */
@@ -353,19 +352,18 @@ async function convert(
   r: Resolved,
   key: PoolKey | undefined,
   last: boolean,
-  target: Codec,
   req: ir.Request,
 ): Promise<Response> {
-  const up = await callConverted(ctx, r, key, target, req);
+  const up = await callConverted(ctx, r, key, req);
   const dctx = decodeContext(ctx, req);
   if (!g.stream) {
     const { json } = await readUpstreamJson(up, r.provider.timeouts.idle_ms);
     return reportDropped(
-      jsonToClient(ctx, g, client, target.decodeResponse(json, dctx)),
+      jsonToClient(ctx, g, client, up.target.decodeResponse(json, dctx)),
       up.dropped,
     );
   }
-  const events = upstreamIr(upstreamReader(ctx, r, up), target.decodeStream(dctx));
+  const events = upstreamIr(upstreamReader(ctx, r, up), up.target.decodeStream(dctx));
   return reportDropped(streamToClient(ctx, g, client, await held(events, last)), up.dropped);
 }
 
@@ -383,24 +381,34 @@ export async function upstreamEvents(
   req: ir.Request,
 ): Promise<IrSource> {
   return await failover(ctx, r, {
-    ...familyBound(r, req),
+    ...familyBound(ctx, r, req),
     run: async (t, key, last) => {
-      if (t.provider.api === "demo") {
+      if (t.provider.api === DEMO_API) {
         ctx.trace.routed("local");
         return localIr(demoStream(req, idFor(ctx), nowSeconds()));
       }
-      const target = CODECS[t.provider.api];
-      const up = await callConverted(ctx, t, key, target, req);
+      const up = await callConverted(ctx, t, key, req);
       const dctx = decodeContext(ctx, req);
-      return await held(upstreamIr(upstreamReader(ctx, t, up), target.decodeStream(dctx)), last);
+      return await held(upstreamIr(upstreamReader(ctx, t, up), up.target.decodeStream(dctx)), last);
     },
   });
 }
 
-/** A converted route's upstream SSE events, whole and scrubbed, under its timeouts. */
-function upstreamReader(ctx: RequestContext, r: Resolved, up: UpstreamResponse): EventReader {
-  return new EventReader(up, r.provider.timeouts, sseFraming(), ctx.gw.secrets);
+/** A converted route's upstream events, whole and scrubbed, under its timeouts. */
+function upstreamReader(
+  ctx: RequestContext,
+  r: Resolved,
+  up: UpstreamResponse & { spec: UpstreamSpec },
+): EventReader {
+  return new EventReader(up, r.provider.timeouts, upstreamFraming(up.spec), ctx.gw.secrets);
 }
+
+/** How a format's streams divide into events: its own framing, else server-sent events. */
+function upstreamFraming(spec: UpstreamSpec, interruption?: (why: string) => string) {
+  return spec.framing?.(interruption) ?? sseFraming(interruption);
+}
+
+const streamType = (spec: UpstreamSpec) => spec.streamType ?? "text/event-stream";
 
 function jsonToClient(
   ctx: RequestContext,

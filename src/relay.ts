@@ -3,36 +3,21 @@
  * an upstream that stops early into an `upstream_interrupted` event instead of a silent end.
  */
 import type { ProviderConfig } from "./config.ts";
-import type { Dialect } from "./endpoints.ts";
 import { fromProviderError, GatewayError } from "./errors.ts";
+import type { Dialect, UpstreamSpec } from "./format.ts";
 import { pickHeaders, RETRY_HEADERS } from "./http.ts";
 import type { Secrets } from "./secrets.ts";
 import type { Trace } from "./trace.ts";
 import { Deadline } from "./deadline.ts";
 
-export const DEFAULT_ANTHROPIC_VERSION = "2023-06-01";
-
 /** The client went away; nothing is left to answer. */
 export class ClientGone extends Error {}
 
-/** Upstream credentials in the header each API expects. The client's key never goes up. */
-function credentialHeaders(provider: ProviderConfig, key = ""): Record<string, string> {
-  switch (provider.api) {
-    case "chat":
-    case "responses":
-      return key ? { authorization: `Bearer ${key}` } : {};
-    case "messages":
-      return key ? { "x-api-key": key } : {};
-    case "generate-content":
-      return key ? { "x-goog-api-key": key } : {};
-    case "demo":
-      return {};
-  }
-}
-
 export interface UpstreamRequest {
   provider: ProviderConfig;
-  /** The provider key to send (from its pool); none: no credential header. */
+  /** The provider's format: it credentials (or signs) the request. */
+  spec: UpstreamSpec;
+  /** The provider key to send (from its pool); none: the format sends no credential. */
   key?: string;
   /** Appended to the provider's base_url. */
   path: string;
@@ -81,19 +66,17 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
   };
   const deadline = new Deadline(abort);
   deadline.arm(r.provider.timeouts.first_byte_ms, "sent no response headers");
-  const headers = new Headers(r.forward);
-  headers.set("content-type", "application/json");
-  for (const [k, v] of Object.entries(credentialHeaders(r.provider, r.key))) headers.set(k, v);
-  if (r.provider.api === "messages" && !headers.has("anthropic-version")) {
-    headers.set("anthropic-version", DEFAULT_ANTHROPIC_VERSION);
-  }
+  const out = {
+    method: "POST",
+    url: new URL(upstreamUrl(r.provider, r.path)),
+    headers: new Headers(r.forward),
+    body: r.body,
+  };
+  out.headers.set("content-type", "application/json");
   try {
-    const res = await fetch(upstreamUrl(r.provider, r.path), {
-      method: "POST",
-      headers,
-      body: r.body,
-      signal: ctrl.signal,
-    });
+    await r.spec.authorize(out, r.key);
+    const { method, headers, body } = out;
+    const res = await fetch(out.url, { method, headers, body, signal: ctrl.signal });
     return { res, provider: r.provider.name, abort, release };
   } catch (e) {
     release();
@@ -106,16 +89,71 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
   }
 }
 
-/** What a successful upstream body must be. */
-export type BodyKind = "json" | "event-stream";
+/** A WebSocket dial: the same URL, credentials, deadlines and cancellation as an HTTP call. */
+export type SocketRequest = Omit<UpstreamRequest, "body">;
+
+/**
+ * Opens a provider's WebSocket (`ws[s]://` of its base_url + path), credentialed by its
+ * format like any HTTP call, within `connect_ms`; the client leaving or the gateway stopping
+ * abandons the dial.
+ */
+export function openUpstreamSocket(r: SocketRequest): Promise<WebSocket> {
+  if (r.signal.aborted) return Promise.reject(new ClientGone());
+  if (r.stopping?.aborted) return Promise.reject(shuttingDown());
+  const { promise, resolve, reject } = Promise.withResolvers<WebSocket>();
+  let ws: WebSocket | undefined;
+  let settled = false;
+  const fail = (e: unknown) => {
+    if (settled) return;
+    done();
+    if (ws && ws.readyState <= WebSocket.OPEN) ws.close();
+    reject(e);
+  };
+  const onClientAbort = () => fail(new ClientGone());
+  const onStop = () => fail(shuttingDown());
+  const deadline = new Deadline(fail);
+  const done = () => {
+    settled = true;
+    deadline.clear();
+    r.signal.removeEventListener("abort", onClientAbort);
+    r.stopping?.removeEventListener("abort", onStop);
+  };
+  r.signal.addEventListener("abort", onClientAbort, { once: true });
+  r.stopping?.addEventListener("abort", onStop, { once: true });
+  deadline.arm(r.provider.timeouts.connect_ms, "WebSocket did not open");
+  const out = {
+    method: "GET",
+    url: new URL(upstreamUrl(r.provider, r.path).replace(/^http/, "ws")),
+    headers: new Headers(r.forward),
+    body: "",
+  };
+  (async () => {
+    await r.spec.authorize(out, r.key);
+    if (settled) return;
+    ws = new WebSocket(out.url, { headers: out.headers });
+    ws.onopen = () => {
+      if (settled) return ws!.close();
+      done();
+      resolve(ws!);
+    };
+    ws.onerror = () =>
+      fail(new GatewayError(502, "upstream", `could not open the WebSocket of ${r.provider.name}`));
+  })().catch((e) =>
+    fail(new GatewayError(502, "upstream", `upstream ${r.provider.name} unreachable: ${e}`))
+  );
+  return promise;
+}
+
+/** The media type of a whole JSON body; a stream's is its format's (`text/event-stream`). */
+export const JSON_TYPE = "application/json";
 
 /**
  * A 2xx of the wrong content type (an HTML login page, a proxy's text) is not success: the
  * caller answers 502 instead of relaying garbage.
  */
-export function checkContentType(up: UpstreamResponse, kind: BodyKind): void {
+export function checkContentType(up: UpstreamResponse, mediaType: string): void {
   const type = up.res.headers.get("content-type")?.toLowerCase() ?? "";
-  const ok = kind === "json" ? /[/+]json\b/.test(type) : type.startsWith("text/event-stream");
+  const ok = mediaType === JSON_TYPE ? /[/+]json\b/.test(type) : type.startsWith(mediaType);
   if (ok) return;
   up.abort();
   up.release();
@@ -123,7 +161,7 @@ export function checkContentType(up: UpstreamResponse, kind: BodyKind): void {
     502,
     "upstream",
     `upstream ${up.provider} answered ${up.res.status} with content type ` +
-      `${JSON.stringify(type.slice(0, 100) || "(none)")}, not ${kind === "json" ? "JSON" : "SSE"}`,
+      `${JSON.stringify(type.slice(0, 100) || "(none)")}, not ${mediaType}`,
   );
 }
 
@@ -185,7 +223,7 @@ export async function readUpstreamJson(
   up: UpstreamResponse,
   idleMs: number,
 ): Promise<{ bytes: Uint8Array<ArrayBuffer>; json: Record<string, unknown> }> {
-  checkContentType(up, "json");
+  checkContentType(up, JSON_TYPE);
   const bytes = await readBody(up, idleMs, MAX_UPSTREAM_JSON_BYTES + 1);
   const invalid = (why: string) =>
     new GatewayError(502, "upstream", `upstream ${up.provider} returned ${why}`);
@@ -220,22 +258,11 @@ export async function upstreamError(
   up: UpstreamResponse,
   idleMs: number,
   secrets: Secrets,
+  spec: UpstreamSpec,
 ): Promise<GatewayError> {
   const text = await readErrorText(up, idleMs, secrets);
-  return fromProviderError(up.res.status, text, pickHeaders(up.res.headers, RETRY_HEADERS));
-}
-
-/** The JSON of the event that tells a client its stream was cut, shaped so SDKs raise it. */
-export function interruptionEvent(dialect: Dialect, message: string): string {
-  const error = {
-    type: "upstream_interrupted",
-    message,
-    // js-genai raises an in-stream error only when it carries an HTTP-like `code`.
-    ...(dialect === "google" && { code: 502, status: "UNAVAILABLE" }),
-  };
-  const data = JSON.stringify({ type: "upstream_interrupted", error });
-  // The Anthropic SDK ignores records without an event name; `error` makes it throw.
-  return dialect === "anthropic" ? `event: error\ndata: ${data}\n\n` : `data: ${data}\n\n`;
+  const headers = pickHeaders(up.res.headers, RETRY_HEADERS);
+  return fromProviderError(up.res.status, text, headers, spec.errorKind);
 }
 
 /** How a client stream ends, in its framing. `sent`: whether any bytes went out before. */
@@ -250,7 +277,7 @@ export interface StreamEnd {
 export function sseEnd(dialect: Dialect): StreamEnd {
   return {
     complete: () => "",
-    interrupted: (_, why) => interruptionEvent(dialect, why) + "data: [DONE]\n\n",
+    interrupted: (_, why) => dialect.interruption(why) + "data: [DONE]\n\n",
   };
 }
 

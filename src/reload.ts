@@ -9,6 +9,7 @@ import { createHash } from "node:crypto";
 import { KeyStore } from "./auth.ts";
 import {
   applyListenEnv,
+  checkFormats,
   type Config,
   ConfigError,
   defaultConfig,
@@ -18,20 +19,23 @@ import {
 import type { Gateway } from "./context.ts";
 import { logEvent } from "./log.ts";
 import type { Health } from "./failover.ts";
+import type { Formats } from "./formats.ts";
 import { Router } from "./router.ts";
 import { TrustedProxies } from "./trusted_proxies.ts";
 
 /** The parts of a snapshot built from the config alone: what a reload rebuilds. */
-export function configured(config: Config, health?: Health) {
+export function configured(config: Config, formats: Formats, health?: Health) {
   return {
     config,
-    router: new Router(config, health),
+    router: new Router(config, health, formats.vendors),
     keys: KeyStore.from(config),
     proxies: new TrustedProxies(config.trusted_proxies),
   };
 }
 
 export interface ConfigSource {
+  /** The formats served: the config may only name theirs. */
+  formats: Formats;
   /** `--config` / `GATEWAY_CONFIG`; absent: the built-in default from the environment. */
   path?: string;
   dev?: boolean;
@@ -46,15 +50,18 @@ export interface ConfigSource {
 export function configLoader(source: ConfigSource): () => Config {
   let devKey = source.devKey;
   return () => {
-    const { path, env } = source;
-    const config = path ? parseConfigText(Deno.readTextFileSync(path), env) : defaultConfig(env, {
-      dev: source.dev,
-      devKey,
-      onGeneratedKey: (key) => {
-        devKey = key;
-        source.onGeneratedKey?.(key);
-      },
-    });
+    const { path, env, formats } = source;
+    const config = path
+      ? parseConfigText(Deno.readTextFileSync(path), env)
+      : defaultConfig(env, formats, {
+        dev: source.dev,
+        devKey,
+        onGeneratedKey: (key) => {
+          devKey = key;
+          source.onGeneratedKey?.(key);
+        },
+      });
+    checkFormats(config, formats);
     return applyListenEnv(config, env);
   };
 }
@@ -140,7 +147,7 @@ export class Reloader {
     );
     // Those stay as they run, so the snapshot describes the gateway as it is.
     for (const k of restart) config = { ...config, [k]: old.config[k] };
-    const next: Gateway = { ...old, ...configured(config, old.router.health) };
+    const next: Gateway = { ...old, ...configured(config, old.formats, old.router.health) };
     old.secrets.add(providerKeys(config));
     old.live.current = next;
     return {

@@ -1,5 +1,6 @@
 /** Model name → route → provider. First matching route wins; patterns are `*` globs. */
-import { type Config, DEFAULT_VENDORS, type ProviderConfig, type RouteConfig } from "./config.ts";
+import type { Config, ProviderConfig, RouteConfig } from "./config.ts";
+import type { DefaultVendor } from "./format.ts";
 import { GatewayError } from "./errors.ts";
 import { Health } from "./failover.ts";
 
@@ -51,7 +52,12 @@ export class Router {
    * `health` is the balancing and cooldown state; a reload passes the old one on, so providers
    * that still exist keep their cooldowns (it is keyed by provider name).
    */
-  constructor(private readonly config: Config, readonly health = new Health()) {
+  constructor(
+    private readonly config: Config,
+    readonly health = new Health(),
+    /** The format plugins' default vendors, named in the hint of an unserved model's 404. */
+    private readonly vendors: readonly DefaultVendor[] = [],
+  ) {
     const providers = new Map(config.providers.map((p) => [p.name, p]));
     this.table = config.routes.map((route, i) => {
       const targets = (route.targets ?? [{ provider: route.provider!, weight: 1 }])
@@ -81,8 +87,8 @@ export class Router {
   /** Says what is served and how to enable the real providers (names env vars, never keys). */
   private notServed(model: string): string {
     const served = this.config.routes.flatMap((r) => r.models);
-    const vendor = DEFAULT_VENDORS.find((v) => v.models.some((m) => globToRegExp(m).test(model)));
-    const hints = (vendor ? [vendor] : DEFAULT_VENDORS)
+    const vendor = this.vendors.find((v) => v.models.some((m) => globToRegExp(m).test(model)));
+    const hints = (vendor ? [vendor] : this.vendors)
       .filter((v) => !v.models.every((m) => served.includes(m)))
       .map((v) => `${v.env}_API_KEY (${v.models.join(", ")})`);
     const enable = hints.length

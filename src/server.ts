@@ -2,11 +2,11 @@
  * The HTTP front: request ids, endpoint dispatch, authentication, errors in the caller's
  * dialect, and one access-log line per request.
  */
-import { HANDLERS } from "../plugins/handlers.ts";
 import { authenticate } from "./auth.ts";
-import { type Config, providerKeys } from "./config.ts";
+import { checkFormats, type Config, providerKeys } from "./config.ts";
 import type { Gateway, RequestContext } from "./context.ts";
-import { dialectOf, type Endpoint, ENDPOINTS } from "./endpoints.ts";
+import type { FormatPlugin } from "./format.ts";
+import { type Endpoint, Formats } from "./formats.ts";
 import { errorResponse, GatewayError, notFound } from "./errors.ts";
 import { accessLog } from "./log.ts";
 import { Metrics } from "./metrics.ts";
@@ -21,14 +21,22 @@ import { configured } from "./reload.ts";
 const REQUEST_ID_HEADERS = ["x-kong-request-id", "x-request-id", "x-correlation-id"];
 export const REQUEST_ID_RESPONSE_HEADER = "x-gateway-request-id";
 
-export async function createGateway(config: Config): Promise<Gateway> {
+/** A gateway serving `plugins`' formats (main.ts passes plugins/mod.ts's). */
+export async function createGateway(
+  config: Config,
+  plugins: readonly FormatPlugin[] | Formats,
+): Promise<Gateway> {
+  const formats = plugins instanceof Formats ? plugins : new Formats(plugins);
+  checkFormats(config, formats);
   const secrets = new Secrets(providerKeys(config));
-  const metrics = new Metrics({ maxLabelValues: config.metrics?.max_label_values });
+  const systems = Object.fromEntries(formats.plugins.map((p) => [p.id, p.system]));
+  const metrics = new Metrics({ maxLabelValues: config.metrics?.max_label_values, systems });
   const gw: Gateway = {
-    ...configured(config),
+    ...configured(config, formats),
+    formats,
     store: await createStore(config.response_store),
     secrets,
-    observers: [accessLog(secrets), metrics, spanAttributes()],
+    observers: [accessLog(secrets), metrics, spanAttributes(systems)],
     metrics,
     draining: false,
     stopping: new AbortController(),
@@ -51,19 +59,18 @@ function isWebSocketUpgrade(req: Request): boolean {
   return req.headers.get("upgrade")?.toLowerCase() === "websocket";
 }
 
-function findEndpoint(req: Request, path: string): Endpoint {
-  const matches = ENDPOINTS.filter((e) => e.pattern.test(path));
+function findEndpoint(formats: Formats, req: Request, path: string): Endpoint {
+  const matches = formats.endpoints.filter((e) => e.pattern.test(path));
   if (matches.length === 0) throw notFound(`no such endpoint: ${req.method} ${path}`);
-  // GET /v1/responses is only the WebSocket; POST the HTTP API.
-  const wanted = matches.find((e) =>
-    e.method === req.method && (e.name === "responses_ws") === isWebSocketUpgrade(req)
-  );
+  // A WebSocket endpoint answers upgrades only; another on its path the plain requests.
+  const upgrade = isWebSocketUpgrade(req);
+  const wanted = matches.find((e) => e.method === req.method && (e.upgrade === true) === upgrade);
   if (wanted) return wanted;
-  if (matches.some((e) => e.name === "responses_ws") && req.method === "GET") {
+  if (matches.some((e) => e.upgrade && e.method === req.method)) {
     throw new GatewayError(
       426,
       "invalid_request",
-      "GET /v1/responses requires a WebSocket upgrade",
+      `${req.method} ${path} requires a WebSocket upgrade`,
     );
   }
   throw new GatewayError(
@@ -89,26 +96,26 @@ export function createHandler(
     const url = new URL(req.url);
     redactSpanUrl(url);
     const requestId = requestIdOf(req);
-    const dialect = dialectOf(url.pathname);
+    const dialect = gw.formats.dialectOf(url.pathname);
     const trace = new Trace(gw.observers, {
       requestId,
       method: req.method,
       path: url.pathname,
-      dialect,
+      dialect: dialect.id,
       clientIp: gw.proxies.clientIp(peerAddress(info), req.headers.get("x-forwarded-for")),
     });
     let res: Response;
     try {
-      const endpoint = findEndpoint(req, url.pathname);
-      trace.endpoint = endpoint.name;
+      const endpoint = findEndpoint(gw.formats, req, url.pathname);
+      trace.matched(endpoint);
       if (!endpoint.internal) {
         if (gw.draining) {
           throw new GatewayError(503, "overloaded", "the gateway is shutting down; retry");
         }
-        trace.key = authenticate(gw.keys, endpoint.keyDialect ?? endpoint.dialect, req, url);
+        trace.key = authenticate(gw.keys, endpoint.keyDialects, req, url);
       }
       const ctx: RequestContext = { gw, req, url, requestId, dialect, trace };
-      res = await HANDLERS[endpoint.name](ctx);
+      res = await endpoint.handler(ctx);
     } catch (e) {
       const err = e instanceof GatewayError
         ? e

@@ -27,7 +27,7 @@ export interface Timeouts {
 }
 
 /** What a framing found in the bytes received so far. */
-interface Scan {
+export interface Scan {
   /** Offset just past the last complete event. */
   cut: number;
   /** The complete events, parsed far enough for a watch. */
@@ -108,64 +108,6 @@ export function sseFraming(interruption: (why: string) => string = () => ""): Up
     },
     complete: () => "",
     interrupted: (why) => interruption(why) + "data: [DONE]\n\n",
-  };
-}
-
-/**
- * Google's streamed JSON array (`[{…}\n,\r\n{…}\n]`): the elements are the events. A cut
- * stream still ends as a parseable array, its last element the interruption error.
- */
-export function jsonArrayFraming(
-  errorElement: (why: string) => string,
-): UpstreamFraming {
-  let depth = 0;
-  let inString = false;
-  let escaped = false;
-  let opened = false;
-  let closed = false;
-  let elements = 0;
-  let start = -1;
-  return {
-    scan(buf, from, decode) {
-      let cut = 0;
-      const events: SseEvent[] = [];
-      for (let i = from; i < buf.length; i++) {
-        const c = buf[i];
-        if (inString) {
-          if (escaped) escaped = false;
-          else if (c === 0x5c) escaped = true;
-          else if (c === 0x22) inString = false;
-          continue;
-        }
-        if (c === 0x22) inString = true;
-        else if (c === 0x5b || c === 0x7b) { // [ {
-          depth++;
-          if (depth === 1 && c === 0x5b) {
-            opened = true;
-            cut = i + 1;
-          } else if (depth === 2) start = i;
-        } else if (c === 0x5d || c === 0x7d) { // ] }
-          depth--;
-          if (depth === 1) {
-            events.push({ data: decode(buf.subarray(start, i + 1)) });
-            elements++;
-            cut = i + 1;
-          } else if (depth === 0) {
-            closed = true;
-            cut = i + 1;
-          }
-        }
-      }
-      // Offsets are relative to buf; an element still open keeps its start for the next scan.
-      if (start >= 0) start -= cut;
-      return { cut, events };
-    },
-    complete: () => (closed ? "" : opened ? "]" : "[]"),
-    interrupted: (why) => {
-      if (closed) return "";
-      const element = errorElement(why);
-      return opened ? `${elements ? ",\r\n" : ""}${element}]` : `[${element}]`;
-    },
   };
 }
 

@@ -3,8 +3,7 @@
  * ended — told to every observer from one place. The access log is one observer; metrics and
  * failover plug in beside it. A WebSocket response frame gets its own trace (`forResponse`).
  */
-import type { ProviderApi } from "./config.ts";
-import type { Dialect, EndpointName } from "./endpoints.ts";
+import type { EndpointSpec } from "./format.ts";
 import type { ErrorKind } from "./errors.ts";
 import type { Usage } from "./ir.ts";
 import type { Resolved } from "./router.ts";
@@ -33,7 +32,8 @@ export interface TraceStart {
   requestId: string;
   method: string;
   path: string;
-  dialect: Dialect;
+  /** The id of the client's error dialect (a metric label). */
+  dialect: string;
   clientIp?: string;
 }
 
@@ -42,9 +42,13 @@ export class Trace {
   readonly requestId: string;
   readonly method: string;
   readonly path: string;
-  readonly dialect: Dialect;
+  readonly dialect: string;
   readonly clientIp?: string;
-  endpoint: EndpointName | "unknown" = "unknown";
+  endpoint = "unknown";
+  /** `gen_ai.operation.name` when the endpoint is a GenAI call. */
+  operation?: string;
+  /** Whether the endpoint's tokens are billed (not compaction nor token counting). */
+  private billedEndpoint = true;
   /** The client key's configured name (never the key). */
   key?: string;
   /** The model the client asked for. */
@@ -57,8 +61,8 @@ export class Trace {
   provider?: string;
   /** The pool key sent to the provider, by name (`<provider>#<index>`), never by value. */
   providerKey?: string;
-  /** The provider's API (which vendor's wire format it speaks). */
-  api?: ProviderApi;
+  /** The provider's API (the format plugin that speaks to it). */
+  api?: string;
   /** A converted Responses request ending with Codex's `compaction_trigger` (not billed). */
   compaction = false;
   mode?: Mode;
@@ -91,10 +95,19 @@ export class Trace {
     this.clientIp = start.clientIp;
   }
 
+  /** The endpoint the request matched. */
+  matched(e: Pick<EndpointSpec, "name" | "operation" | "unbilled">): void {
+    this.endpoint = e.name;
+    this.operation = e.operation;
+    this.billedEndpoint = !e.unbilled;
+  }
+
   /** A fresh trace for one response on a WebSocket: same request, key and endpoint. */
   forResponse(): Trace {
     const t = new Trace(this.observers, this);
     t.endpoint = this.endpoint;
+    t.operation = this.operation;
+    t.billedEndpoint = this.billedEndpoint;
     t.key = this.key;
     // Sent as frames, ended by the socket: a stream (time to first chunk, active streams).
     t.streaming = true;
@@ -111,12 +124,11 @@ export class Trace {
   }
 
   /**
-   * Whether the tokens are billed: not for compaction (endpoint 4, or Codex's in-band
-   * compaction on a converted route) nor token counting (endpoint 8), per the product spec.
+   * Whether the tokens are billed: not for compaction (its endpoint, or Codex's in-band
+   * compaction on a converted route) nor token counting, per the product spec.
    */
   get billable(): boolean {
-    return this.endpoint !== "responses_compact" && this.endpoint !== "count_tokens" &&
-      !this.compaction;
+    return this.billedEndpoint && !this.compaction;
   }
 
   routed(mode: Mode): void {

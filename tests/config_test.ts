@@ -1,11 +1,13 @@
 import assert from "node:assert/strict";
 import {
   applyListenEnv,
+  checkFormats,
   ConfigError,
   defaultConfig,
   parseConfigText,
   stableDevKey,
 } from "../src/config.ts";
+import { FORMATS } from "./helpers.ts";
 
 const env = (vars: Record<string, string>) => (name: string) => vars[name];
 
@@ -55,33 +57,42 @@ Deno.test("config: errors name the path of each bad field", () => {
   assert.match(msg, /listen\.port: /);
 });
 
-Deno.test("config: passthrough is allowed only on api: responses providers", () => {
-  const text = VALID.replace(
+Deno.test("config: the format plugins judge apis, passthrough and upstream model names", () => {
+  const base = env({ TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" });
+  const checked = (text: string) => () => checkFormats(parseConfigText(text, base), FORMATS);
+  checked(VALID)();
+  const passthrough = VALID.replace(
     '["claude-*"], provider: anthropic}',
     '["claude-*"], provider: anthropic, passthrough: true}',
   );
-  const msg = configError(() =>
-    parseConfigText(text, env({ TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" }))
+  assert.match(
+    configError(checked(passthrough)),
+    /routes\[1\]\.passthrough: allowed only on routes with an api: responses target \("anthropic" is api messages\)/,
   );
-  assert.match(msg, /routes\[1\]\.passthrough: allowed only on api: responses providers/);
+  assert.match(
+    configError(checked(VALID.replace("api: messages", "api: mesages"))),
+    /providers\[1\]\.api: unknown api "mesages" \(one of chat, responses, messages, generate-content, demo\)/,
+  );
+  const gemini = VALID.replace("api: messages", "api: generate-content")
+    .replace("model: llama3", 'model: "m/../../x"');
+  assert.match(configError(checked(gemini)), /routes\[2\]\.model: cannot be sent in a Gemini URL/);
 });
 
-Deno.test("config: unknown fields, bad api and bad YAML are rejected", () => {
+Deno.test("config: unknown fields and bad YAML are rejected", () => {
   const base = env({ TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" });
   assert.match(configError(() => parseConfigText(VALID + "extra: 1\n", base)), /extra/);
-  assert.match(
-    configError(() => parseConfigText(VALID.replace("api: messages", "api: mesages"), base)),
-    /providers\[1\]\.api: /,
-  );
   assert.match(configError(() => parseConfigText("keys: [", base)), /not valid YAML/);
 });
 
 Deno.test("config: default config wires vendors from env and always the demo provider", () => {
-  const cfg = defaultConfig(env({
-    GATEWAY_API_KEYS: "sk-aaaaaaaa1, sk-bbbbbbbb2",
-    ANTHROPIC_API_KEY: "ak",
-    ANTHROPIC_BASE_URL: "http://127.0.0.1:9/",
-  }));
+  const cfg = defaultConfig(
+    env({
+      GATEWAY_API_KEYS: "sk-aaaaaaaa1, sk-bbbbbbbb2",
+      ANTHROPIC_API_KEY: "ak",
+      ANTHROPIC_BASE_URL: "http://127.0.0.1:9/",
+    }),
+    FORMATS,
+  );
   assert.deepEqual(cfg.keys.length, 2);
   assert.deepEqual(cfg.providers.map((p) => p.name), ["anthropic", "demo"]);
   assert.deepEqual(cfg.providers[0].base_url, "http://127.0.0.1:9/");
@@ -89,11 +100,14 @@ Deno.test("config: default config wires vendors from env and always the demo pro
 });
 
 Deno.test("config: default config needs keys unless in dev mode, which supplies one", () => {
-  assert.match(configError(() => defaultConfig(env({}))), /GATEWAY_API_KEYS/);
-  const cfg = defaultConfig(env({}), { dev: true, devKey: "gw-dev-x" });
+  assert.match(configError(() => defaultConfig(env({}), FORMATS)), /GATEWAY_API_KEYS/);
+  const cfg = defaultConfig(env({}), FORMATS, { dev: true, devKey: "gw-dev-x" });
   assert.deepEqual(cfg.keys[0], { name: "key-1", key: "gw-dev-x" });
   let generated = "";
-  const made = defaultConfig(env({}), { dev: true, onGeneratedKey: (k) => generated = k });
+  const made = defaultConfig(env({}), FORMATS, {
+    dev: true,
+    onGeneratedKey: (k) => generated = k,
+  });
   assert.match(generated, /^gw-dev-[0-9a-f]{32}$/);
   assert.deepEqual(made.keys[0], { name: "key-1", key: generated });
 });

@@ -9,6 +9,7 @@ import { createGateway, createHandler } from "../src/server.ts";
 import {
   assertDisconnectAborts,
   bodies,
+  FORMATS,
   type Harness,
   INGRESS,
   KEY,
@@ -216,16 +217,19 @@ Deno.test("timeouts: a silent provider gets a 504 in the client's dialect", asyn
         req.signal.addEventListener("abort", () => resolve(new Response(null)))
       ),
   );
-  const gw = await createGateway(validateConfig({
-    keys: [{ name: "t", key: KEY }],
-    providers: [{
-      name: "silent",
-      api: "messages",
-      base_url: `http://127.0.0.1:${silent.addr.port}`,
-      timeouts: { first_byte_ms: 200 },
-    }],
-    routes: [{ models: ["*"], provider: "silent" }],
-  }));
+  const gw = await createGateway(
+    validateConfig({
+      keys: [{ name: "t", key: KEY }],
+      providers: [{
+        name: "silent",
+        api: "messages",
+        base_url: `http://127.0.0.1:${silent.addr.port}`,
+        timeouts: { first_byte_ms: 200 },
+      }],
+      routes: [{ models: ["*"], provider: "silent" }],
+    }),
+    FORMATS,
+  );
   const previous = setAccessLogSink(() => {});
   try {
     await t.step("no response headers", async () => {

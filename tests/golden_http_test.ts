@@ -8,7 +8,7 @@ import { validateConfig } from "../src/config.ts";
 import type { Api } from "../src/ir.ts";
 import { setAccessLogSink } from "../src/log.ts";
 import { createGateway, createHandler } from "../src/server.ts";
-import { bodies, INGRESS, KEY, post } from "./helpers.ts";
+import { bodies, FORMATS, INGRESS, KEY, post } from "./helpers.ts";
 
 const ROOT = new URL("./golden/", import.meta.url);
 const APIS: Api[] = ["chat", "responses", "messages", "generate-content"];
@@ -42,7 +42,7 @@ async function gatewayFor(api: Api, upstream: string) {
   });
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen() {} },
-    createHandler(await createGateway(config)),
+    createHandler(await createGateway(config, FORMATS)),
   );
   return { url: `http://127.0.0.1:${server.addr.port}`, server };
 }

@@ -4,11 +4,12 @@
  * WebSocket limits, and who is trusted to name the client's address.
  */
 import assert from "node:assert/strict";
-import { validateConfig } from "../src/config.ts";
+import { checkFormats, validateConfig } from "../src/config.ts";
 import { TrustedProxies } from "../src/trusted_proxies.ts";
 import {
   anthropicHeaders,
   bodies,
+  FORMATS,
   googleHeaders,
   type Harness,
   KEY,
@@ -198,7 +199,7 @@ Deno.test("model names: none steers an upstream URL, on any endpoint or route ki
         routes: [{ models: ["x-*"], provider: "gemini", model: "a/../b" }],
       };
       assert.throws(
-        () => validateConfig(doc),
+        () => checkFormats(validateConfig(doc), FORMATS),
         /routes\[0\]\.model: cannot be sent in a Gemini URL/,
       );
     });

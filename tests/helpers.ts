@@ -4,6 +4,8 @@ import { type Config, validateConfig } from "../src/config.ts";
 import type { Gateway } from "../src/context.ts";
 import { setAccessLogSink } from "../src/log.ts";
 import { createGateway, createHandler } from "../src/server.ts";
+import { Formats } from "../src/formats.ts";
+import { PLUGINS } from "../plugins/mod.ts";
 import { type MockUpstream, startMockUpstream } from "./mock/upstream.ts";
 
 export const KEY = "sk-test-key-team-a";
@@ -77,13 +79,16 @@ export interface HarnessOptions {
   tweak?: (config: Config) => void;
 }
 
+/** The formats the gateway serves (main.ts hands the same plugins over). */
+export const FORMATS = new Formats(PLUGINS);
+
 /** Starts the mock upstream and a gateway (in this process) configured for it. */
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
   const upstream = await startMockUpstream();
   const config = await mockConfig(upstream.url, opts.timeouts);
   config.routes.push(...(opts.extraRoutes ?? []));
   opts.tweak?.(config);
-  const gw = await createGateway(config);
+  const gw = await createGateway(config, FORMATS);
   const logs: Record<string, unknown>[] = [];
   const previous = setAccessLogSink((line) => logs.push(JSON.parse(line)));
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, createHandler(gw));

@@ -1,11 +1,13 @@
 /**
- * kong.yml agrees with the service: every public endpoint of src/endpoints.ts is routed by Kong,
+ * kong.yml agrees with the service: every public endpoint the format plugins and the core serve
+ * (src/formats.ts) is routed by Kong,
  * no route leads to a path the service lacks, health endpoints stay private, and the routes and
  * service are set up for long unbuffered streams. Runs `deck validate` when decK is installed.
  */
 import assert from "node:assert/strict";
 import { parse } from "yaml";
-import { type Endpoint, ENDPOINTS } from "../src/endpoints.ts";
+import type { Endpoint } from "../src/formats.ts";
+import { FORMATS } from "./helpers.ts";
 
 const KONG_YML = new URL("../kong.yml", import.meta.url);
 const SEVENTY_MINUTES_MS = 70 * 60 * 1000; // 4,200,000
@@ -32,8 +34,8 @@ const routes: Route[] = [
   ),
 ];
 const plugins: Obj[] = [...(config.plugins ?? []), ...(service?.plugins ?? [])];
-const publicEndpoints = ENDPOINTS.filter((e) => !e.internal);
-const internalEndpoints = ENDPOINTS.filter((e) => e.internal);
+const publicEndpoints = FORMATS.endpoints.filter((e) => !e.internal);
+const internalEndpoints = FORMATS.endpoints.filter((e) => e.internal);
 
 /**
  * Kong's path matching: a plain path is a prefix match; a path starting with `~` is a regex,

@@ -2,7 +2,15 @@
 import assert from "node:assert/strict";
 import { setAccessLogSink } from "../src/log.ts";
 import { createGateway, createHandler } from "../src/server.ts";
-import { anthropicHeaders, bodies, KEY, mockConfig, openaiHeaders, post } from "./helpers.ts";
+import {
+  anthropicHeaders,
+  bodies,
+  FORMATS,
+  KEY,
+  mockConfig,
+  openaiHeaders,
+  post,
+} from "./helpers.ts";
 import { startMockUpstream } from "./mock/upstream.ts";
 import { spawnGateway } from "./process.ts";
 
@@ -120,7 +128,7 @@ Deno.test("shutdown: streams longer than shutdown_grace_s end with the interrupt
 });
 
 Deno.test("shutdown: while draining, /readyz is 503 and new requests get 503", async () => {
-  const gw = await createGateway(await mockConfig("http://127.0.0.1:9"));
+  const gw = await createGateway(await mockConfig("http://127.0.0.1:9"), FORMATS);
   const handler = createHandler(gw);
   const previous = setAccessLogSink(() => {});
   const ready = await handler(new Request("http://x/readyz"));

@@ -19,6 +19,7 @@ import { Router } from "../src/router.ts";
 import {
   anthropicHeaders,
   bodies,
+  FORMATS,
   type Harness,
   INGRESS,
   mockConfig,
@@ -348,7 +349,7 @@ Deno.test("metrics config: off when absent, on by default, METRICS_PORT override
   const config = await mockConfig("http://127.0.0.1:1");
   assert.equal(config.metrics, undefined);
   const env = (vars: Record<string, string>) => (name: string) => vars[name];
-  const builtIn = defaultConfig(env({ GATEWAY_API_KEYS: "sk-one-key-123" }));
+  const builtIn = defaultConfig(env({ GATEWAY_API_KEYS: "sk-one-key-123" }), FORMATS);
   assert.deepEqual(builtIn.metrics, { hostname: "127.0.0.1", port: 9464, max_label_values: 1000 });
   assert.equal(applyListenEnv(builtIn, env({ METRICS_PORT: "off" })).metrics, undefined);
   // Kong proxies to the API port only (tests/kong_config_test.ts checks its routes).

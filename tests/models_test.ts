@@ -4,7 +4,7 @@
  * each; only concrete ids (route names without `*` and the `catalog`), never a pattern.
  */
 import assert from "node:assert/strict";
-import { codexConfig } from "../src/codex.ts";
+import { codexConfig } from "../plugins/responses/codex.ts";
 import { validateConfig } from "../src/config.ts";
 import {
   anthropicHeaders,

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { configLoader } from "../src/reload.ts";
-import { bodies, HASHED_KEY, KEY, openaiHeaders, post, type WsEvent } from "./helpers.ts";
+import { bodies, FORMATS, HASHED_KEY, KEY, openaiHeaders, post, type WsEvent } from "./helpers.ts";
 import { type MockUpstream, startMockUpstream } from "./mock/upstream.ts";
 import { spawnGateway, type WatchedGateway } from "./process.ts";
 
@@ -433,6 +433,7 @@ Deno.test("reload: under load no request is lost or failed", async () => {
 Deno.test("reload: the built-in dev config keeps its generated key across re-reads", () => {
   const announced: string[] = [];
   const load = configLoader({
+    formats: FORMATS,
     dev: true,
     env: () => undefined,
     onGeneratedKey: (key) => announced.push(key),

@@ -4,6 +4,7 @@
  * `type` and its name (arguments `""`); a chunk with `finish_reason`; the usage chunk
  * (`choices:[]`) when the client asked for it; then `[DONE]`.
  */
+import { openAiDialect } from "../openai.ts";
 import type { ClientContext, Emit, StreamStep } from "../../src/codec.ts";
 import type * as ir from "../../src/ir.ts";
 import { dataEvent, type SseEvent } from "../../src/sse.ts";
@@ -139,7 +140,7 @@ class ChatStreamEncoder {
 
   /** The openai SDK throws on any chunk with a top-level `error`. */
   #error(e: Extract<ir.StreamEvent, { type: "error" }>, out: Out) {
-    out.enqueue(dataEvent(streamErrorBody("openai", e)));
+    out.enqueue(dataEvent(streamErrorBody(openAiDialect, e)));
     out.enqueue(DONE);
   }
 

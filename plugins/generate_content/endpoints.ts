@@ -2,9 +2,8 @@
 import type { Handler } from "../../src/context.ts";
 import { badRequest } from "../../src/errors.ts";
 import { readJsonBody } from "../../src/http.ts";
-import { type Framing, generate } from "../../src/pipeline.ts";
-import type { SseEvent } from "../../src/sse.ts";
-import { jsonArrayFraming } from "../../src/stream_stage.ts";
+import { generate } from "../../src/pipeline.ts";
+import { JSON_ARRAY } from "./framing.ts";
 import { geminiCodec } from "./codec.ts";
 import { path } from "./upstream.ts";
 import { validateRequest } from "./schema.ts";
@@ -25,30 +24,6 @@ function parsePath(pathname: string): { model: string; action: string } {
   }
   if (!ACTIONS.includes(action)) throw badRequest("unsupported vendor2 action", "action");
   return { model, action };
-}
-
-/** Without `alt=sse`, Google streams one JSON array whose elements arrive as they are made. */
-const JSON_ARRAY: Framing = {
-  contentType: "application/json; charset=utf-8",
-  serializer: () => {
-    let first = true;
-    return (e: SseEvent) => {
-      const text = (first ? "[" : ",\r\n") + e.data;
-      first = false;
-      return text;
-    };
-  },
-  end: {
-    complete: (sent) => (sent ? "]" : "[]"),
-    interrupted: (sent, why) => `${sent ? ",\r\n" : "["}${errorElement(why)}]`,
-  },
-  relayed: () => jsonArrayFraming(errorElement),
-};
-
-/** The interruption as the array's last element, in Google's error shape (js-genai raises it). */
-function errorElement(why: string): string {
-  const error = { code: 502, message: why, status: "UNAVAILABLE", type: "upstream_interrupted" };
-  return JSON.stringify({ error });
 }
 
 export const generateContent: Handler = async (ctx) => {

@@ -1,4 +1,5 @@
 /** Streams in both directions: Gemini SSE chunks ⇄ IR stream events. */
+import { googleDialect } from "./dialect.ts";
 import type * as ir from "../../src/ir.ts";
 import type { ClientContext, DecodeContext, StreamStep } from "../../src/codec.ts";
 import { dataEvent, type SseEvent } from "../../src/sse.ts";
@@ -101,7 +102,7 @@ export function encodeStream(ctx: ClientContext): StreamStep<ir.StreamEvent, Sse
           ),
         ];
       case "error":
-        return [dataEvent(streamErrorBody("google", e))];
+        return [dataEvent(streamErrorBody(googleDialect, e))];
     }
   };
 

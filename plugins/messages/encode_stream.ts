@@ -3,6 +3,7 @@
  * one content block at a time with sequential indexes from 0, then `message_delta` and
  * `message_stop` (only on IR `finish`). Every record has its `event:` line.
  */
+import { anthropicDialect } from "./dialect.ts";
 import type * as ir from "../../src/ir.ts";
 import type { ClientContext, StreamStep } from "../../src/codec.ts";
 import { carrySignature } from "../../src/signature.ts";
@@ -148,7 +149,7 @@ export function encodeStream(ctx: ClientContext): StreamStep<ir.StreamEvent, Sse
   }
 
   function error(emit: Emit, e: Extract<ir.StreamEvent, { type: "error" }>) {
-    emit(streamErrorBody("anthropic", e) as Tagged);
+    emit(streamErrorBody(anthropicDialect, e) as Tagged);
   }
 
   return {

@@ -5,7 +5,7 @@
  * event carrying the full response (the SDK and Codex take the final output from it). The
  * same events become WebSocket text frames, so everything a client needs is in `data`.
  */
-import { openAiErrorCode } from "../../src/errors.ts";
+import { openAiErrorCode } from "../openai.ts";
 import type { ClientContext, Emit, StreamStep } from "../../src/codec.ts";
 import type * as ir from "../../src/ir.ts";
 import { type SseEvent, typedEvent } from "../../src/sse.ts";

@@ -43,6 +43,15 @@ export function checkStatefulFields(json: Record<string, unknown>): void {
   }
 }
 
+/** Why a relayed request must stay with Responses providers: state only they keep. */
+function providerState(json: Record<string, unknown>): string | undefined {
+  const compaction = Array.isArray(json.input) &&
+    json.input.some((i) => i?.type === "compaction");
+  return json.previous_response_id != null || compaction
+    ? "previous_response_id and compaction items are state kept by a Responses provider"
+    : undefined;
+}
+
 /** Tool types the IR cannot carry (hosted tools): such requests relay as before. */
 const hostedTools = (json: ResponsesRequest) =>
   (json.tools ?? []).some((t) => !["function", "custom", "namespace"].includes(t.type ?? ""));
@@ -55,6 +64,7 @@ export const responses: Handler = async (ctx) => {
     body,
     model: modelOf(json),
     stream: flagOf(json, "stream"),
+    providerState: providerState(body.json),
   };
   checkStatefulFields(json);
   const r = resolveRoute(ctx, g.model);
@@ -79,6 +89,7 @@ export const responses: Handler = async (ctx) => {
     ...g,
     body: chained ? { ...body, json: { ...rest, input } } : body,
     convert: true,
+    providerState: undefined,
     client: {
       settings: responseSettings(json),
       // A kept response gets an id of the gateway's; an unkept one keeps the upstream's.
@@ -102,7 +113,7 @@ export const compact: Handler = async (ctx) => {
   }
   return await passthrough(
     ctx,
-    { ingress: responsesCodec, body, stream: false },
+    { ingress: responsesCodec, body, stream: false, providerState: providerState(body.json) },
     r,
     { path: "/responses/compact", usage: (json) => fromWireUsage(json.usage) },
   );

@@ -9,19 +9,17 @@
  */
 import { authenticate } from "../../src/auth.ts";
 import type { Gateway, Handler, RequestContext } from "../../src/context.ts";
-import { errorBody, GatewayError } from "../../src/errors.ts";
-import {
-  FORWARD_REQUEST_HEADERS,
-  jsonErrorPosition,
-  modelOf,
-  pickHeaders,
-} from "../../src/http.ts";
+import { GatewayError } from "../../src/errors.ts";
+import { jsonErrorPosition, modelOf, pickHeaders } from "../../src/http.ts";
+import { Deadline } from "../../src/deadline.ts";
+import { openUpstreamSocket } from "../../src/relay.ts";
 import { failureMessage, IrWatch, localIr } from "../../src/client_stream.ts";
 import { localEvents, resolveRoute, upstreamEvents } from "../../src/pipeline.ts";
 import type { SseEvent } from "../../src/sse.ts";
 import { type Resolved, retarget } from "../../src/router.ts";
 import { failover } from "../../src/failover.ts";
 import type { Trace } from "../../src/trace.ts";
+import { openAiDialect } from "../openai.ts";
 import { responsesCodec } from "./codec.ts";
 import { checkStatefulFields, isPassthroughRoute, warmupResponse } from "./endpoints.ts";
 import { responseSettings } from "./echo.ts";
@@ -52,7 +50,7 @@ interface LastResponse {
 
 /** An error frame as the Responses WebSocket sends it (Codex maps `status`). */
 function errorFrame(err: GatewayError, code?: string): string {
-  const { error } = errorBody("openai", err) as { error: Record<string, unknown> };
+  const { error } = openAiDialect.errorBody(err) as { error: Record<string, unknown> };
   return JSON.stringify({
     type: "error",
     status: err.status,
@@ -197,7 +195,8 @@ class ResponsesSocket {
     try {
       // The key is checked again against the keys in force: a revoked one ends the socket.
       try {
-        trace.key = authenticate(this.ctx.gw.live.current.keys, "openai", this.req, this.ctx.url);
+        const { keys } = this.ctx.gw.live.current;
+        trace.key = authenticate(keys, [openAiDialect], this.req, this.ctx.url);
       } catch (e) {
         this.closeAfter = "API key revoked";
         throw e;
@@ -235,15 +234,24 @@ class ResponsesSocket {
     const trace = ctx.trace;
     trace.routed("relay");
     if (!this.upstream) {
-      const forward = pickHeaders(this.req.headers, FORWARD_REQUEST_HEADERS);
+      const { formats } = ctx.gw;
       let chosen = r;
       const upstream = await failover(ctx, r, {
-        eligible: (t) => t.provider.api === "responses",
+        eligible: (t) => t.provider.api === responsesCodec.api,
         bound: "a passthrough WebSocket relays to Responses providers",
-        run: (t, key) => {
+        run: async (t, key) => {
           trace.attempt();
           chosen = t;
-          return UpstreamSocket.open(t, key?.value, new Headers(forward), this);
+          const ws = await openUpstreamSocket({
+            provider: t.provider,
+            spec: formats.upstream(t.provider.api)!,
+            key: key?.value,
+            path: "/responses",
+            forward: pickHeaders(this.req.headers, formats.forwardHeaders(t.provider.api)),
+            signal: this.closed.signal,
+            stopping: ctx.gw.stopping.signal,
+          });
+          return new UpstreamSocket(t.provider.name, ws, t.provider.timeouts, this);
         },
       });
       r = chosen;
@@ -362,10 +370,13 @@ class UpstreamSocket {
   /** Responses sent and not yet ended, oldest first (a socket runs them in order). */
   private readonly pending: Trace[] = [];
 
-  /** Watches a response in flight: first-byte, then idle timeout between frames. */
-  private watchdog?: ReturnType<typeof setTimeout>;
+  /** First-byte, then idle deadline of the response in flight (as for an HTTP stream). */
+  private readonly deadline = new Deadline((err) => {
+    this.interrupt(err.message);
+    this.close();
+  });
 
-  private constructor(
+  constructor(
     readonly provider: string,
     private readonly ws: WebSocket,
     private readonly timeouts: { first_byte_ms: number; idle_ms: number },
@@ -398,60 +409,19 @@ class UpstreamSocket {
     done.end(done.status ?? 200);
   }
 
-  /** (Re)starts the watchdog while a response is in flight. */
+  /** (Re)starts the deadline while a response is in flight. */
   private arm(ms: number, what: string) {
-    clearTimeout(this.watchdog);
-    if (this.pending.length === 0) return;
-    this.watchdog = setTimeout(() => {
-      this.interrupt(`upstream ${what} within ${ms} ms`);
-      this.close();
-    }, ms);
+    if (this.pending.length === 0) return this.deadline.clear();
+    this.deadline.arm(ms, what);
   }
 
   /** Ends the client socket, telling it first if a response was cut short. */
   interrupt(why: string, code?: number) {
-    clearTimeout(this.watchdog);
+    this.deadline.clear();
     const [current, ...queued] = this.pending.splice(0);
     if (current) this.client.interrupted(current, why);
     for (const t of [current, ...queued]) t?.end(502);
     this.client.close(code, code ? why : undefined);
-  }
-
-  static open(
-    r: Resolved,
-    key: string | undefined,
-    forward: Headers,
-    client: ResponsesSocket,
-  ): Promise<UpstreamSocket> {
-    const url = r.provider.base_url!.replace(/^http/, "ws").replace(/\/+$/, "") + "/responses";
-    forward.set("authorization", `Bearer ${key ?? ""}`);
-    const ws = new WebSocket(url, { headers: forward });
-    const { promise, resolve, reject } = Promise.withResolvers<UpstreamSocket>();
-    const timer = setTimeout(() => {
-      ws.close();
-      reject(
-        new GatewayError(
-          504,
-          "timeout",
-          `upstream WebSocket did not open within ${r.provider.timeouts.connect_ms} ms`,
-        ),
-      );
-    }, r.provider.timeouts.connect_ms);
-    ws.onopen = () => {
-      clearTimeout(timer);
-      resolve(new UpstreamSocket(r.provider.name, ws, r.provider.timeouts, client));
-    };
-    ws.onerror = () => {
-      clearTimeout(timer);
-      reject(
-        new GatewayError(
-          502,
-          "upstream",
-          `could not open the upstream WebSocket of ${r.provider.name}`,
-        ),
-      );
-    };
-    return promise;
   }
 
   send(text: string, trace: Trace) {
@@ -461,7 +431,7 @@ class UpstreamSocket {
   }
 
   close() {
-    clearTimeout(this.watchdog);
+    this.deadline.clear();
     if (this.ws.readyState <= WebSocket.OPEN) this.ws.close();
   }
 }

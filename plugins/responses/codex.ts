@@ -4,8 +4,8 @@
  * metadata for `…` not found" and uses fallback metadata, whose context window is not the
  * model's. Its config carries the window instead; this prints those lines from the `catalog`.
  */
-import type { Config } from "./config.ts";
-import { Router } from "./router.ts";
+import type { Config } from "../../src/config.ts";
+import { Router } from "../../src/router.ts";
 
 export function codexConfig(config: Config, model: string, baseUrl: string): string {
   const r = new Router(config).resolve(model);

@@ -1,0 +1,73 @@
+/** Google's error envelope, where Gemini clients put their key, and Gemini's model list. */
+import { badRequest, type ErrorKind, type GatewayError } from "../../src/errors.ts";
+import type { Dialect, ModelListing } from "../../src/format.ts";
+import type { ListedModel } from "../../src/router.ts";
+
+const STATUS: Record<ErrorKind, string> = {
+  invalid_request: "INVALID_ARGUMENT",
+  authentication: "UNAUTHENTICATED",
+  permission: "PERMISSION_DENIED",
+  not_found: "NOT_FOUND",
+  model_not_found: "NOT_FOUND",
+  request_too_large: "INVALID_ARGUMENT",
+  rate_limit: "RESOURCE_EXHAUSTED",
+  upstream: "INTERNAL",
+  overloaded: "UNAVAILABLE",
+  timeout: "DEADLINE_EXCEEDED",
+  upstream_interrupted: "UNAVAILABLE",
+};
+
+// Anthropic's 529 is unknown to js-genai (it does not retry it); 503 is what it knows.
+const status = (s: number) => (s === 529 ? 503 : s);
+
+export const googleDialect: Dialect = {
+  id: "google",
+  presentedKey(req, url) {
+    if (url.searchParams.has("key")) {
+      throw badRequest(
+        "API keys in the ?key= query parameter are not accepted (URLs end up in logs); " +
+          "send the key in the x-goog-api-key header",
+        "key",
+      );
+    }
+    return req.headers.get("x-goog-api-key") ?? req.headers.get("x-vendor2-api-key") ??
+      undefined;
+  },
+  keyHint: "x-goog-api-key: <key>",
+  errorBody: (err: GatewayError) => ({
+    error: { code: status(err.status), message: err.message, status: STATUS[err.kind] },
+  }),
+  status,
+  interruption: (message) => {
+    // js-genai raises an in-stream error only when it carries an HTTP-like `code`.
+    const error = { type: "upstream_interrupted", message, code: 502, status: "UNAVAILABLE" };
+    return `data: ${JSON.stringify({ type: "upstream_interrupted", error })}\n\n`;
+  },
+};
+
+const geminiModel = (m: ListedModel) => ({
+  name: `models/${m.id}`,
+  version: "001",
+  displayName: m.display_name ?? m.id,
+  ...(m.context_window && { inputTokenLimit: m.context_window }),
+  ...(m.max_output_tokens && { outputTokenLimit: m.max_output_tokens }),
+  supportedGenerationMethods: ["generateContent", "streamGenerateContent", "countTokens"],
+});
+
+/** `pageSize`, and `pageToken` = the last id of the previous page. */
+export const geminiModels: ModelListing = {
+  path: "/v1beta/models",
+  list(all, url) {
+    const q = url.searchParams;
+    const size = Math.min(Math.max(Number(q.get("pageSize") ?? 50) || 50, 1), 1000);
+    let list = all;
+    const token = q.get("pageToken");
+    if (token) list = list.slice(list.findIndex((m) => m.id === token) + 1);
+    const page = list.slice(0, size);
+    return {
+      models: page.map(geminiModel),
+      ...(list.length > size && { nextPageToken: page.at(-1)!.id }),
+    };
+  },
+  one: geminiModel,
+};

@@ -1,0 +1,44 @@
+/** Gemini generateContent (`/v1beta/models/{model}:…`): Gemini CLI and @google/genai. */
+import type { FormatPlugin } from "../../src/format.ts";
+import { unsafeSegmentReason } from "../../src/model_segment.ts";
+import { geminiCodec } from "./codec.ts";
+import { geminiModels, googleDialect } from "./dialect.ts";
+import { generateContent } from "./endpoints.ts";
+
+export const generateContentPlugin: FormatPlugin = {
+  id: "generate-content",
+  family: "gemini",
+  system: "gcp.gemini",
+  codec: geminiCodec,
+  dialect: googleDialect,
+  paths: ["/v1beta/"],
+  endpoints: [
+    {
+      name: "generate_content",
+      operation: "generate_content",
+      method: "POST",
+      // The model and action are validated by the handler so bad ones get a Google-style 400.
+      pattern: /^\/v1beta\/models\/[^/]+$/,
+      example: "/v1beta/models/gemini-2.5-flash:generateContent",
+      handler: generateContent,
+    },
+  ],
+  upstream: {
+    authorize(req, key) {
+      if (key) req.headers.set("x-goog-api-key", key);
+    },
+    forwardHeaders: ["x-goog-api-client"],
+    // The model is a segment of the upstream URL.
+    unsafeModel: (model) => {
+      const why = unsafeSegmentReason(model, true);
+      return why && `cannot be sent in a Gemini URL: ${why}`;
+    },
+  },
+  models: geminiModels,
+  defaultVendor: {
+    env: "GEMINI",
+    name: "gemini",
+    base_url: "https://generativelanguage.googleapis.com",
+    models: ["gemini-*"],
+  },
+};

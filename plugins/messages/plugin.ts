@@ -1,0 +1,58 @@
+/** Anthropic Messages (`/v1/messages`, count_tokens): Claude Code and the Anthropic SDKs. */
+import type { FormatPlugin } from "../../src/format.ts";
+import { messagesCodec } from "./codec.ts";
+import { anthropicDialect, anthropicModels } from "./dialect.ts";
+import { countTokens, messages } from "./endpoints.ts";
+
+/** The API version sent upstream when the client named none (converted calls). */
+const DEFAULT_VERSION = "2023-06-01";
+
+export const messagesPlugin: FormatPlugin = {
+  id: "messages",
+  family: "anthropic",
+  system: "anthropic",
+  codec: messagesCodec,
+  dialect: anthropicDialect,
+  paths: ["/v1/messages"],
+  endpoints: [
+    {
+      name: "messages",
+      operation: "chat",
+      method: "POST",
+      pattern: /^\/v1\/messages$/,
+      example: "/v1/messages",
+      handler: messages,
+    },
+    {
+      name: "count_tokens",
+      operation: "count_tokens",
+      unbilled: true,
+      method: "POST",
+      pattern: /^\/v1\/messages\/count_tokens$/,
+      example: "/v1/messages/count_tokens",
+      handler: countTokens,
+    },
+  ],
+  upstream: {
+    authorize(req, key) {
+      if (key) req.headers.set("x-api-key", key);
+      if (!req.headers.has("anthropic-version")) {
+        req.headers.set("anthropic-version", DEFAULT_VERSION);
+      }
+    },
+    // Anthropic's overload comes as 529, which no other SDK knows; its type says it all the same.
+    errorKind: (body) =>
+      (body.error as { type?: unknown } | undefined)?.type === "overloaded_error"
+        ? "overloaded"
+        : undefined,
+    forwardHeaders: ["anthropic-beta", "anthropic-version", "x-stainless-"],
+    responseHeaders: ["anthropic-ratelimit-"],
+  },
+  models: anthropicModels,
+  defaultVendor: {
+    env: "ANTHROPIC",
+    name: "anthropic",
+    base_url: "https://api.anthropic.com",
+    models: ["claude-*"],
+  },
+};

@@ -1,0 +1,16 @@
+/**
+ * The formats this gateway serves, in the order the core consults them (the first one's
+ * dialect answers paths no format claims). `main.ts` hands them to the core.
+ */
+import type { FormatPlugin } from "../src/format.ts";
+import { chatPlugin } from "./chat_completions/plugin.ts";
+import { generateContentPlugin } from "./generate_content/plugin.ts";
+import { messagesPlugin } from "./messages/plugin.ts";
+import { responsesPlugin } from "./responses/plugin.ts";
+
+export const PLUGINS: readonly FormatPlugin[] = [
+  chatPlugin,
+  responsesPlugin,
+  messagesPlugin,
+  generateContentPlugin,
+];

@@ -1,0 +1,81 @@
+/**
+ * What the two OpenAI formats (chat completions and Responses) share: their clients' error
+ * dialect and key, and how their providers are credentialed. Not a plugin of its own.
+ */
+import type { ErrorKind, GatewayError } from "../src/errors.ts";
+import type { Dialect, UpstreamSpec } from "../src/format.ts";
+import type { ListedModel } from "../src/router.ts";
+import { bearer } from "./shared.ts";
+
+const TYPE: Record<ErrorKind, string> = {
+  invalid_request: "invalid_request_error",
+  authentication: "invalid_request_error",
+  permission: "permission_error",
+  not_found: "invalid_request_error",
+  model_not_found: "invalid_request_error",
+  request_too_large: "invalid_request_error",
+  rate_limit: "rate_limit_error",
+  upstream: "server_error",
+  overloaded: "service_unavailable_error",
+  timeout: "timeout_error",
+  upstream_interrupted: "upstream_interrupted",
+};
+
+const CODE: Partial<Record<ErrorKind, string>> = {
+  authentication: "invalid_api_key",
+  model_not_found: "model_not_found",
+  rate_limit: "rate_limit_exceeded",
+  upstream_interrupted: "upstream_interrupted",
+};
+
+/** An OpenAI error `code` for a kind (its type where OpenAI has no code): stream error events. */
+export const openAiErrorCode = (kind: ErrorKind): string => CODE[kind] ?? TYPE[kind];
+
+export const openAiDialect: Dialect = {
+  id: "openai",
+  presentedKey: (req) => bearer(req.headers),
+  keyHint: "Authorization: Bearer <key>",
+  errorBody: (err: GatewayError) => ({
+    error: {
+      message: err.message,
+      type: TYPE[err.kind],
+      param: err.param ?? null,
+      code: err.code ?? CODE[err.kind] ?? null,
+    },
+  }),
+  // Anthropic's 529 is unknown to OpenAI SDKs; 503 is what they retry.
+  status: (status) => (status === 529 ? 503 : status),
+  interruption: (message) => {
+    const error = { type: "upstream_interrupted", message };
+    return `data: ${JSON.stringify({ type: "upstream_interrupted", error })}\n\n`;
+  },
+};
+
+/** OpenAI providers take the key as a Bearer token. */
+export const openAiUpstream: Pick<UpstreamSpec, "authorize" | "responseHeaders"> = {
+  authorize(req, key) {
+    if (key) req.headers.set("authorization", `Bearer ${key}`);
+  },
+  responseHeaders: ["openai-processing-ms", "openai-version", "openai-model"],
+};
+
+/** Headers OpenAI SDKs and Codex send that their providers read. */
+export const OPENAI_FORWARD_HEADERS = [
+  "openai-beta",
+  "originator",
+  "session_id",
+  "session-id",
+  "thread-id",
+  "version",
+  "x-codex-",
+  "x-openai-subagent",
+  "x-stainless-",
+] as const;
+
+/** OpenAI's model object (chat and Responses clients read the same list). */
+export const openAiModel = (m: ListedModel) => ({
+  id: m.id,
+  object: "model",
+  created: 0,
+  owned_by: m.owned_by,
+});

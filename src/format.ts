@@ -1,0 +1,125 @@
+/**
+ * The contract between the core and a format plugin. A plugin declares everything about its
+ * wire format — endpoints, where its clients put keys, its error envelope, how an upstream
+ * request is credentialed or signed, its stream framing, usage and end markers (through its
+ * codec) — and `main.ts` hands the plugins to the core (`createGateway`). Nothing in `src/`
+ * imports `plugins/` or names a vendor. See docs/design.md#format-plugins.
+ */
+import type { Codec } from "./codec.ts";
+import type { Handler } from "./context.ts";
+import type { ErrorKind, GatewayError } from "./errors.ts";
+import type { ListedModel } from "./router.ts";
+import type { UpstreamFraming } from "./stream_stage.ts";
+
+/** How a format's clients authenticate and hear about errors. */
+export interface Dialect {
+  /** Names the dialect in logs and metric labels (`openai`). */
+  readonly id: string;
+  /**
+   * The key a client presented, where this dialect's SDKs put it. May throw a 400 (a key in
+   * the URL is refused, not read).
+   */
+  presentedKey(req: Request, url: URL): string | undefined;
+  /** Where the key goes, for the 401 of a request without one. */
+  readonly keyHint: string;
+  /** The JSON error body of this dialect. */
+  errorBody(err: GatewayError, requestId?: string): unknown;
+  /** The HTTP status this dialect's SDKs must see for `status` (default: the same). */
+  status?(status: number): number;
+  /** The SSE text that tells a client its stream was cut, shaped so its SDKs raise it. */
+  interruption(message: string): string;
+}
+
+/** One path a format serves. */
+export interface EndpointSpec {
+  /** Unique among all endpoints; names the endpoint in logs and metrics. */
+  name: string;
+  method: "GET" | "POST" | "DELETE";
+  /** Matches the path (query string excluded). */
+  pattern: RegExp;
+  /** A concrete path that matches, for docs and tests (kong.yml must route it). */
+  example: string;
+  handler: Handler;
+  /** Served on a WebSocket upgrade only; a plain GET gets a 426. */
+  upgrade?: boolean;
+  /** Infrastructure (health): not routed through Kong, needs no key. */
+  internal?: boolean;
+  /** `gen_ai.operation.name` of a generation endpoint (`chat`); absent: not a GenAI call. */
+  operation?: string;
+  /** Its tokens are not billed (compaction, token counting). */
+  unbilled?: boolean;
+}
+
+/** A request on its way upstream, complete, for credentials or a signature over all of it. */
+export interface OutgoingRequest {
+  method: string;
+  url: URL;
+  headers: Headers;
+  /** The exact body that will be sent ("" for a WebSocket dial). */
+  body: string;
+}
+
+/** What a format needs from the core's upstream calls (HTTP and WebSocket alike). */
+export interface UpstreamSpec {
+  /**
+   * Puts the provider key on a request: a header, or a signature computed over method, URL,
+   * headers and body. `key` is undefined for a provider configured without one.
+   */
+  authorize(req: OutgoingRequest, key: string | undefined): void | Promise<void>;
+  /**
+   * How this format's response streams divide into events (default: server-sent events).
+   * `interruption` is the client's ending for a relayed stream that is cut short.
+   */
+  framing?(interruption?: (why: string) => string): UpstreamFraming;
+  /** The content type of this format's streams (default `text/event-stream`). */
+  streamType?: string;
+  /** The error kind a provider error body names when its HTTP status does not say it. */
+  errorKind?(body: Record<string, unknown>): ErrorKind | undefined;
+  /** Client headers forwarded on relayed calls (never credentials); `x-foo-` is a prefix. */
+  forwardHeaders?: readonly string[];
+  /** Provider response headers relayed to clients (request ids, rate limits). */
+  responseHeaders?: readonly string[];
+  /** Why a model name cannot be sent to this format's providers (e.g. it goes in a URL). */
+  unsafeModel?(model: string): string | undefined;
+}
+
+/** The model list in this format's shape. The core supplies the models; the plugin the shape. */
+export interface ModelListing {
+  /** The list's path (`/v1/models`); one model is at `${path}/{id}`. */
+  path: string;
+  /** On a path several formats list at: whether the caller is this format's client. */
+  claims?(req: Request): boolean;
+  /** The list, paged as the format pages (query parameters in `url`). */
+  list(models: ListedModel[], url: URL): unknown;
+  one(model: ListedModel): unknown;
+}
+
+/** The vendor the built-in default config wires up when its key is in the environment. */
+export interface DefaultVendor {
+  /** The environment prefix: `<env>_API_KEY`, `<env>_BASE_URL`. */
+  env: string;
+  name: string;
+  base_url: string;
+  models: readonly string[];
+  /** The default route relays as is (`passthrough: true`). */
+  passthrough?: boolean;
+}
+
+export interface FormatPlugin {
+  /** The `api:` that providers of this format are configured with. */
+  id: string;
+  /** Who can read this format's signatures and encrypted reasoning (formats may share one). */
+  family: string;
+  /** OpenTelemetry `gen_ai.system` of this format's providers. */
+  system: string;
+  codec: Codec;
+  dialect: Dialect;
+  /** Path prefixes in this dialect, matched or not (an unknown path's 404 speaks it). */
+  paths: readonly string[];
+  endpoints: readonly EndpointSpec[];
+  upstream: UpstreamSpec;
+  models?: ModelListing;
+  defaultVendor?: DefaultVendor;
+  /** Routes to this format's providers may set `passthrough: true`. */
+  passthroughRoutes?: boolean;
+}

@@ -1,0 +1,177 @@
+/**
+ * The formats a gateway serves, as handed to it by `main.ts`: one registry the core asks about
+ * endpoints, dialects, codecs and upstream rules, so no core module knows any format by name.
+ */
+import type { Codec } from "./codec.ts";
+import type { Handler } from "./context.ts";
+import { GatewayError } from "./errors.ts";
+import type {
+  DefaultVendor,
+  Dialect,
+  EndpointSpec,
+  FormatPlugin,
+  ModelListing,
+  UpstreamSpec,
+} from "./format.ts";
+import { healthz, modelById, modelList, readyz } from "./ops.ts";
+
+/** The core's own provider api: answers locally, no upstream (src/demo.ts). */
+export const DEMO_API = "demo";
+
+/** An endpoint as the server dispatches it: with the dialect its errors and key speak. */
+export interface Endpoint extends EndpointSpec {
+  dialect: Dialect;
+  /** Where the key may be: the dialects tried in order (a path shared by formats takes each). */
+  keyDialects: readonly Dialect[];
+}
+
+/** Client headers any relayed call forwards, whatever the format. */
+const FORWARD_HEADERS = ["user-agent", "idempotency-key", "x-client-request-id"];
+
+/** Provider response headers any relay passes back (ids, rate limits, retry hints). */
+const RESPONSE_HEADERS = [
+  "content-type",
+  "request-id",
+  "x-request-id",
+  "retry-after",
+  "retry-after-ms",
+  "x-should-retry",
+  "x-ratelimit-",
+];
+
+export class Formats {
+  readonly endpoints: readonly Endpoint[];
+  private readonly byId = new Map<string, FormatPlugin>();
+  private readonly headers = new Map<string, { forward: string[]; response: string[] }>();
+
+  constructor(readonly plugins: readonly FormatPlugin[]) {
+    if (plugins.length === 0) throw new Error("a gateway needs at least one format plugin");
+    for (const p of plugins) {
+      if (p.id === DEMO_API || this.byId.has(p.id)) throw new Error(`format id "${p.id}" is taken`);
+      this.byId.set(p.id, p);
+      this.headers.set(p.id, {
+        forward: [...FORWARD_HEADERS, ...p.upstream.forwardHeaders ?? []],
+        response: [...RESPONSE_HEADERS, ...p.upstream.responseHeaders ?? []],
+      });
+    }
+    this.endpoints = [
+      ...plugins.flatMap((p) =>
+        p.endpoints.map((e) => ({ ...e, dialect: p.dialect, keyDialects: [p.dialect] }))
+      ),
+      ...this.modelListEndpoints(),
+      ...[["healthz", healthz], ["readyz", readyz]].map(([name, handler]) => ({
+        name: name as string,
+        method: "GET" as const,
+        pattern: new RegExp(`^/${name}$`),
+        example: `/${name}`,
+        handler: handler as Handler,
+        internal: true,
+        dialect: this.defaultDialect,
+        keyDialects: [],
+      })),
+    ];
+    const names = this.endpoints.map((e) => e.name);
+    const twice = names.find((n, i) => names.indexOf(n) !== i);
+    if (twice) throw new Error(`endpoint name "${twice}" is declared twice`);
+  }
+
+  /** The first plugin's: paths no plugin claims (health, unknown ones) speak it. */
+  get defaultDialect(): Dialect {
+    return this.plugins[0].dialect;
+  }
+
+  /** The provider apis a config may name. */
+  get ids(): string[] {
+    return [...this.byId.keys(), DEMO_API];
+  }
+
+  get(api: string): FormatPlugin | undefined {
+    return this.byId.get(api);
+  }
+
+  /** The codec of a configured provider api (config validation has checked it exists). */
+  codec(api: string): Codec {
+    const p = this.byId.get(api);
+    if (!p) throw new GatewayError(500, "upstream", `no format plugin serves api "${api}"`);
+    return p.codec;
+  }
+
+  /** The family of an api's signatures; none for the local demo. */
+  family(api: string): string | undefined {
+    return this.byId.get(api)?.family;
+  }
+
+  upstream(api: string): UpstreamSpec | undefined {
+    return this.byId.get(api)?.upstream;
+  }
+
+  /** Client headers a relay to `api` forwards. */
+  forwardHeaders(api: string): readonly string[] {
+    return this.headers.get(api)?.forward ?? FORWARD_HEADERS;
+  }
+
+  /** Provider headers a relay from `api` passes back. */
+  responseHeaders(api: string): readonly string[] {
+    return this.headers.get(api)?.response ?? RESPONSE_HEADERS;
+  }
+
+  /** The dialect of any path, matched or not: the longest claimed prefix, else the default. */
+  dialectOf(path: string): Dialect {
+    let best: { dialect: Dialect; length: number } | undefined;
+    for (const p of this.plugins) {
+      for (const prefix of p.paths) {
+        if (path.startsWith(prefix) && prefix.length > (best?.length ?? -1)) {
+          best = { dialect: p.dialect, length: prefix.length };
+        }
+      }
+    }
+    return best?.dialect ?? this.defaultDialect;
+  }
+
+  get vendors(): DefaultVendor[] {
+    return this.plugins.flatMap((p) => (p.defaultVendor ? [p.defaultVendor] : []));
+  }
+
+  /** The api of each default vendor. */
+  vendorApi(vendor: DefaultVendor): string {
+    return this.plugins.find((p) => p.defaultVendor === vendor)!.id;
+  }
+
+  /** The list and one-model endpoints of every path some format lists models at. */
+  private modelListEndpoints(): Endpoint[] {
+    const byPath = Map.groupBy(
+      this.plugins.filter((p) => p.models),
+      (p) => p.models!.path,
+    );
+    return [...byPath].flatMap(([path, owners], i) => {
+      const name = i === 0 ? "models" : `${owners[0].id}_models`;
+      const listings = owners.map((p) => ({ listing: p.models!, dialect: p.dialect }));
+      // The caller's format: the one that claims the request, else the one that claims nothing.
+      const pick = (req: Request): { listing: ModelListing; dialect: Dialect } =>
+        listings.find((l) => l.listing.claims?.(req)) ??
+          listings.find((l) => !l.listing.claims) ?? listings[0];
+      const escaped = path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      const base = {
+        method: "GET" as const,
+        dialect: listings.find((l) => !l.listing.claims)?.dialect ?? listings[0].dialect,
+        keyDialects: listings.map((l) => l.dialect),
+      };
+      return [
+        {
+          ...base,
+          name,
+          pattern: new RegExp(`^${escaped}$`),
+          example: path,
+          handler: modelList(pick),
+        },
+        {
+          ...base,
+          name: name.replace(/s$/, ""),
+          pattern: new RegExp(`^${escaped}/[^/]+$`),
+          example: `${path}/example-model`,
+          handler: modelById(path, pick),
+        },
+      ];
+    });
+  }
+}
