@@ -1,7 +1,7 @@
 /**
- * The contract every wire-format plugin fulfils, in both directions: as the client's format
- * (ingress) and as a provider's API (upstream). The core only ever talks to formats through
- * this interface; adding a fifth format means adding one codec.
+ * A format's codec, in both directions: as the client's format (ingress) and as a provider's
+ * API (upstream). It is the conversion half of a format plugin (src/format.ts); the core
+ * converts only through it.
  */
 import type * as ir from "./ir.ts";
 import type { SseEvent } from "./sse.ts";
