@@ -34,7 +34,7 @@ export const openAiErrorCode = (kind: ErrorKind): string => CODE[kind] ?? TYPE[k
 export const openAiDialect: Dialect = {
   id: "openai",
   presentedKey: (req) => bearer(req.headers),
-  keyHint: "Authorization: Bearer <key>",
+  keyLocations: ["Authorization: Bearer <key>"],
   errorBody: (err: GatewayError) => ({
     error: {
       message: err.message,

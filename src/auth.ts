@@ -66,7 +66,7 @@ export function authenticate(
 ): string {
   const key = presentedKey(dialects, req, url);
   if (!key) {
-    const hint = dialects.map((d) => d.keyHint).join(", or ");
+    const hint = [...new Set(dialects.flatMap((d) => d.keyLocations))].join(" or ");
     throw new GatewayError(401, "authentication", `missing API key: send ${hint}`);
   }
   const name = store.match(key);

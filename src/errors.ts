@@ -88,16 +88,18 @@ export function fromProviderError(
   status: number,
   text: string,
   headers?: Headers,
-  /** The format's own reading of its error body (a kind its status does not say). */
-  kindOf?: (body: Record<string, unknown>) => ErrorKind | undefined,
+  /** The format's own reading of its error body (see UpstreamSpec.readError). */
+  readError?: (body: Record<string, unknown>) => { kind?: ErrorKind; message?: string } | undefined,
 ): GatewayError {
   let kind = kindForStatus(status);
   let message: string | undefined;
   try {
     const body = JSON.parse(text);
     const e = body?.error;
-    if (e && typeof e.message === "string") message = e.message.slice(0, 2000);
-    if (body && typeof body === "object") kind = kindOf?.(body) ?? kind;
+    if (e && typeof e.message === "string") message = e.message;
+    const own = body && typeof body === "object" ? readError?.(body) : undefined;
+    kind = own?.kind ?? kind;
+    message = (own?.message ?? message)?.slice(0, 2000);
   } catch {
     // not JSON: an excerpt of the text below
   }

@@ -20,13 +20,16 @@ export interface Dialect {
    * the URL is refused, not read).
    */
   presentedKey(req: Request, url: URL): string | undefined;
-  /** Where the key goes, for the 401 of a request without one. */
-  readonly keyHint: string;
+  /** Where the key may go (`x-api-key: <key>`), named in the 401 of a request without one. */
+  readonly keyLocations: readonly string[];
   /** The JSON error body of this dialect. */
   errorBody(err: GatewayError, requestId?: string): unknown;
   /** The HTTP status this dialect's SDKs must see for `status` (default: the same). */
   status?(status: number): number;
-  /** The SSE text that tells a client its stream was cut, shaped so its SDKs raise it. */
+  /**
+   * The text that tells a client its stream was cut, in the client's stream framing (an SSE
+   * event for SSE formats), shaped so its SDKs raise it.
+   */
   interruption(message: string): string;
 }
 
@@ -67,14 +70,15 @@ export interface UpstreamSpec {
    */
   authorize(req: OutgoingRequest, key: string | undefined): void | Promise<void>;
   /**
-   * How this format's response streams divide into events (default: server-sent events).
-   * `interruption` is the client's ending for a relayed stream that is cut short.
+   * How this format's response streams divide into events, and their content type (default:
+   * server-sent events). `interruption` ends a relayed stream that is cut short.
    */
   framing?(interruption?: (why: string) => string): UpstreamFraming;
-  /** The content type of this format's streams (default `text/event-stream`). */
-  streamType?: string;
-  /** The error kind a provider error body names when its HTTP status does not say it. */
-  errorKind?(body: Record<string, unknown>): ErrorKind | undefined;
+  /**
+   * What a provider's error body says, where the default reading (`error.message`, the kind
+   * from the HTTP status) does not find it: another envelope, or a kind its status hides.
+   */
+  readError?(body: Record<string, unknown>): { kind?: ErrorKind; message?: string } | undefined;
   /** Client headers forwarded on relayed calls (never credentials); `x-foo-` is a prefix. */
   forwardHeaders?: readonly string[];
   /** Provider response headers relayed to clients (request ids, rate limits). */

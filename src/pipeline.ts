@@ -220,9 +220,9 @@ async function relayAttempt(
     ctx.trace.reportUsage(other ? other.usage(json) : usageOf(g.ingress, json, ctx));
     return new Response(bytes, { status: up.res.status, headers });
   }
-  checkContentType(up, g.framing ? JSON_TYPE : streamType(spec));
   const interruption = (why: string) => ctx.dialect.interruption(why);
   const framing = g.framing?.relayed() ?? upstreamFraming(spec, interruption);
+  checkContentType(up, framing.mediaType);
   const reader = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
   const events = last ? reader : await heldRelay(
     reader,
@@ -272,7 +272,7 @@ async function relayError(
   spec: UpstreamSpec,
 ): Promise<never> {
   const text = await readErrorText(up, idleMs, ctx.gw.secrets);
-  const err = fromProviderError(up.res.status, text, headers, spec.errorKind);
+  const err = fromProviderError(up.res.status, text, headers, spec.readError);
   const answer = isJsonObject(text)
     ? new Response(text, { status: up.res.status, headers })
     : errorResponse(ctx.dialect, err, ctx.requestId);
@@ -307,7 +307,7 @@ async function callConverted(
   r: Resolved,
   key: PoolKey | undefined,
   req: ir.Request,
-): Promise<UpstreamResponse & { dropped: string[]; target: Codec; spec: UpstreamSpec }> {
+): Promise<UpstreamResponse & { dropped: string[]; target: Codec; framing: UpstreamFraming }> {
   const target = ctx.gw.formats.codec(r.provider.api);
   const spec = ctx.gw.formats.upstream(r.provider.api)!;
   const dropped: string[] = [];
@@ -334,8 +334,9 @@ async function callConverted(
     const { idle_ms } = r.provider.timeouts;
     throw new ProviderFailure(await upstreamError(up, idle_ms, ctx.gw.secrets, spec));
   }
-  checkContentType(up, req.stream ? streamType(spec) : JSON_TYPE);
-  return { ...up, dropped, target, spec };
+  const framing = upstreamFraming(spec);
+  checkContentType(up, req.stream ? framing.mediaType : JSON_TYPE);
+  return { ...up, dropped, target, framing };
 }
 
 /** Names the sampling hints the target lacked, so the drop is never silent. */
@@ -398,17 +399,15 @@ export async function upstreamEvents(
 function upstreamReader(
   ctx: RequestContext,
   r: Resolved,
-  up: UpstreamResponse & { spec: UpstreamSpec },
+  up: UpstreamResponse & { framing: UpstreamFraming },
 ): EventReader {
-  return new EventReader(up, r.provider.timeouts, upstreamFraming(up.spec), ctx.gw.secrets);
+  return new EventReader(up, r.provider.timeouts, up.framing, ctx.gw.secrets);
 }
 
 /** How a format's streams divide into events: its own framing, else server-sent events. */
 function upstreamFraming(spec: UpstreamSpec, interruption?: (why: string) => string) {
   return spec.framing?.(interruption) ?? sseFraming(interruption);
 }
-
-const streamType = (spec: UpstreamSpec) => spec.streamType ?? "text/event-stream";
 
 function jsonToClient(
   ctx: RequestContext,

@@ -262,7 +262,7 @@ export async function upstreamError(
 ): Promise<GatewayError> {
   const text = await readErrorText(up, idleMs, secrets);
   const headers = pickHeaders(up.res.headers, RETRY_HEADERS);
-  return fromProviderError(up.res.status, text, headers, spec.errorKind);
+  return fromProviderError(up.res.status, text, headers, spec.readError);
 }
 
 /** How a client stream ends, in its framing. `sent`: whether any bytes went out before. */

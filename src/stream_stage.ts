@@ -11,7 +11,7 @@ import { Deadline } from "./deadline.ts";
 import { GatewayError } from "./errors.ts";
 import { ClientGone, clientGone, closeStream, type UpstreamResponse } from "./relay.ts";
 import type { Secrets } from "./secrets.ts";
-import { formatSse, type SseEvent } from "./sse.ts";
+import type { SseEvent } from "./sse.ts";
 import type { Trace } from "./trace.ts";
 
 /** The buffer sizes an upstream stream is read with. */
@@ -32,12 +32,17 @@ export interface Scan {
   cut: number;
   /** The complete events, parsed far enough for a watch. */
   events: SseEvent[];
-  /** A complete event that is not a JSON payload (SSE only), with the events before it. */
-  malformedAt?: number;
+  /**
+   * A complete event that is not a JSON payload: `at` is its index, `before` the framing's own
+   * text of the events before it (relayed as received, then the stream ends).
+   */
+  malformed?: { at: number; before: string };
 }
 
 /** How a stream's bytes divide into events, and how it ends when cut. */
 export interface UpstreamFraming {
+  /** The content type of a stream in this framing (a 2xx of another type is refused). */
+  mediaType: string;
   /** Scans `buf`, of which bytes before `from` were scanned before and held back. */
   scan(buf: Uint8Array, from: number, decode: (b: Uint8Array) => string): Scan;
   /** Text that closes the client's stream after a complete upstream stream. */
@@ -93,15 +98,25 @@ function looksWhole(data: string): boolean {
  */
 export function sseFraming(interruption: (why: string) => string = () => ""): UpstreamFraming {
   return {
+    mediaType: "text/event-stream",
     scan(buf, from, decode) {
       const cut = lastBlankLine(buf, from);
       if (cut === 0) return { cut, events: [] };
       const events: SseEvent[] = [];
-      const records = decode(buf.subarray(0, cut)).split(/\r\n\r\n|\n\n|\r\r/);
-      for (const record of records) {
-        const e = parseRecord(record);
+      const text = decode(buf.subarray(0, cut));
+      // Records and the blank lines between them, alternately.
+      const parts = text.split(/(\r\n\r\n|\n\n|\r\r)/);
+      let at = 0;
+      for (
+        let i = 0;
+        i < parts.length;
+        at += parts[i].length + (parts[i + 1]?.length ?? 0), i += 2
+      ) {
+        const e = parseRecord(parts[i]);
         if (!e) continue; // comments, keep-alives, the empty string after the last blank line
-        if (!looksWhole(e.data)) return { cut, events, malformedAt: events.length };
+        if (!looksWhole(e.data)) {
+          return { cut, events, malformed: { at: events.length, before: text.slice(0, at) } };
+        }
         events.push(e);
       }
       return { cut, events };
@@ -196,10 +211,10 @@ export class EventReader {
     const scan = this.framing.scan(buf, from, this.decode);
     this.held = scan.cut === 0 ? buf : scan.cut < buf.length ? buf.slice(scan.cut) : undefined;
     if (scan.cut === 0) return undefined;
-    if (scan.malformedAt !== undefined) {
+    if (scan.malformed) {
       this.fail("the upstream sent a malformed event");
-      const events = scan.events.slice(0, scan.malformedAt);
-      return events.length ? this.scrubbed(events, events.map(formatSse).join("")) : undefined;
+      const events = scan.events.slice(0, scan.malformed.at);
+      return events.length ? this.scrubbed(events, scan.malformed.before) : undefined;
     }
     // The held tail was copied out, so the complete part can go out without a copy.
     const bytes = scan.cut === buf.length ? buf : buf.subarray(0, scan.cut);

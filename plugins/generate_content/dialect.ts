@@ -33,7 +33,7 @@ export const googleDialect: Dialect = {
     return req.headers.get("x-goog-api-key") ?? req.headers.get("x-vendor2-api-key") ??
       undefined;
   },
-  keyHint: "x-goog-api-key: <key>",
+  keyLocations: ["x-goog-api-key: <key>"],
   errorBody: (err: GatewayError) => ({
     error: { code: status(err.status), message: err.message, status: STATUS[err.kind] },
   }),

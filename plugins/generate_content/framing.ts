@@ -18,6 +18,7 @@ function jsonArrayFraming(
   let elements = 0;
   let start = -1;
   return {
+    mediaType: "application/json",
     scan(buf, from, decode) {
       let cut = 0;
       const events: Scan["events"] = [];

@@ -22,7 +22,7 @@ export const anthropicDialect: Dialect = {
   id: "anthropic",
   // The Anthropic SDK 1.x authenticates with a Bearer token; older ones and curl x-api-key.
   presentedKey: (req) => req.headers.get("x-api-key") ?? bearer(req.headers),
-  keyHint: "x-api-key: <key> (or Authorization: Bearer <key>)",
+  keyLocations: ["x-api-key: <key>", "Authorization: Bearer <key>"],
   errorBody: (err: GatewayError, requestId?: string) => ({
     type: "error",
     error: { type: TYPE[err.kind], message: err.message },

@@ -41,9 +41,9 @@ export const messagesPlugin: FormatPlugin = {
       }
     },
     // Anthropic's overload comes as 529, which no other SDK knows; its type says it all the same.
-    errorKind: (body) =>
+    readError: (body) =>
       (body.error as { type?: unknown } | undefined)?.type === "overloaded_error"
-        ? "overloaded"
+        ? { kind: "overloaded" }
         : undefined,
     forwardHeaders: ["anthropic-beta", "anthropic-version", "x-stainless-"],
     responseHeaders: ["anthropic-ratelimit-"],

@@ -1,0 +1,84 @@
+/**
+ * "toy": a test-only fifth wire format, built on the public plugin contract alone (nothing in
+ * src/ names it). It differs from the four real ones where a format can: its own key header
+ * and error envelope, HMAC-signed upstream requests, and NDJSON streams instead of SSE.
+ */
+import { createHash, createHmac } from "node:crypto";
+import type { Handler } from "../../src/context.ts";
+import { badRequest } from "../../src/errors.ts";
+import type { Dialect, FormatPlugin, OutgoingRequest } from "../../src/format.ts";
+import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
+import { generate } from "../../src/pipeline.ts";
+import { faultKind, toyCodec } from "./codec.ts";
+import { interruptionLine, NDJSON, ndjsonFraming } from "./ndjson.ts";
+
+export const toyDialect: Dialect = {
+  id: "toy",
+  presentedKey: (req) => req.headers.get("x-toy-key") ?? undefined,
+  keyLocations: ["x-toy-key: <key>"],
+  errorBody: (err) => ({ fault: { kind: err.kind, text: err.message, status: err.status } }),
+  interruption: interruptionLine,
+};
+
+/** `20250102T030405Z`: what the provider's clock check parses. */
+export const toyDate = (d = new Date()) => d.toISOString().replace(/[-:]|\.\d{3}/g, "");
+
+const sha256Hex = (text: string) => createHash("sha256").update(text).digest("hex");
+
+/**
+ * Signs the complete request: the key never leaves; the provider recomputes the HMAC over the
+ * method, path, body digest and date it received.
+ */
+export function signToy(req: OutgoingRequest, key: string | undefined): void {
+  if (!key) return;
+  const date = toyDate();
+  const payload = [req.method, req.url.pathname, sha256Hex(req.body), date].join("\n");
+  req.headers.set("x-toy-date", date);
+  req.headers.set("x-toy-signature", createHmac("sha256", key).update(payload).digest("hex"));
+}
+
+function validate(json: Record<string, unknown>) {
+  const model = modelOf(json);
+  if (typeof json.prompt !== "string") {
+    throw badRequest("prompt: required, expected a string", "prompt");
+  }
+  const max = json.max_tokens;
+  if (max !== undefined && !(Number.isInteger(max) && (max as number) > 0)) {
+    throw badRequest("max_tokens: expected a positive integer", "max_tokens");
+  }
+  return { model, stream: flagOf(json, "stream") };
+}
+
+/** POST /toy/v1/generate */
+const toyGenerate: Handler = async (ctx) => {
+  const body = await readJsonBody(ctx.req);
+  const { model, stream } = validate(body.json);
+  // Toy clients read NDJSON, relayed or converted.
+  return await generate(ctx, { ingress: toyCodec, body, model, stream, framing: NDJSON });
+};
+
+export const toyPlugin: FormatPlugin = {
+  id: "toy",
+  family: "toy",
+  system: "toy",
+  codec: toyCodec,
+  dialect: toyDialect,
+  paths: ["/toy/"],
+  endpoints: [{
+    name: "toy_generate",
+    operation: "chat",
+    method: "POST",
+    pattern: /^\/toy\/v1\/generate$/,
+    example: "/toy/v1/generate",
+    handler: toyGenerate,
+  }],
+  upstream: {
+    authorize: signToy,
+    framing: (interruption) => ndjsonFraming(interruption ?? interruptionLine),
+    readError(body) {
+      const fault = body.fault as { kind?: unknown; text?: unknown } | undefined;
+      const message = typeof fault?.text === "string" ? fault.text : undefined;
+      return { kind: faultKind(fault?.kind), message };
+    },
+  },
+};
