@@ -7,7 +7,7 @@ import { PLUGINS } from "./plugins/mod.ts";
 import { codexConfig } from "./plugins/responses/codex.ts";
 import { type Config, ConfigError, stableDevKey } from "./src/config.ts";
 import { Formats } from "./src/formats.ts";
-import { setAccessLogSink } from "./src/log.ts";
+import { NO_LOG, setAccessLogSink } from "./src/log.ts";
 import { serveMetrics } from "./src/metrics.ts";
 import { configLoader, Reloader, watchConfigFile } from "./src/reload.ts";
 import { createGateway, createHandler } from "./src/server.ts";
@@ -56,7 +56,7 @@ async function main() {
     }
     Deno.exit(0);
   }
-  if (env("GATEWAY_ACCESS_LOG") === "off") setAccessLogSink(() => {});
+  if (env("GATEWAY_ACCESS_LOG") === "off") setAccessLogSink(NO_LOG);
   const gw = await createGateway(config, formats);
   // Its own listener: Kong routes the gateway's port only, so /metrics never reaches clients.
   let metrics: Deno.HttpServer | undefined;

@@ -1,10 +1,12 @@
 /**
  * `deno task bench`: the gateway against the floor, in one run on loopback. Each server runs in
  * its own process: the mock provider, a bare Deno relay (`Deno.serve` + `fetch`, body piped
- * through) and the gateway. `wrk` (Debian) loads each with the same request: a ~1.4 KB chat
- * body, JSON or a 22-delta stream, at 32 connections (throughput) and 1 (latency). Then a
- * slow-stream memory test: N concurrent streams held open, resident memory per stream, and
- * resident memory after repeated waves. Everything is reported as a ratio to the bare relay.
+ * through), the same relay doing the least JavaScript any gateway must (the JS floor:
+ * bench/bare_relay.ts) and the gateway. `wrk` (Debian) loads each with the same request: a
+ * ~1.4 KB chat body, JSON or a 22-delta stream, at 32 connections (throughput) and 1
+ * (latency). Then a slow-stream memory test: N concurrent streams held open, resident memory
+ * per stream, and resident memory after repeated waves. Everything is reported as a ratio to
+ * the bare relay, and to the JS floor.
  *
  *   npx -y deno@2.9.6 task bench            (BENCH_SECONDS, BENCH_STREAMS, BENCH_WAVES)
  */
@@ -121,13 +123,13 @@ async function memory(start: () => Promise<Server>, model: string) {
 
 const mock = await startMock();
 const bare = await startBareRelay(mock.url);
-const staged = await startBareRelay(mock.url, true);
+const floor = await startBareRelay(mock.url, true);
 const gateway = await startGateway(mock.url);
 try {
   console.log(`wrk ${SECONDS} s per case, loopback, ${navigator.hardwareConcurrency} cores\n`);
   const rows: string[] = [
-    "| case | c | mock direct | bare relay | relay + 1 JS stage | gateway | ratio to bare |",
-    "|---|---|---|---|---|---|---|",
+    "| case | c | mock direct | bare relay | relay, JS floor | gateway | ratio to bare | to JS floor |",
+    "|---|---|---|---|---|---|---|---|",
   ];
   for (const stream of [false, true]) {
     for (
@@ -143,19 +145,20 @@ try {
         const [m, b, s, g] = [
           await wrk(mock.url, direct, c),
           await wrk(bare.url, direct, c),
-          await wrk(staged.url, direct, c),
+          await wrk(floor.url, direct, c),
           await wrk(gateway.url, body, c),
         ];
         const errors = m.errors + b.errors + s.errors + g.errors;
         const cell = (l: Load) =>
           c === 1 ? `${(l.p50Ms * 1000).toFixed(0)} µs p50` : `${l.rps.toFixed(0)} req/s`;
-        const ratio = c === 1
-          ? `+${((g.p50Ms - b.p50Ms) * 1000).toFixed(0)} µs`
-          : `${(g.rps / b.rps).toFixed(2)}×`;
+        const ratio = (floor: Load) =>
+          c === 1
+            ? `+${((g.p50Ms - floor.p50Ms) * 1000).toFixed(0)} µs`
+            : `${(g.rps / floor.rps).toFixed(2)}×`;
         rows.push(
           `| ${stream ? "stream" : "JSON"}, ${label} | ${c} | ${cell(m)} | ${cell(b)} | ${
             cell(s)
-          } | ${cell(g)} | ${ratio}${errors ? ` (${errors} errors!)` : ""} |`,
+          } | ${cell(g)} | ${ratio(b)} | ${ratio(s)}${errors ? ` (${errors} errors!)` : ""} |`,
         );
         console.log(rows.at(-1));
       }
@@ -182,7 +185,7 @@ try {
     for (
       const [label, start, model] of [
         ["bare relay", () => startBareRelay(mock.url), "chat-slow"],
-        ["relay + 1 JS stage", () => startBareRelay(mock.url, true), "chat-slow"],
+        ["relay, JS floor", () => startBareRelay(mock.url, true), "chat-slow"],
         ["gateway same format", () => startGateway(mock.url), "chat-slow"],
         ["gateway converted", () => startGateway(mock.url), "msg-slow"],
       ] as const
@@ -199,7 +202,7 @@ try {
   }
 } finally {
   await gateway.stop();
-  await staged.stop();
+  await floor.stop();
   await bare.stop();
   await mock.stop();
 }

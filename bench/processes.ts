@@ -68,10 +68,10 @@ export function startMock(): Promise<Server> {
 }
 
 /** `Deno.serve` + `fetch`, the body piped through: what any relay must cost at least. */
-export function startBareRelay(upstream: string, jsStage = false): Promise<Server> {
+export function startBareRelay(upstream: string, jsFloor = false): Promise<Server> {
   return spawn(
     ["run", "--allow-net", "--allow-env", here("bare_relay.ts").pathname],
-    { UPSTREAM: upstream, JS_STAGE: jsStage ? "1" : "0" },
+    { UPSTREAM: upstream, JS_FLOOR: jsFloor ? "1" : "0" },
     /bare relay on (http:\/\/\S+)/,
     "stdout",
   );

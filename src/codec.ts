@@ -103,6 +103,8 @@ export interface Codec {
   /** IR to this format's request body; throws a 400 for what the target cannot express. */
   encodeRequest(req: ir.Request, ctx: EncodeContext): Record<string, unknown>;
   decodeResponse(body: Record<string, unknown>, ctx: DecodeContext): ir.Response;
+  /** The usage of a whole response body, read without decoding the rest (relayed answers). */
+  usage(body: Record<string, unknown>): ir.Usage | undefined;
   /** This format's SSE events to IR stream events. Emits `finish` only on the real end. */
   decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.StreamEvent>;
   /** A watch for one relayed stream of this format. */

@@ -17,9 +17,10 @@ const tooLarge = () =>
 async function readLimited(req: Request): Promise<string> {
   const length = req.headers.get("content-length");
   if (Number(length ?? 0) > MAX_BODY_BYTES) throw tooLarge();
-  if (!req.body) return "";
-  // A declared length is enforced by Deno: the whole-body read is its fast native path.
+  // A declared length is enforced by Deno: the whole-body read is its fast native path (and
+  // `req.body` is not touched: that would make it a JS stream, read chunk by chunk).
   if (length !== null) return await req.text();
+  if (!req.body) return "";
   const chunks: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of req.body) {
@@ -68,11 +69,27 @@ export async function readJsonBody(req: Request): Promise<JsonBody> {
 
 /** Copies the headers whose names are listed, or start with a listed prefix ending in `-`. */
 export function pickHeaders(from: Headers, allow: readonly string[]): Headers {
+  const { names, prefixes } = compiled(allow);
   const out = new Headers();
   for (const [k, v] of from) {
-    if (allow.some((a) => a.endsWith("-") ? k.startsWith(a) : k === a)) out.set(k, v);
+    if (names.has(k) || prefixes.some((p) => k.startsWith(p))) out.set(k, v);
   }
   return out;
+}
+
+/** Allow-lists are fixed at startup: each is split into names and prefixes once. */
+const compiledLists = new WeakMap<readonly string[], { names: Set<string>; prefixes: string[] }>();
+
+function compiled(allow: readonly string[]) {
+  let c = compiledLists.get(allow);
+  if (!c) {
+    c = {
+      names: new Set(allow.filter((a) => !a.endsWith("-"))),
+      prefixes: allow.filter((a) => a.endsWith("-")),
+    };
+    compiledLists.set(allow, c);
+  }
+  return c;
 }
 
 export const RETRY_HEADERS = ["retry-after", "retry-after-ms", "x-should-retry"] as const;

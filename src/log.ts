@@ -4,6 +4,9 @@ import type { Observer, Trace } from "./trace.ts";
 
 type Sink = (line: string) => void;
 
+/** The sink of `GATEWAY_ACCESS_LOG=off`: no line is even built. */
+export const NO_LOG: Sink = () => {};
+
 let sink: Sink = (line) => console.log(line);
 
 /** Redirects access lines (tests capture them; `GATEWAY_ACCESS_LOG=off` silences them). */
@@ -61,7 +64,11 @@ function line(t: Trace) {
 
 /** The access log as an observer: one line when a request ends, scrubbed of provider keys. */
 export function accessLog(secrets: Secrets): Observer {
-  return { ended: (t) => sink(secrets.scrub(JSON.stringify(line(t)))) };
+  return {
+    ended(t) {
+      if (sink !== NO_LOG) sink(secrets.scrub(JSON.stringify(line(t))));
+    },
+  };
 }
 
 /** Writes one line about the gateway itself (a reload) among the access lines, scrubbed. */

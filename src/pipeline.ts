@@ -217,7 +217,7 @@ async function relayAttempt(
   if (!g.stream) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
     const { bytes, json } = await readUpstreamJson(up, idle_ms);
-    ctx.trace.reportUsage(other ? other.usage(json) : usageOf(g.ingress, json, ctx));
+    ctx.trace.reportUsage(other ? other.usage(json) : usageOf(g.ingress, json));
     return new Response(bytes, { status: up.res.status, headers });
   }
   const interruption = (why: string) => ctx.dialect.interruption(why);
@@ -289,13 +289,9 @@ function isJsonObject(text: string): boolean {
 }
 
 /** Token usage of a relayed JSON response, for the access log (undefined if unreadable). */
-function usageOf(
-  codec: Codec,
-  json: Record<string, unknown>,
-  ctx: RequestContext,
-): ir.Usage | undefined {
+function usageOf(codec: Codec, json: Record<string, unknown>): ir.Usage | undefined {
   try {
-    return codec.decodeResponse(json, { now: 0, id: idFor(ctx) }).usage;
+    return codec.usage(json);
   } catch {
     return undefined; // an unexpected shape is relayed as is; only the log lacks usage
   }

@@ -32,11 +32,16 @@ export interface UpstreamRequest {
 
 export interface UpstreamResponse {
   res: Response;
+  /**
+   * The call's one deadline: first byte until the headers, then re-armed by whoever reads the
+   * body; `release` clears it.
+   */
+  deadline: Deadline;
   /** The provider's name, for messages. */
   provider: string;
   /** Aborts the upstream request (used when the client disconnects or a timer fires). */
   abort: (reason?: unknown) => void;
-  /** Stops watching the client's signal, once the body is done with. */
+  /** Stops watching the client's signal and the deadline, once the body is done with. */
   release: () => void;
 }
 
@@ -60,12 +65,13 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
   const onStop = () => abort(shuttingDown());
   r.signal.addEventListener("abort", onClientAbort, { once: true });
   r.stopping?.addEventListener("abort", onStop, { once: true });
+  const deadline = new Deadline(abort);
+  deadline.arm(r.provider.timeouts.first_byte_ms, "sent no response headers");
   const release = () => {
+    deadline.clear();
     r.signal.removeEventListener("abort", onClientAbort);
     r.stopping?.removeEventListener("abort", onStop);
   };
-  const deadline = new Deadline(abort);
-  deadline.arm(r.provider.timeouts.first_byte_ms, "sent no response headers");
   const out = {
     method: "POST",
     url: new URL(upstreamUrl(r.provider, r.path)),
@@ -77,15 +83,13 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
     await r.spec.authorize(out, r.key);
     const { method, headers, body } = out;
     const res = await fetch(out.url, { method, headers, body, signal: ctrl.signal });
-    return { res, provider: r.provider.name, abort, release };
+    return { res, provider: r.provider.name, deadline, abort, release };
   } catch (e) {
     release();
     const reason = ctrl.signal.reason;
     if (reason instanceof ClientGone || reason instanceof GatewayError) throw reason;
     // Deno's message names the URL, not the key; it is scrubbed on the way out all the same.
     throw new GatewayError(502, "upstream", `upstream ${r.provider.name} unreachable: ${e}`);
-  } finally {
-    deadline.clear();
   }
 }
 
@@ -174,7 +178,7 @@ async function readBody(
   idleMs: number,
   limit: number,
 ): Promise<Uint8Array<ArrayBuffer>> {
-  const deadline = new Deadline(up.abort);
+  const { deadline } = up;
   deadline.arm(idleMs, "went idle");
   const length = Number(up.res.headers.get("content-length") ?? NaN);
   const chunks: Uint8Array<ArrayBuffer>[] = [];
@@ -196,7 +200,6 @@ async function readBody(
       `upstream ${up.provider} failed while sending its body`,
     );
   } finally {
-    deadline.clear();
     up.release();
   }
   if (size >= limit) up.abort();

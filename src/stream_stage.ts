@@ -7,7 +7,7 @@
  * else is a scan for blank lines.
  */
 import type { StreamWatch } from "./codec.ts";
-import { Deadline } from "./deadline.ts";
+import type { Deadline } from "./deadline.ts";
 import { GatewayError } from "./errors.ts";
 import { ClientGone, clientGone, closeStream, type UpstreamResponse } from "./relay.ts";
 import type { Secrets } from "./secrets.ts";
@@ -169,7 +169,7 @@ export class EventReader {
     private readonly secrets: Secrets,
   ) {
     this.reader = up.res.body!.getReader({ mode: "byob" });
-    this.deadline = new Deadline((err) => up.abort(err));
+    this.deadline = up.deadline;
     this.deadline.arm(timeouts.first_byte_ms, "sent no data");
   }
 
@@ -242,7 +242,6 @@ export class EventReader {
   private close() {
     if (this.done) return;
     this.done = true;
-    this.deadline.clear();
     this.up.release();
   }
 

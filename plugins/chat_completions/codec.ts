@@ -5,7 +5,9 @@ import { decodeStream } from "./decode_stream.ts";
 import { encodeRequest } from "./encode_request.ts";
 import { encodeStream } from "./encode_stream.ts";
 import { decodeResponse, encodeResponse } from "./response.ts";
+import type { ChatUsage } from "./schema.ts";
 import { watch } from "./watch.ts";
+import { usageToIr } from "./wire.ts";
 
 export const chatCodec: Codec = {
   api: "chat",
@@ -15,6 +17,7 @@ export const chatCodec: Codec = {
   path: () => "/chat/completions",
   encodeRequest,
   decodeResponse,
+  usage: (body) => (body.usage ? usageToIr(body.usage as ChatUsage) : undefined),
   decodeStream,
   watch,
 };

@@ -8,6 +8,7 @@ import { decodeRequest } from "./ingress.ts";
 import { decodeStream, encodeStream } from "./stream.ts";
 import { encodeRequest, path } from "./upstream.ts";
 import { watch } from "./watch.ts";
+import { decodeUsage } from "./chunks.ts";
 
 export const geminiCodec: Codec = {
   api: "generate-content",
@@ -17,6 +18,7 @@ export const geminiCodec: Codec = {
   path,
   encodeRequest,
   decodeResponse,
+  usage: (body) => decodeUsage(body.usageMetadata),
   decodeStream,
   watch,
 };

@@ -7,6 +7,7 @@ import { encodeRequest } from "./encode_request.ts";
 import { encodeResponse } from "./encode_response.ts";
 import { encodeStream } from "./encode_stream.ts";
 import { watch } from "./watch.ts";
+import { fromWireUsage } from "./usage.ts";
 
 export const responsesCodec: Codec = {
   api: "responses",
@@ -16,6 +17,7 @@ export const responsesCodec: Codec = {
   path: () => "/responses",
   encodeRequest,
   decodeResponse,
+  usage: (body) => fromWireUsage(body.usage),
   decodeStream,
   watch,
 };

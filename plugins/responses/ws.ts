@@ -27,8 +27,6 @@ import { parseRequest, validateRequest } from "./schema.ts";
 import { chainedItems, inputItems, keeper, newResponseId } from "./state.ts";
 
 const TERMINAL = ["response.completed", "response.incomplete", "response.failed"];
-/** Decoding a relayed terminal event only for its usage needs no ids or clock. */
-const NO_CONTEXT = { now: 0, id: "" };
 
 export const responsesWebSocket: Handler = (ctx) => {
   // The upgrade consumes the request, headers included: copy what frames need first.
@@ -402,7 +400,7 @@ class UpstreamSocket {
     try {
       const event = JSON.parse(terminal);
       if (event.type === "error") done.status = event.status ?? 500;
-      else done.reportUsage(responsesCodec.decodeResponse(event.response, NO_CONTEXT).usage);
+      else done.reportUsage(responsesCodec.usage(event.response ?? {}));
     } catch {
       // an unreadable terminal event is relayed as is; only the log lacks its details
     }

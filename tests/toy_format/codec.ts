@@ -180,6 +180,7 @@ export const toyCodec: Codec = {
   path: () => "/toy/v1/generate",
   encodeRequest,
   decodeResponse,
+  usage: (body) => usageOf(body.tokens),
   decodeStream,
   watch,
 };
