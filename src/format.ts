@@ -91,6 +91,8 @@ export interface UpstreamSpec {
 export interface ModelListing {
   /** The list's path (`/v1/models`); one model is at `${path}/{id}`. */
   path: string;
+  /** The list endpoint's name in logs and metrics (default `models`; one model: `model`). */
+  name?: string;
   /** On a path several formats list at: whether the caller is this format's client. */
   claims?(req: Request): boolean;
   /** The list, paged as the format pages (query parameters in `url`). */

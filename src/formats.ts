@@ -143,8 +143,8 @@ export class Formats {
       this.plugins.filter((p) => p.models),
       (p) => p.models!.path,
     );
-    return [...byPath].flatMap(([path, owners], i) => {
-      const name = i === 0 ? "models" : `${owners[0].id}_models`;
+    return [...byPath].flatMap(([path, owners]) => {
+      const name = owners.find((p) => p.models!.name)?.models!.name ?? "models";
       const listings = owners.map((p) => ({ listing: p.models!, dialect: p.dialect }));
       // The caller's format: the one that claims the request, else the one that claims nothing.
       const pick = (req: Request): { listing: ModelListing; dialect: Dialect } =>

@@ -57,6 +57,7 @@ const geminiModel = (m: ListedModel) => ({
 /** `pageSize`, and `pageToken` = the last id of the previous page. */
 export const geminiModels: ModelListing = {
   path: "/v1beta/models",
+  name: "gemini_models",
   list(all, url) {
     const q = url.searchParams;
     const size = Math.min(Math.max(Number(q.get("pageSize") ?? 50) || 50, 1), 1000);
