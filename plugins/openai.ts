@@ -5,7 +5,7 @@
 import type { ErrorKind, GatewayError } from "../src/errors.ts";
 import type { Dialect, UpstreamSpec } from "../src/format.ts";
 import type { ListedModel } from "../src/router.ts";
-import { bearer } from "./shared.ts";
+import { bearer, overloadedError } from "./shared.ts";
 
 const TYPE: Record<ErrorKind, string> = {
   invalid_request: "invalid_request_error",
@@ -52,11 +52,21 @@ export const openAiDialect: Dialect = {
 };
 
 /** OpenAI providers take the key as a Bearer token. */
-export const openAiUpstream: Pick<UpstreamSpec, "authorize" | "responseHeaders"> = {
+export const openAiUpstream: Pick<UpstreamSpec, "authorize" | "responseHeaders" | "readError"> = {
   authorize(req, key) {
     if (key) req.headers.set("authorization", `Bearer ${key}`);
   },
-  responseHeaders: ["openai-processing-ms", "openai-version", "openai-model"],
+  // OpenAI-compatible proxies in front of Anthropic models pass its overload through.
+  readError: overloadedError,
+  responseHeaders: [
+    "openai-processing-ms",
+    "openai-version",
+    "openai-model",
+    // Codex reads these (model list etag, reasoning, rate-limit windows).
+    "x-codex-",
+    "x-models-etag",
+    "x-reasoning-included",
+  ],
 };
 
 /** Headers OpenAI SDKs and Codex send that their providers read. */

@@ -106,6 +106,14 @@ export function bearer(headers: Headers): string | undefined {
   return m?.[1].trim();
 }
 
+// ---- upstream errors ----
+
+/** Anthropic's `overloaded_error` type says what its 529 does, whatever the status relayed. */
+export function overloadedError(body: Record<string, unknown>): { kind: "overloaded" } | undefined {
+  const type = (body.error as { type?: unknown } | undefined)?.type;
+  return type === "overloaded_error" ? { kind: "overloaded" } : undefined;
+}
+
 // ---- streams ----
 
 /** An SSE event's JSON object; undefined for anything else (keep-alive noise, `null`). */

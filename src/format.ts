@@ -91,7 +91,10 @@ export interface UpstreamSpec {
 export interface ModelListing {
   /** The list's path (`/v1/models`); one model is at `${path}/{id}`. */
   path: string;
-  /** The list endpoint's name in logs and metrics (default `models`; one model: `model`). */
+  /**
+   * The list endpoint's name in logs and metrics (default: `models` for the first path,
+   * `<id>_models` for others); its one-model endpoint drops the `s`.
+   */
   name?: string;
   /** On a path several formats list at: whether the caller is this format's client. */
   claims?(req: Request): boolean;

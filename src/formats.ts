@@ -143,8 +143,9 @@ export class Formats {
       this.plugins.filter((p) => p.models),
       (p) => p.models!.path,
     );
-    return [...byPath].flatMap(([path, owners]) => {
-      const name = owners.find((p) => p.models!.name)?.models!.name ?? "models";
+    return [...byPath].flatMap(([path, owners], i) => {
+      const named = owners.map((p) => p.models!.name).find((n) => n !== undefined);
+      const name = named ?? (i === 0 ? "models" : `${owners[0].id}_models`);
       const listings = owners.map((p) => ({ listing: p.models!, dialect: p.dialect }));
       // The caller's format: the one that claims the request, else the one that claims nothing.
       const pick = (req: Request): { listing: ModelListing; dialect: Dialect } =>
@@ -154,7 +155,11 @@ export class Formats {
       const base = {
         method: "GET" as const,
         dialect: listings.find((l) => !l.listing.claims)?.dialect ?? listings[0].dialect,
-        keyDialects: listings.map((l) => l.dialect),
+        // A claiming format's key locations first: its clients may send another format's too.
+        keyDialects: [
+          ...listings.filter((l) => l.listing.claims),
+          ...listings.filter((l) => !l.listing.claims),
+        ].map((l) => l.dialect),
       };
       return [
         {

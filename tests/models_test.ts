@@ -56,7 +56,9 @@ Deno.test("models: each dialect's list and model, concrete ids only", async (t) 
     await t.step(
       "x-api-key (Claude Code) → Anthropic list, with and without a version",
       async () => {
-        for (const headers of [anthropicHeaders(), { "x-api-key": KEY }]) {
+        // An Anthropic client may send an unrelated Bearer token too: its x-api-key counts.
+        const both = { ...anthropicHeaders(), authorization: "Bearer some-other-token" };
+        for (const headers of [anthropicHeaders(), { "x-api-key": KEY }, both]) {
           const { status, body } = await getJson(h, "/v1/models", headers);
           assert.equal(status, 200);
           assert.deepEqual(body.data.map((m: { id: string }) => m.id), ids);

@@ -56,11 +56,13 @@ Deno.test("websocket upstream: connect deadline, failover on a failed dial", asy
       const base = config.providers.find((p) => p.name === "oai")!;
       config.providers.push(
         { ...base, name: "ws-silent", base_url: silent.url, timeouts: connect(300) },
+        { ...base, name: "ws-silent-long", base_url: silent.url, timeouts: connect(10_000) },
         { ...base, name: "ws-refused", base_url: refused, timeouts: connect(300) },
         { ...base, name: "ws-recording", base_url: recording.url },
       );
       config.routes.unshift(
         { ...config.routes[0], models: ["silent-*"], provider: "ws-silent" },
+        { ...config.routes[0], models: ["long-*"], provider: "ws-silent-long" },
         {
           ...config.routes[0],
           models: ["fo-*"],
@@ -85,6 +87,24 @@ Deno.test("websocket upstream: connect deadline, failover on a failed dial", asy
         (error.error as { message: string }).message,
         /upstream WebSocket did not open within 300 ms/,
       );
+    });
+    await t.step("a client that leaves during the dial is logged as gone (499)", async () => {
+      const ws = new WebSocket(h.url.replace(/^http/, "ws") + "/v1/responses", {
+        headers: { authorization: `Bearer ${KEY}` },
+      });
+      await new Promise((resolve) => ws.onopen = resolve);
+      ws.send(JSON.stringify(create("long-x")));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const closed = new Promise((resolve) => ws.onclose = resolve);
+      ws.close();
+      await closed;
+      let line: Record<string, unknown> | undefined;
+      for (let i = 0; i < 50 && !line; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        line = h.logs.find((l) => l.model === "long-x");
+      }
+      assert.equal(line?.status, 499, JSON.stringify(line));
+      assert.equal(line?.provider, "ws-silent-long");
     });
     await t.step("a refused dial fails over to the next target", async () => {
       const [events] = await wsExchange(h.url, [create("fo-x")]);

@@ -3,6 +3,7 @@ import type { FormatPlugin } from "../../src/format.ts";
 import { messagesCodec } from "./codec.ts";
 import { anthropicDialect, anthropicModels } from "./dialect.ts";
 import { countTokens, messages } from "./endpoints.ts";
+import { overloadedError } from "../shared.ts";
 
 /** The API version sent upstream when the client named none (converted calls). */
 const DEFAULT_VERSION = "2023-06-01";
@@ -40,11 +41,7 @@ export const messagesPlugin: FormatPlugin = {
         req.headers.set("anthropic-version", DEFAULT_VERSION);
       }
     },
-    // Anthropic's overload comes as 529, which no other SDK knows; its type says it all the same.
-    readError: (body) =>
-      (body.error as { type?: unknown } | undefined)?.type === "overloaded_error"
-        ? { kind: "overloaded" }
-        : undefined,
+    readError: overloadedError,
     forwardHeaders: ["anthropic-beta", "anthropic-version", "x-stainless-"],
     responseHeaders: ["anthropic-ratelimit-"],
   },

@@ -65,16 +65,7 @@ export const responsesPlugin: FormatPlugin = {
       handler: listInputItems,
     },
   ],
-  upstream: {
-    ...openAiUpstream,
-    forwardHeaders: OPENAI_FORWARD_HEADERS,
-    responseHeaders: [
-      ...openAiUpstream.responseHeaders!,
-      "x-codex-",
-      "x-models-etag",
-      "x-reasoning-included",
-    ],
-  },
+  upstream: { ...openAiUpstream, forwardHeaders: OPENAI_FORWARD_HEADERS },
   // Provider-kept state (previous_response_id, compaction) needs a route that relays as is.
   passthroughRoutes: true,
   defaultVendor: {

@@ -12,7 +12,7 @@ import type { Gateway, Handler, RequestContext } from "../../src/context.ts";
 import { GatewayError } from "../../src/errors.ts";
 import { jsonErrorPosition, modelOf, pickHeaders } from "../../src/http.ts";
 import { Deadline } from "../../src/deadline.ts";
-import { openUpstreamSocket } from "../../src/relay.ts";
+import { ClientGone, openUpstreamSocket } from "../../src/relay.ts";
 import { failureMessage, IrWatch, localIr } from "../../src/client_stream.ts";
 import { localEvents, resolveRoute, upstreamEvents } from "../../src/pipeline.ts";
 import type { SseEvent } from "../../src/sse.ts";
@@ -208,7 +208,12 @@ class ResponsesSocket {
       checkStatefulFields(json);
       await this.convert(ctx, r, json);
     } catch (e) {
-      const err = e instanceof GatewayError ? e : new GatewayError(500, "upstream", String(e));
+      const err = e instanceof GatewayError
+        ? e
+        : e instanceof ClientGone
+        ? new GatewayError(499, "invalid_request", "client closed the request")
+        : new GatewayError(500, "upstream", String(e));
+      if (e instanceof ClientGone) trace.clientGone = true;
       trace.status = err.status;
       trace.failed(err.kind, err.message);
       throw err;
