@@ -432,7 +432,7 @@ export function defaultConfig(
     providers: [
       ...vendors.map((v) => ({
         name: v.name,
-        api: formats.vendorApi(v),
+        api: v.api,
         base_url: env(`${v.env}_BASE_URL`) ?? v.base_url,
         api_key: env(`${v.env}_API_KEY`),
       })),

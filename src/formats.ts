@@ -128,13 +128,11 @@ export class Formats {
     return best?.dialect ?? this.defaultDialect;
   }
 
-  get vendors(): DefaultVendor[] {
-    return this.plugins.flatMap((p) => (p.defaultVendor ? [p.defaultVendor] : []));
-  }
-
-  /** The api of each default vendor. */
-  vendorApi(vendor: DefaultVendor): string {
-    return this.plugins.find((p) => p.defaultVendor === vendor)!.id;
+  /** The plugins' default vendors, each with the api its provider is configured with. */
+  get vendors(): (DefaultVendor & { api: string })[] {
+    return this.plugins.flatMap((
+      p,
+    ) => (p.defaultVendor ? [{ ...p.defaultVendor, api: p.id }] : []));
   }
 
   /** The list and one-model endpoints of every path some format lists models at. */
@@ -147,19 +145,18 @@ export class Formats {
       const named = owners.map((p) => p.models!.name).find((n) => n !== undefined);
       const name = named ?? (i === 0 ? "models" : `${owners[0].id}_models`);
       const listings = owners.map((p) => ({ listing: p.models!, dialect: p.dialect }));
-      // The caller's format: the one that claims the request, else the one that claims nothing.
+      // Formats whose listing claims its callers first; the one that claims nothing answers the
+      // rest (and its dialect the errors). A claiming format's clients may send another's key too.
+      const claiming = listings.filter((l) => l.listing.claims);
+      const fallback = listings.find((l) => !l.listing.claims) ?? listings[0];
       const pick = (req: Request): { listing: ModelListing; dialect: Dialect } =>
-        listings.find((l) => l.listing.claims?.(req)) ??
-          listings.find((l) => !l.listing.claims) ?? listings[0];
+        claiming.find((l) => l.listing.claims!(req)) ?? fallback;
       const escaped = path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
       const base = {
         method: "GET" as const,
-        dialect: listings.find((l) => !l.listing.claims)?.dialect ?? listings[0].dialect,
-        // A claiming format's key locations first: its clients may send another format's too.
-        keyDialects: [
-          ...listings.filter((l) => l.listing.claims),
-          ...listings.filter((l) => !l.listing.claims),
-        ].map((l) => l.dialect),
+        dialect: fallback.dialect,
+        keyDialects: [...claiming, ...listings.filter((l) => !claiming.includes(l))]
+          .map((l) => l.dialect),
       };
       return [
         {
