@@ -57,20 +57,14 @@ export const shuttingDown = () =>
  * (Deno's fetch exposes no separate connect phase; a refused connection fails at once).
  */
 export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse> {
-  if (r.signal.aborted) throw new ClientGone();
-  if (r.stopping?.aborted) throw shuttingDown();
   const ctrl = new AbortController();
   const abort = (reason?: unknown) => ctrl.abort(reason);
-  const onClientAbort = () => abort(new ClientGone());
-  const onStop = () => abort(shuttingDown());
-  r.signal.addEventListener("abort", onClientAbort, { once: true });
-  r.stopping?.addEventListener("abort", onStop, { once: true });
+  const unwatch = watchCancellation(r, abort);
   const deadline = new Deadline(abort);
   deadline.arm(r.provider.timeouts.first_byte_ms, "sent no response headers");
   const release = () => {
     deadline.clear();
-    r.signal.removeEventListener("abort", onClientAbort);
-    r.stopping?.removeEventListener("abort", onStop);
+    unwatch();
   };
   const out = {
     method: "POST",
@@ -93,6 +87,29 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
   }
 }
 
+/**
+ * Calls `cancel` when the client leaves or the gateway's shutdown grace runs out (at once if
+ * either happened already); returns the function that stops watching.
+ */
+function watchCancellation(
+  r: Pick<UpstreamRequest, "signal" | "stopping">,
+  cancel: (reason: unknown) => void,
+): () => void {
+  const onClientAbort = () => cancel(new ClientGone());
+  const onStop = () => cancel(shuttingDown());
+  const unwatch = () => {
+    r.signal.removeEventListener("abort", onClientAbort);
+    r.stopping?.removeEventListener("abort", onStop);
+  };
+  if (r.signal.aborted) onClientAbort();
+  else if (r.stopping?.aborted) onStop();
+  else {
+    r.signal.addEventListener("abort", onClientAbort, { once: true });
+    r.stopping?.addEventListener("abort", onStop, { once: true });
+  }
+  return unwatch;
+}
+
 /** A WebSocket dial: the same URL, credentials, deadlines and cancellation as an HTTP call. */
 export type SocketRequest = Omit<UpstreamRequest, "body">;
 
@@ -102,8 +119,6 @@ export type SocketRequest = Omit<UpstreamRequest, "body">;
  * abandons the dial.
  */
 export function openUpstreamSocket(r: SocketRequest): Promise<WebSocket> {
-  if (r.signal.aborted) return Promise.reject(new ClientGone());
-  if (r.stopping?.aborted) return Promise.reject(shuttingDown());
   const { promise, resolve, reject } = Promise.withResolvers<WebSocket>();
   let ws: WebSocket | undefined;
   let settled = false;
@@ -113,17 +128,15 @@ export function openUpstreamSocket(r: SocketRequest): Promise<WebSocket> {
     if (ws && ws.readyState <= WebSocket.OPEN) ws.close();
     reject(e);
   };
-  const onClientAbort = () => fail(new ClientGone());
-  const onStop = () => fail(shuttingDown());
   const deadline = new Deadline(fail);
+  let unwatch = () => {};
   const done = () => {
     settled = true;
     deadline.clear();
-    r.signal.removeEventListener("abort", onClientAbort);
-    r.stopping?.removeEventListener("abort", onStop);
+    unwatch();
   };
-  r.signal.addEventListener("abort", onClientAbort, { once: true });
-  r.stopping?.addEventListener("abort", onStop, { once: true });
+  unwatch = watchCancellation(r, fail);
+  if (settled) return promise; // the client or the gateway had already gone
   deadline.arm(r.provider.timeouts.connect_ms, "WebSocket did not open");
   const out = {
     method: "GET",
