@@ -228,7 +228,7 @@ interface Issue {
  * Cross-references (route → provider, catalog → route) checked on the raw document, so they
  * are reported together with type errors elsewhere in the file.
  */
-function crossCheck(doc: unknown): Issue[] {
+function crossCheck(doc: unknown, formats?: Formats): Issue[] {
   const d = (doc ?? {}) as { providers?: unknown; routes?: unknown };
   const providers = Array.isArray(d.providers) ? d.providers : [];
   const routes = Array.isArray(d.routes) ? d.routes : [];
@@ -239,7 +239,9 @@ function crossCheck(doc: unknown): Issue[] {
       issues.push({ path: ["providers", i, "name"], message: `duplicate provider "${p.name}"` });
     }
     byName.set(p?.name, p ?? {});
-    if (typeof p?.api === "string" && p.api !== DEMO_API && !p?.base_url) {
+    const unknown = formats && typeof p?.api === "string" && unknownApi(p.api, formats);
+    if (unknown) issues.push({ path: ["providers", i, "api"], message: unknown });
+    else if (typeof p?.api === "string" && p.api !== DEMO_API && !p?.base_url) {
       issues.push({ path: ["providers", i, "base_url"], message: `required for api ${p.api}` });
     }
     if (p?.api_key !== undefined && p?.api_keys !== undefined) {
@@ -336,9 +338,10 @@ export function substituteEnv(
 }
 
 /** Validates a parsed (already substituted) document. */
-export function validateConfig(doc: unknown): Config {
+/** `formats`, when given, also checks each provider's `api` (checkFormats does the rest). */
+export function validateConfig(doc: unknown, formats?: Formats): Config {
   const result = configSchema.safeParse(doc);
-  const issues: Issue[] = [...(result.error?.issues ?? []), ...crossCheck(doc)];
+  const issues: Issue[] = [...(result.error?.issues ?? []), ...crossCheck(doc, formats)];
   if (result.success && issues.length === 0) return result.data;
   throw invalid(issues);
 }
@@ -346,6 +349,12 @@ export function validateConfig(doc: unknown): Config {
 function invalid(issues: Issue[]): ConfigError {
   const lines = issues.map((i) => `${formatPath(i.path) || "config"}: ${i.message}`);
   return new ConfigError(`invalid config:\n  ${lines.join("\n  ")}`);
+}
+
+/** Why `api` names no format plugin, or undefined. */
+function unknownApi(api: string, formats: Formats): string | undefined {
+  if (formats.ids.includes(api)) return undefined;
+  return `unknown api "${api}" (one of ${formats.ids.join(", ")})`;
 }
 
 /**
@@ -356,12 +365,8 @@ export function checkFormats(config: Config, formats: Formats): void {
   const issues: Issue[] = [];
   const apiOf = new Map(config.providers.map((p) => [p.name, p.api]));
   config.providers.forEach((p, i) => {
-    if (!formats.ids.includes(p.api)) {
-      issues.push({
-        path: ["providers", i, "api"],
-        message: `unknown api "${p.api}" (one of ${formats.ids.join(", ")})`,
-      });
-    }
+    const unknown = unknownApi(p.api, formats);
+    if (unknown) issues.push({ path: ["providers", i, "api"], message: unknown });
   });
   config.routes.forEach((r, i) => {
     const targets = r.targets ?? [{ provider: r.provider!, model: undefined }];
@@ -388,6 +393,8 @@ export function checkFormats(config: Config, formats: Formats): void {
 export function parseConfigText(
   text: string,
   env: (name: string) => string | undefined,
+  /** The formats served: an unknown `api` is then reported with the other errors. */
+  formats?: Formats,
 ): Config {
   let doc: unknown;
   try {
@@ -397,7 +404,7 @@ export function parseConfigText(
     const first = (e as Error).message.split("\n")[0].replace(/:$/, "");
     throw new ConfigError(`config is not valid YAML: ${first}`);
   }
-  return validateConfig(substituteEnv(doc, env));
+  return validateConfig(substituteEnv(doc, env), formats);
 }
 
 /**

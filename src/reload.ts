@@ -52,7 +52,7 @@ export function configLoader(source: ConfigSource): () => Config {
   return () => {
     const { path, env, formats } = source;
     const config = path
-      ? parseConfigText(Deno.readTextFileSync(path), env)
+      ? parseConfigText(Deno.readTextFileSync(path), env, formats)
       : defaultConfig(env, formats, {
         dev: source.dev,
         devKey,

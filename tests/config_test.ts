@@ -73,6 +73,12 @@ Deno.test("config: the format plugins judge apis, passthrough and upstream model
     configError(checked(VALID.replace("api: messages", "api: mesages"))),
     /providers\[1\]\.api: unknown api "mesages" \(one of chat, responses, messages, generate-content, demo\)/,
   );
+  // With the formats at parse time, an unknown api comes in the same report as the rest.
+  const both = VALID.replace("api: messages", "api: mesages").replace("port: 8080", "port: x");
+  const report = configError(() => parseConfigText(both, base, FORMATS));
+  assert.match(report, /providers\[1\]\.api: unknown api "mesages"/);
+  assert.match(report, /listen\.port: /);
+  assert.doesNotMatch(report, /base_url/);
   const gemini = VALID.replace("api: messages", "api: generate-content")
     .replace("model: llama3", 'model: "m/../../x"');
   assert.match(configError(checked(gemini)), /routes\[2\]\.model: cannot be sent in a Gemini URL/);
