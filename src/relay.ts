@@ -13,6 +13,10 @@ import { Deadline } from "./deadline.ts";
 /** The client went away; nothing is left to answer. */
 export class ClientGone extends Error {}
 
+/** How a request whose client went away is logged and counted (nobody reads the answer). */
+export const clientClosed = () =>
+  new GatewayError(499, "invalid_request", "client closed the request");
+
 export interface UpstreamRequest {
   provider: ProviderConfig;
   /** The provider's format: it credentials (or signs) the request. */

@@ -11,7 +11,7 @@ import { errorResponse, GatewayError, notFound } from "./errors.ts";
 import { accessLog } from "./log.ts";
 import { Metrics } from "./metrics.ts";
 import { redactSpanUrl, spanAttributes } from "./otel.ts";
-import { ClientGone } from "./relay.ts";
+import { clientClosed, ClientGone } from "./relay.ts";
 import { createStore } from "./store.ts";
 import { Secrets } from "./secrets.ts";
 import { Trace } from "./trace.ts";
@@ -120,7 +120,7 @@ export function createHandler(
       const err = e instanceof GatewayError
         ? e
         : e instanceof ClientGone
-        ? new GatewayError(499, "invalid_request", "client closed the request")
+        ? clientClosed()
         : internalError(e, requestId);
       // Upstream text may ride in the message: no provider key leaves in it.
       err.message = gw.secrets.scrub(err.message);

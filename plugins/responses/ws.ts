@@ -12,7 +12,7 @@ import type { Gateway, Handler, RequestContext } from "../../src/context.ts";
 import { GatewayError } from "../../src/errors.ts";
 import { jsonErrorPosition, modelOf, pickHeaders } from "../../src/http.ts";
 import { Deadline } from "../../src/deadline.ts";
-import { ClientGone, openUpstreamSocket } from "../../src/relay.ts";
+import { clientClosed, ClientGone, openUpstreamSocket } from "../../src/relay.ts";
 import { failureMessage, IrWatch, localIr } from "../../src/client_stream.ts";
 import { localEvents, resolveRoute, upstreamEvents } from "../../src/pipeline.ts";
 import type { SseEvent } from "../../src/sse.ts";
@@ -211,7 +211,7 @@ class ResponsesSocket {
       const err = e instanceof GatewayError
         ? e
         : e instanceof ClientGone
-        ? new GatewayError(499, "invalid_request", "client closed the request")
+        ? clientClosed()
         : new GatewayError(500, "upstream", String(e));
       if (e instanceof ClientGone) trace.clientGone = true;
       trace.status = err.status;
