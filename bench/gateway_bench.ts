@@ -15,6 +15,7 @@ import { AUTH, type Server, startBareRelay, startGateway, startMock } from "./pr
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 5);
 const STREAMS = Number(Deno.env.get("BENCH_STREAMS") ?? 1000);
 const WAVES = Number(Deno.env.get("BENCH_WAVES") ?? 4);
+const WARM_SECONDS = 2;
 
 /** A chat request of about 1.4 KB; `chunks22` makes the mock stream its text in 22 deltas. */
 function chatBody(model: string, stream: boolean): string {
@@ -42,6 +43,7 @@ async function wrk(
   body: string,
   connections: number,
   path = "/v1/chat/completions",
+  seconds = SECONDS,
 ): Promise<Load> {
   const script = await Deno.makeTempFile({ suffix: ".lua" });
   const headers = Object.entries(AUTH).map(([k, v]) => `wrk.headers["${k}"] = "${v}"`);
@@ -54,7 +56,7 @@ async function wrk(
       args: [
         "-t1",
         `-c${connections}`,
-        `-d${SECONDS}s`,
+        `-d${seconds}s`,
         "--latency",
         "-s",
         script,
@@ -131,6 +133,17 @@ try {
     "| case | c | mock direct | bare relay | relay, JS floor | gateway | ratio to bare | to JS floor |",
     "|---|---|---|---|---|---|---|---|",
   ];
+  // Every server warmed on every request first: the JIT's start is not what is measured.
+  for (const stream of [false, true]) {
+    for (
+      const [server, model] of [[mock, "chat-text"], [bare, "chat-text"], [floor, "chat-text"], [
+        gateway,
+        "chat-text",
+      ], [gateway, "msg-text"]] as const
+    ) {
+      await wrk(server.url, chatBody(model, stream), 32, undefined, WARM_SECONDS);
+    }
+  }
   for (const stream of [false, true]) {
     for (
       const [label, model] of [["same format (chat → chat)", "chat-text"], [

@@ -60,10 +60,10 @@ async function spawn(
   };
 }
 
-/** The tests' mock provider (tests/mock), on a free loopback port. */
+/** The tests' mock provider (tests/mock), on a free loopback port, keeping no requests. */
 export function startMock(): Promise<Server> {
   const code = `import { startMockUpstream } from "${here("../tests/mock/upstream.ts").href}";` +
-    `console.log("mock on " + (await startMockUpstream()).url);`;
+    `console.log("mock on " + (await startMockUpstream({ record: false })).url);`;
   return spawn(["eval", "--ext=ts", code], {}, /mock on (http:\/\/\S+)/, "stdout");
 }
 

@@ -2,19 +2,14 @@
  * Client authentication. Keys are kept only as SHA-256 digests and compared in constant time
  * against every configured key, so neither timing nor early exit reveals which one matched.
  */
-import { createHash } from "node:crypto";
 import type { Config } from "./config.ts";
 import { GatewayError } from "./errors.ts";
 import type { Dialect } from "./format.ts";
+import { sha256 } from "./sha256.ts";
 
 interface StoredKey {
   name: string;
   digest: Uint8Array;
-}
-
-/** Synchronous: Web Crypto's async digest costs an op round trip on every request. */
-function sha256(text: string): Uint8Array {
-  return createHash("sha256").update(text).digest();
 }
 
 function hexToBytes(hex: string): Uint8Array {

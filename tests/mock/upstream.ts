@@ -68,8 +68,16 @@ export interface MockUpstream {
   close(): Promise<void>;
 }
 
-export async function startMockUpstream(): Promise<MockUpstream> {
-  const upstream = new Upstream();
+export interface MockOptions {
+  /**
+   * Keep every request in `requests` (default). The benchmark turns it off: a mock that keeps
+   * hundreds of thousands of requests slows down, and the servers measured last would pay.
+   */
+  record?: boolean;
+}
+
+export async function startMockUpstream(options: MockOptions = {}): Promise<MockUpstream> {
+  const upstream = new Upstream(options.record ?? true);
   await upstream.listen();
   return upstream;
 }
@@ -195,6 +203,8 @@ class Upstream implements MockUpstream {
   #sockets = new Set<ResponsesSocket>();
   #closed?: Promise<void>;
 
+  constructor(private readonly record: boolean) {}
+
   listen(): Promise<void> {
     const { promise, resolve } = Promise.withResolvers<void>();
     this.#server = Deno.serve({
@@ -226,14 +236,16 @@ class Upstream implements MockUpstream {
     const url = new URL(req.url);
     const text = await req.text();
     const json = parseJson(text);
-    this.requests.push({
-      method: req.method,
-      path: url.pathname,
-      search: url.search,
-      headers: Object.fromEntries(req.headers),
-      body: text,
-      ...(json === undefined ? {} : { json }),
-    });
+    if (this.record) {
+      this.requests.push({
+        method: req.method,
+        path: url.pathname,
+        search: url.search,
+        headers: Object.fromEntries(req.headers),
+        body: text,
+        ...(json === undefined ? {} : { json }),
+      });
+    }
     if (isResponsesUpgrade(req, url)) return this.#upgrade(req);
     for (const endpoint of ENDPOINTS) {
       const match = req.method === "POST" ? url.pathname.match(endpoint.path) : null;
