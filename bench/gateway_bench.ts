@@ -13,7 +13,7 @@
 import { AUTH, type Server, startBareRelay, startGateway, startMock } from "./processes.ts";
 
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 5);
-const STREAMS = Number(Deno.env.get("BENCH_STREAMS") ?? 1000);
+const STREAMS = Number(Deno.env.get("BENCH_STREAMS") ?? 2000);
 const WAVES = Number(Deno.env.get("BENCH_WAVES") ?? 4);
 const WARM_SECONDS = 2;
 
@@ -99,6 +99,7 @@ async function slowStreams(url: string, model: string, n: number, atPeak: () => 
   }));
 }
 
+const signed = (n: number) => (n < 0 ? "−" : "+") + Math.abs(n).toFixed(0);
 const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
 const kb = (bytes: number) => (bytes / 1024).toFixed(0);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -119,8 +120,11 @@ async function memory(start: () => Promise<Server>, model: string) {
     await sleep(5000);
     after.push(await server.rss());
   }
+  // Heaps and allocators keep freed memory a while: what 30 quiet seconds give back.
+  await sleep(30_000);
+  const settled = await server.rss();
   await server.stop();
-  return { idle, perStream: (peak - idle) / STREAMS, after };
+  return { idle, perStream: (peak - idle) / STREAMS, after, settled };
 }
 
 const mock = await startMock();
@@ -134,6 +138,18 @@ try {
     "|---|---|---|---|---|---|---|---|",
   ];
   // Every server warmed on every request first: the JIT's start is not what is measured.
+  const warm: [Server, string][] = [
+    [mock, "chat-text"],
+    [bare, "chat-text"],
+    [floor, "chat-text"],
+    [gateway, "chat-text"],
+    [gateway, "msg-text"],
+  ];
+  for (const stream of [false, true]) {
+    for (const [server, model] of warm) {
+      await wrk(server.url, chatBody(model, stream), 32, undefined, WARM_SECONDS);
+    }
+  }
   for (const stream of [false, true]) {
     for (
       const [server, model] of [[mock, "chat-text"], [bare, "chat-text"], [floor, "chat-text"], [
@@ -166,7 +182,7 @@ try {
           c === 1 ? `${(l.p50Ms * 1000).toFixed(0)} µs p50` : `${l.rps.toFixed(0)} req/s`;
         const ratio = (floor: Load) =>
           c === 1
-            ? `+${((g.p50Ms - floor.p50Ms) * 1000).toFixed(0)} µs`
+            ? `${signed((g.p50Ms - floor.p50Ms) * 1000)} µs`
             : `${(g.rps / floor.rps).toFixed(2)}×`;
         rows.push(
           `| ${stream ? "stream" : "JSON"}, ${label} | ${c} | ${cell(m)} | ${cell(b)} | ${
@@ -192,8 +208,8 @@ try {
   if (WAVES > 0) {
     console.log(`slow streams: ${STREAMS} at once (300 ms between events), ${WAVES} waves`);
     const mem: string[] = [
-      "| server | RSS idle | RSS per open stream | RSS after each wave |",
-      "|---|---|---|---|",
+      "| server | RSS idle | RSS per open stream | RSS after each wave | 30 s later |",
+      "|---|---|---|---|---|",
     ];
     for (
       const [label, start, model] of [
@@ -207,7 +223,7 @@ try {
       mem.push(
         `| ${label} | ${mb(m.idle)} MB | ${kb(m.perStream)} KB | ${
           m.after.map((b) => `${mb(b)} MB`).join(" → ")
-        } |`,
+        } | ${mb(m.settled)} MB |`,
       );
       console.log(mem.at(-1));
     }
