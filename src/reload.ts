@@ -5,8 +5,8 @@
  * streams finish on the provider, key and route they began with. An invalid config changes
  * nothing. See docs/reload.md.
  */
-import { createHash } from "node:crypto";
 import { KeyStore } from "./auth.ts";
+import { sha256 } from "./sha256.ts";
 import {
   applyListenEnv,
   checkFormats,
@@ -71,7 +71,8 @@ const RESTART_ONLY = ["listen", "response_store", "metrics"] as const;
 
 /** A short digest that tells configs apart in logs (keys included, never shown). */
 export function configDigest(config: Config): string {
-  return createHash("sha256").update(JSON.stringify(config)).digest("hex").slice(0, 16);
+  const digest = sha256(JSON.stringify(config)).subarray(0, 8);
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** What one reload did, as logged. */
