@@ -5,7 +5,7 @@
 import type { ProviderConfig } from "./config.ts";
 import { fromProviderError, GatewayError } from "./errors.ts";
 import type { Dialect, UpstreamSpec } from "./format.ts";
-import { pickHeaders, RETRY_HEADERS } from "./http.ts";
+import { copyHeaders, pickHeaders, RETRY_HEADERS } from "./http.ts";
 import type { Secrets } from "./secrets.ts";
 import type { Trace } from "./trace.ts";
 import { Deadline } from "./deadline.ts";
@@ -73,7 +73,7 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
   const out = {
     method: "POST",
     url: new URL(upstreamUrl(r.provider, r.path)),
-    headers: new Headers(r.forward),
+    headers: copyHeaders(r.forward),
     body: r.body,
   };
   out.headers.set("content-type", "application/json");
@@ -145,7 +145,7 @@ export function openUpstreamSocket(r: SocketRequest): Promise<WebSocket> {
   const out = {
     method: "GET",
     url: new URL(upstreamUrl(r.provider, r.path).replace(/^http/, "ws")),
-    headers: new Headers(r.forward),
+    headers: copyHeaders(r.forward),
     body: "",
   };
   (async () => {
