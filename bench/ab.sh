@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# A/B of two checkouts of the gateway on relayed JSON (chat → chat), in one run on loopback:
+# one mock (keeping no requests), both gateways side by side, 8 alternating wrk rounds of 3 s at
+# c=32 and 4 at c=1; prints every round and the medians. Changes of a few percent need this: single
+# runs on a 2-core machine move by ±5%.
+#
+#   bash bench/ab.sh DIR_A DIR_B        (e.g. a `git worktree` of main, and this checkout)
+set -euo pipefail
+a=$(realpath "$1") b=$(realpath "$2")
+here=$(dirname "$(realpath "$0")")
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+cd "$here/.."
+
+deno eval --ext=ts "
+  import { startMockUpstream } from './tests/mock/upstream.ts';
+  import { mockConfig } from './tests/helpers.ts';
+  const m = await startMockUpstream({ record: false });
+  await Deno.writeTextFile('$tmp/config.json', JSON.stringify(await mockConfig(m.url)));
+  console.log('mock on ' + m.url);" >"$tmp/mock.log" 2>&1 &
+until grep -q 'mock on' "$tmp/mock.log"; do sleep 0.2; done
+
+start() { # dir port
+  PORT=$2 GATEWAY_ACCESS_LOG=off METRICS_PORT=off deno run --unstable-no-legacy-abort \
+    --allow-net --allow-env --allow-read "$1/main.ts" --config "$tmp/config.json" >"$tmp/$2.log" 2>&1 &
+}
+start "$a" 18181
+start "$b" 18182
+until grep -q listening "$tmp/18181.log" && grep -q listening "$tmp/18182.log"; do sleep 0.2; done
+
+context=$(printf 'You are a careful coding assistant. %.0s' {1..30})
+cat >"$tmp/json.lua" <<LUA
+wrk.method = "POST"
+wrk.body = [==[{"model":"chat-text-chunks22","stream":false,"messages":[{"role":"system","content":"$context"},{"role":"user","content":"Explain what this function does and suggest one improvement."}]}]==]
+wrk.headers["authorization"] = "Bearer sk-test-key-team-a"
+wrk.headers["content-type"] = "application/json"
+LUA
+load() { # port connections seconds
+  wrk -t1 -c"$2" -d"$3"s --latency -s "$tmp/json.lua" "http://127.0.0.1:$1/v1/chat/completions"
+}
+rps() { load "$1" 32 3 | awk '/Requests\/sec/ {print int($2)}'; }
+p50() { load "$1" 1 3 | awk '$1 == "50%" {print $2}'; }
+median() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {print (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2}'; }
+
+for port in 18181 18182; do load $port 32 3 >/dev/null; done # warm both
+ra=() rb=() la=() lb=()
+for _ in 1 2 3 4 5 6 7 8; do ra+=("$(rps 18181)") rb+=("$(rps 18182)"); done
+for _ in 1 2 3 4; do la+=("$(p50 18181)") lb+=("$(p50 18182)"); done
+echo "A $a: c=32 ${ra[*]} req/s, median $(median "${ra[@]}"); c=1 p50 ${la[*]}"
+echo "B $b: c=32 ${rb[*]} req/s, median $(median "${rb[@]}"); c=1 p50 ${lb[*]}"
