@@ -152,16 +152,6 @@ try {
   }
   for (const stream of [false, true]) {
     for (
-      const [server, model] of [[mock, "chat-text"], [bare, "chat-text"], [floor, "chat-text"], [
-        gateway,
-        "chat-text",
-      ], [gateway, "msg-text"]] as const
-    ) {
-      await wrk(server.url, chatBody(model, stream), 32, undefined, WARM_SECONDS);
-    }
-  }
-  for (const stream of [false, true]) {
-    for (
       const [label, model] of [["same format (chat → chat)", "chat-text"], [
         "converted (chat → messages)",
         "msg-text",
