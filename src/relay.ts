@@ -235,6 +235,8 @@ function concatAll(chunks: Uint8Array<ArrayBuffer>[], size: number): Uint8Array<
   return out;
 }
 
+const decoder = new TextDecoder();
+
 /** Larger JSON answers are refused rather than held in memory. */
 const MAX_UPSTREAM_JSON_BYTES = 256 * 1024 * 1024;
 
@@ -252,7 +254,7 @@ export async function readUpstreamJson(
   }
   let json: unknown;
   try {
-    json = JSON.parse(new TextDecoder().decode(bytes));
+    json = JSON.parse(decoder.decode(bytes));
   } catch {
     throw invalid("invalid JSON");
   }
@@ -270,7 +272,7 @@ export async function readErrorText(
   secrets: Secrets,
 ): Promise<string> {
   const bytes = await readBody(up, idleMs, MAX_ERROR_BYTES).catch(() => new Uint8Array());
-  return secrets.scrub(new TextDecoder().decode(bytes));
+  return secrets.scrub(decoder.decode(bytes));
 }
 
 /** Reads an upstream error response and re-wraps it as a GatewayError (status kept). */

@@ -10,7 +10,7 @@ import { type Endpoint, Formats } from "./formats.ts";
 import { errorResponse, GatewayError, notFound } from "./errors.ts";
 import { accessLog } from "./log.ts";
 import { Metrics } from "./metrics.ts";
-import { redactSpanUrl, spanAttributes } from "./otel.ts";
+import { otelEnabled, redactSpanUrl, spanAttributes } from "./otel.ts";
 import { clientClosed, ClientGone } from "./relay.ts";
 import { createStore } from "./store.ts";
 import { Secrets } from "./secrets.ts";
@@ -36,7 +36,7 @@ export async function createGateway(
     formats,
     store: await createStore(config.response_store),
     secrets,
-    observers: [accessLog(secrets), metrics, spanAttributes(systems)],
+    observers: [accessLog(secrets), metrics, ...otelEnabled() ? [spanAttributes(systems)] : []],
     metrics,
     draining: false,
     stopping: new AbortController(),
