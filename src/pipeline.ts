@@ -6,7 +6,7 @@
 import type { ClientContext, Codec, DecodeContext, StreamStep } from "./codec.ts";
 import type { RequestContext } from "./context.ts";
 import { demoResponse, demoStream } from "./demo.ts";
-import { type JsonBody, pickHeaders, STREAM_HEADERS, yieldIfLarge } from "./http.ts";
+import { breather, isLarge, type JsonBody, pickHeaders, STREAM_HEADERS } from "./http.ts";
 import type * as ir from "./ir.ts";
 import { errorResponse, fromProviderError } from "./errors.ts";
 import type { UpstreamSpec } from "./format.ts";
@@ -83,10 +83,11 @@ export async function generate(ctx: RequestContext, g: Generation): Promise<Resp
   }
   // Decoded once, before any target: the client's own mistakes are nobody's to retry.
   // The stream flag comes from the endpoint (Gemini carries it in the path, not the body).
-  await yieldIfLarge(g.body.raw.length);
+  const large = isLarge(g.body.raw.length);
+  if (large) await breather();
   const req = { ...g.ingress.decodeRequest(g.body.json, g.model), stream: g.stream };
   ctx.trace.compaction = req.compaction === true;
-  await yieldIfLarge(g.body.raw.length);
+  if (large) await breather();
   const client = clientContext(g, req);
   return await answering(
     ctx,
@@ -211,14 +212,14 @@ async function relayAttempt(
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping.signal,
   });
-  const headers = pickHeaders(up.res.headers, formats.responseHeaders(api));
+  const picked = pickHeaders(up.res.headers, formats.responseHeaders(api));
   const { idle_ms } = r.provider.timeouts;
-  if (!up.res.ok) return await relayError(ctx, up, headers, idle_ms, spec);
+  if (!up.res.ok) return await relayError(ctx, up, new Headers(picked), idle_ms, spec);
   if (!g.stream) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
     const { bytes, json } = await readUpstreamJson(up, idle_ms);
     ctx.trace.reportUsage(other ? other.usage(json) : usageOf(g.ingress, json));
-    return new Response(bytes, { status: up.res.status, headers });
+    return new Response(bytes, { status: up.res.status, headers: picked });
   }
   const interruption = (why: string) => ctx.dialect.interruption(why);
   const framing = g.framing?.relayed() ?? upstreamFraming(spec, interruption);
@@ -232,6 +233,7 @@ async function relayAttempt(
     }),
   );
   // The provider's own content type stands (a stream need not be SSE).
+  const headers = new Headers(picked);
   for (const [k, v] of Object.entries(STREAM_HEADERS)) if (!headers.has(k)) headers.set(k, v);
   headers.set("x-accel-buffering", "no");
   const body = relayStream(events, framing, g.ingress.watch(), ctx.trace);

@@ -5,7 +5,7 @@
 import type { ProviderConfig } from "./config.ts";
 import { fromProviderError, GatewayError } from "./errors.ts";
 import type { Dialect, UpstreamSpec } from "./format.ts";
-import { copyHeaders, pickHeaders, RETRY_HEADERS } from "./http.ts";
+import { type HeaderPairs, pickHeaders, RETRY_HEADERS } from "./http.ts";
 import type { Secrets } from "./secrets.ts";
 import type { Trace } from "./trace.ts";
 import { Deadline } from "./deadline.ts";
@@ -27,7 +27,7 @@ export interface UpstreamRequest {
   path: string;
   body: string;
   /** Allow-listed client headers to forward. */
-  forward?: Headers;
+  forward?: HeaderPairs;
   /** The client's request signal: its disconnect aborts the upstream call. */
   signal: AbortSignal;
   /** Aborted when the gateway's shutdown grace runs out: the call ends as interrupted. */
@@ -73,12 +73,14 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
   const out = {
     method: "POST",
     url: new URL(upstreamUrl(r.provider, r.path)),
-    headers: copyHeaders(r.forward),
+    headers: new Headers(r.forward),
     body: r.body,
   };
   out.headers.set("content-type", "application/json");
   try {
-    await r.spec.authorize(out, r.key);
+    // Most formats sign synchronously: no await (a turn of the microtask queue) for them.
+    const signing = r.spec.authorize(out, r.key);
+    if (signing) await signing;
     const { method, headers, body } = out;
     const res = await fetch(out.url, { method, headers, body, signal: ctrl.signal });
     return { res, provider: r.provider.name, deadline, abort, release };
@@ -145,7 +147,7 @@ export function openUpstreamSocket(r: SocketRequest): Promise<WebSocket> {
   const out = {
     method: "GET",
     url: new URL(upstreamUrl(r.provider, r.path).replace(/^http/, "ws")),
-    headers: copyHeaders(r.forward),
+    headers: new Headers(r.forward),
     body: "",
   };
   (async () => {
@@ -283,7 +285,7 @@ export async function upstreamError(
   spec: UpstreamSpec,
 ): Promise<GatewayError> {
   const text = await readErrorText(up, idleMs, secrets);
-  const headers = pickHeaders(up.res.headers, RETRY_HEADERS);
+  const headers = new Headers(pickHeaders(up.res.headers, RETRY_HEADERS));
   return fromProviderError(up.res.status, text, headers, spec.readError);
 }
 
