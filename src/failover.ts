@@ -40,6 +40,8 @@ export class Health {
    * weighted round-robin pick first, the others after it; cooling targets last of all.
    */
   plan(r: Resolved): Resolved[] {
+    // The common route of one target: nothing to order.
+    if (r.targets.length === 1) return [r];
     const healthy: Target[] = [];
     const cooling: Target[] = [];
     for (const t of r.targets) (this.cooling(t.provider.name) ? cooling : healthy).push(t);

@@ -39,8 +39,12 @@ const RESPONSE_HEADERS = [
   "x-ratelimit-",
 ];
 
+/** Distinct paths whose matches are remembered (Gemini paths carry model names: bounded). */
+const REMEMBERED_PATHS = 1024;
+
 export class Formats {
   readonly endpoints: readonly Endpoint[];
+  private readonly byPath = new Map<string, readonly Endpoint[]>();
   private readonly byId = new Map<string, FormatPlugin>();
   private readonly headers = new Map<string, { forward: string[]; response: string[] }>();
 
@@ -113,6 +117,17 @@ export class Formats {
   /** Provider headers a relay from `api` passes back. */
   responseHeaders(api: string): readonly string[] {
     return this.headers.get(api)?.response ?? RESPONSE_HEADERS;
+  }
+
+  /** The endpoints whose pattern matches `path` (remembered: a path's matches never change). */
+  matching(path: string): readonly Endpoint[] {
+    let found = this.byPath.get(path);
+    if (!found) {
+      found = this.endpoints.filter((e) => e.pattern.test(path));
+      if (this.byPath.size >= REMEMBERED_PATHS) this.byPath.clear();
+      this.byPath.set(path, found);
+    }
+    return found;
   }
 
   /** The dialect of any path, matched or not: the longest claimed prefix, else the default. */

@@ -13,6 +13,8 @@ export interface Target {
   model?: string;
   weight: number;
   priority: number;
+  /** `Resolved.label` when sending to this target (built once, not per request). */
+  label: string;
 }
 
 export interface Resolved {
@@ -61,14 +63,18 @@ export class Router {
     const providers = new Map(config.providers.map((p) => [p.name, p]));
     this.table = config.routes.map((route, i) => {
       const targets = (route.targets ?? [{ provider: route.provider!, weight: 1 }])
-        .map((t, j) => ({
-          id: `${i}.${j}`,
-          provider: providers.get(t.provider)!,
-          model: t.model ?? route.model,
-          weight: t.weight,
-          // `balance: weighted` puts every target in one priority.
-          priority: route.balance === "weighted" ? 0 : t.priority ?? j,
-        }))
+        .map((t, j) => {
+          const provider = providers.get(t.provider)!;
+          return {
+            id: `${i}.${j}`,
+            provider,
+            model: t.model ?? route.model,
+            weight: t.weight,
+            // `balance: weighted` puts every target in one priority.
+            priority: route.balance === "weighted" ? 0 : t.priority ?? j,
+            label: `"${route.models.join(",")}" → ${provider.name} (${provider.api})`,
+          };
+        })
         // Stable: equal priorities keep their list order.
         .sort((a, b) => a.priority - b.priority);
       return { patterns: route.models.map(globToRegExp), route, targets };
@@ -131,14 +137,13 @@ export function retarget(
   target: Target,
   model: string,
 ): Resolved {
-  const { provider } = target;
   return {
     route: r.route,
     targets: r.targets,
     name: r.name,
     requested: model,
-    provider,
+    provider: target.provider,
     upstreamModel: target.model ?? model,
-    label: `"${r.route.models.join(",")}" → ${provider.name} (${provider.api})`,
+    label: target.label,
   };
 }

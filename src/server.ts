@@ -60,7 +60,7 @@ function isWebSocketUpgrade(req: Request): boolean {
 }
 
 function findEndpoint(formats: Formats, req: Request, path: string): Endpoint {
-  const matches = formats.endpoints.filter((e) => e.pattern.test(path));
+  const matches = formats.matching(path);
   if (matches.length === 0) throw notFound(`no such endpoint: ${req.method} ${path}`);
   // A WebSocket endpoint answers upgrades only; another on its path the plain requests.
   const upgrade = isWebSocketUpgrade(req);
