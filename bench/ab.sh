@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A/B of two checkouts of the gateway on relayed JSON (chat → chat), in one run on loopback:
+# A/B of two checkouts of the gateway on JSON, relayed (chat → chat) or, with MODEL=msg-text-chunks22,
+# converted (chat → messages), in one run on loopback:
 # one mock (keeping no requests), both gateways side by side, 8 alternating wrk rounds of 3 s at
 # c=32 and 4 at c=1; prints every round and the medians. Changes of a few percent need this: single
 # runs on a 2-core machine move by ±5%.
@@ -31,7 +32,7 @@ until grep -q listening "$tmp/18181.log" && grep -q listening "$tmp/18182.log"; 
 context=$(printf 'You are a careful coding assistant. %.0s' {1..30})
 cat >"$tmp/json.lua" <<LUA
 wrk.method = "POST"
-wrk.body = [==[{"model":"chat-text-chunks22","stream":false,"messages":[{"role":"system","content":"$context"},{"role":"user","content":"Explain what this function does and suggest one improvement."}]}]==]
+wrk.body = [==[{"model":"${MODEL:-chat-text-chunks22}","stream":false,"messages":[{"role":"system","content":"$context"},{"role":"user","content":"Explain what this function does and suggest one improvement."}]}]==]
 wrk.headers["authorization"] = "Bearer sk-test-key-team-a"
 wrk.headers["content-type"] = "application/json"
 LUA
