@@ -15,8 +15,9 @@ import { AUTH, type Server, startBareRelay, startGateway, startMock } from "./pr
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 5);
 const STREAMS = Number(Deno.env.get("BENCH_STREAMS") ?? 2000);
 const WAVES = Number(Deno.env.get("BENCH_WAVES") ?? 4);
-/** Rounds of the one-connection latency runs (odd: the median is one of them). */
-const LATENCY_ROUNDS = 3;
+/** Runs per server and case, by turns (odd: the median is one of them), of whole seconds. */
+const ROUNDS = 3;
+const TURN_SECONDS = Math.max(1, Math.ceil(SECONDS / 2));
 const WARM_SECONDS = 2;
 
 /** A chat request of about 1.4 KB; `chunks22` makes the mock stream its text in 22 deltas. */
@@ -83,19 +84,21 @@ async function wrk(
 }
 
 /**
- * p50 at one connection, by turns: `LATENCY_ROUNDS` rounds of every server, the median kept. A
- * single run in a row reads up to ~40% high right after another server's load (the bare relay:
- * 201–207 µs after its own load, 282 µs after the gateway's), so no server may go first always.
+ * Every server loaded by turns: `ROUNDS` rounds of `TURN_SECONDS` each, the median run kept (by
+ * req/s, or by p50 at one connection). One run per server in a fixed order was biased: a run right
+ * after another server's load reads slower (the bare relay's p50 at c=1: 201–207 µs after its own
+ * load, 282 µs after the gateway's), and single 5-s runs moved by ±5%.
  */
-async function latencies(servers: [Server, string][]): Promise<Load[]> {
+async function byTurns(servers: [Server, string][], connections: number): Promise<Load[]> {
   const runs: Load[][] = servers.map(() => []);
-  for (let round = 0; round < LATENCY_ROUNDS; round++) {
+  for (let round = 0; round < ROUNDS; round++) {
     for (const [i, [server, body]] of servers.entries()) {
-      runs[i].push(await wrk(server.url, body, 1, undefined, SECONDS / 2));
+      runs[i].push(await wrk(server.url, body, connections, undefined, TURN_SECONDS));
     }
   }
+  const key = (l: Load) => connections === 1 ? l.p50Ms : l.rps;
   return runs.map((r) => {
-    const median = r.toSorted((a, b) => a.p50Ms - b.p50Ms)[Math.floor(r.length / 2)];
+    const median = r.toSorted((a, b) => key(a) - key(b))[Math.floor(r.length / 2)];
     return { ...median, errors: r.reduce((n, l) => n + l.errors, 0) };
   });
 }
@@ -152,7 +155,9 @@ const bare = await startBareRelay(mock.url);
 const floor = await startBareRelay(mock.url, true);
 const gateway = await startGateway(mock.url);
 try {
-  console.log(`wrk ${SECONDS} s per case, loopback, ${navigator.hardwareConcurrency} cores\n`);
+  console.log(
+    `wrk ${ROUNDS} × ${TURN_SECONDS} s per server and case (median), loopback, ${navigator.hardwareConcurrency} cores\n`,
+  );
   const rows: string[] = [
     "| case | c | mock direct | bare relay | relay, JS floor | gateway | ratio to bare | to JS floor |",
     "|---|---|---|---|---|---|---|---|",
@@ -181,19 +186,10 @@ try {
       // The bare relay and the mock serve the same request (the mock answers any model).
       const direct = chatBody("chat-text", stream);
       for (const c of [32, 1]) {
-        const [m, b, s, g] = c === 1
-          ? await latencies([
-            [mock, direct],
-            [bare, direct],
-            [floor, direct],
-            [gateway, body],
-          ])
-          : [
-            await wrk(mock.url, direct, c),
-            await wrk(bare.url, direct, c),
-            await wrk(floor.url, direct, c),
-            await wrk(gateway.url, body, c),
-          ];
+        const [m, b, s, g] = await byTurns(
+          [[mock, direct], [bare, direct], [floor, direct], [gateway, body]],
+          c,
+        );
         const errors = m.errors + b.errors + s.errors + g.errors;
         const cell = (l: Load) =>
           c === 1 ? `${(l.p50Ms * 1000).toFixed(0)} µs p50` : `${l.rps.toFixed(0)} req/s`;
