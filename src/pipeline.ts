@@ -74,13 +74,25 @@ export function resolveRoute(ctx: RequestContext, model: string): Resolved {
   return r;
 }
 
-export async function generate(ctx: RequestContext, g: Generation): Promise<Response> {
+/**
+ * Not itself async (nor is `passthrough`): a relayed answer comes back through fewer promise
+ * layers, each a turn of the microtask queue per request. A route error throws at once.
+ */
+export function generate(ctx: RequestContext, g: Generation): Promise<Response> {
   const r = resolveRoute(ctx, g.model);
   g.checkRoute?.(r);
   const relays = (t: Pick<Resolved, "provider">) => t.provider.api === g.ingress.api && !g.convert;
-  if (g.providerState || r.targets.every(relays)) {
-    return await passthrough(ctx, g, r);
-  }
+  if (g.providerState || r.targets.every(relays)) return passthrough(ctx, g, r);
+  return convertRoute(ctx, g, r, relays);
+}
+
+/** A route with a target of another format: the request decoded to IR once for every target. */
+async function convertRoute(
+  ctx: RequestContext,
+  g: Generation,
+  r: Resolved,
+  relays: (t: Pick<Resolved, "provider">) => boolean,
+): Promise<Response> {
   // Decoded once, before any target: the client's own mistakes are nobody's to retry.
   // The stream flag comes from the endpoint (Gemini carries it in the path, not the body).
   const large = isLarge(g.body.raw.length);
@@ -155,7 +167,7 @@ type Relayed = Pick<
  * Same format on both sides: bytes in, bytes out; only the model may be renamed. Fails over
  * among the route's targets of the same API (provider-kept state stays with them too).
  */
-export async function passthrough(
+export function passthrough(
   ctx: RequestContext,
   g: Relayed,
   r: Resolved,
@@ -163,7 +175,7 @@ export async function passthrough(
   other?: OtherEndpoint,
 ): Promise<Response> {
   const api = g.ingress.api;
-  return await answering(
+  return answering(
     ctx,
     failover(ctx, r, {
       run: (t, key, last) => relayAttempt(ctx, g, t, key, last, other),
