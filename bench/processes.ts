@@ -14,6 +14,13 @@ export interface Server {
 
 const here = (path: string) => new URL(path, import.meta.url);
 
+/**
+ * The V8 flags `deno task start` runs the gateway with (deno.json): every relay measured here gets
+ * them, so the gateway runs as deployed and the floors are not handicapped against it.
+ */
+const V8_FLAGS: string[] = JSON.parse(Deno.readTextFileSync(here("../deno.json")))
+  .tasks.start.match(/--v8-flags=\S+/g) ?? [];
+
 /** Resident memory of a process, from `ps` (reading /proc would need --allow-all). */
 async function rssOf(pid: number): Promise<number> {
   const out = await new Deno.Command("ps", { args: ["-o", "rss=", "-p", String(pid)] }).output();
@@ -70,7 +77,7 @@ export function startMock(): Promise<Server> {
 /** `Deno.serve` + `fetch`, the body piped through: what any relay must cost at least. */
 export function startBareRelay(upstream: string, jsFloor = false): Promise<Server> {
   return spawn(
-    ["run", "--allow-net", "--allow-env", here("bare_relay.ts").pathname],
+    ["run", ...V8_FLAGS, "--allow-net", "--allow-env", here("bare_relay.ts").pathname],
     { UPSTREAM: upstream, JS_FLOOR: jsFloor ? "1" : "0" },
     /bare relay on (http:\/\/\S+)/,
     "stdout",
@@ -84,6 +91,7 @@ export async function startGateway(upstream: string): Promise<Server> {
   const server = await spawn(
     [
       "run",
+      ...V8_FLAGS,
       "--unstable-no-legacy-abort",
       "--allow-net",
       "--allow-env",
