@@ -229,7 +229,7 @@ async function relayAttempt(
   if (!up.res.ok) return await relayError(ctx, up, new Headers(picked), idle_ms, spec);
   if (!g.stream) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
-    const { bytes, json } = await readUpstreamJson(up, idle_ms);
+    const { bytes, json } = await readUpstreamJson(up, idle_ms, ctx.gw.secrets);
     ctx.trace.reportUsage(other ? other.usage(json) : usageOf(g.ingress, json));
     return new Response(bytes, { status: up.res.status, headers: picked });
   }
@@ -368,7 +368,7 @@ async function convert(
   const up = await callConverted(ctx, r, key, req);
   const dctx = decodeContext(ctx, req);
   if (!g.stream) {
-    const { json } = await readUpstreamJson(up, r.provider.timeouts.idle_ms);
+    const { json } = await readUpstreamJson(up, r.provider.timeouts.idle_ms, ctx.gw.secrets);
     return reportDropped(
       jsonToClient(ctx, g, client, up.target.decodeResponse(json, dctx)),
       up.dropped,

@@ -242,21 +242,31 @@ const decoder = new TextDecoder();
 /** Larger JSON answers are refused rather than held in memory. */
 const MAX_UPSTREAM_JSON_BYTES = 256 * 1024 * 1024;
 
-/** A 2xx JSON body: checked for its content type, read whole, and parsed (502 if invalid). */
+/**
+ * A 2xx JSON body: checked for its content type, read whole, scrubbed of any provider key it
+ * echoes (a debugging proxy may quote the request's credential in a success too), and parsed
+ * (502 if invalid). A key is replaced inside its JSON string, so the document stays valid.
+ */
 export async function readUpstreamJson(
   up: UpstreamResponse,
   idleMs: number,
+  secrets: Secrets,
 ): Promise<{ bytes: Uint8Array<ArrayBuffer>; json: Record<string, unknown> }> {
   checkContentType(up, JSON_TYPE);
-  const bytes = await readBody(up, idleMs, MAX_UPSTREAM_JSON_BYTES + 1);
+  let bytes = await readBody(up, idleMs, MAX_UPSTREAM_JSON_BYTES + 1);
   const invalid = (why: string) =>
     new GatewayError(502, "upstream", `upstream ${up.provider} returned ${why}`);
   if (bytes.byteLength > MAX_UPSTREAM_JSON_BYTES) {
     throw invalid(`a body over ${MAX_UPSTREAM_JSON_BYTES} bytes`);
   }
+  let text = decoder.decode(bytes);
+  if (secrets.found(text)) {
+    text = secrets.scrub(text);
+    bytes = encoder.encode(text);
+  }
   let json: unknown;
   try {
-    json = JSON.parse(decoder.decode(bytes));
+    json = JSON.parse(text);
   } catch {
     throw invalid("invalid JSON");
   }

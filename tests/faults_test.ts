@@ -85,6 +85,9 @@ const FAULTS: Fault[] = [
   { name: "badjson", json: BAD_GATEWAY, stream: INTERRUPTED },
   { name: "errevent-echo", stream: { kind: "provider-error" } },
   { name: "ctype", json: BAD_GATEWAY, stream: BAD_GATEWAY },
+  // A JSON success that quotes the key (every cell checks that no key reached the client). A
+  // stream's text comes in deltas that split it: scrubbing works on whole events.
+  { name: "okecho", json: { kind: "ok" } },
   {
     name: "huge",
     json: { kind: "ok", minChars: HUGE_CHARS },

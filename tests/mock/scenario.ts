@@ -21,7 +21,10 @@ export interface Scenario {
    */
   error?: number;
   errorBody?: "html" | "text";
-  /** `echo`: every error (HTTP body, stream error event, WebSocket frame) quotes the key. */
+  /**
+   * `echo`: every error (HTTP body, stream error event, WebSocket frame) quotes the key, and so
+   * does a successful answer's text.
+   */
   echo: boolean;
   /** `hang`: send no response headers at all. */
   hang: boolean;

@@ -286,6 +286,7 @@ class Upstream implements MockUpstream {
     const invalid = vendor.validate(call.body);
     if (invalid) return errorResponse(vendor, 400, { message: invalid });
     const reply = replyFor(vendor, call.body, call.model, scenario);
+    if (echo && reply.text) reply.text += ` ${echo}`;
     const framing = endpoint.framing(call);
     if (framing) {
       const faults = {
