@@ -13,6 +13,12 @@ type Kind = "counter" | "gauge" | "histogram";
 /** Label values of one series, in the family's label order. */
 type Values = readonly string[];
 
+function sameValues(a: Values, b: Values): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** One metric family: its series keyed by their label values. */
 abstract class Family<S> {
   protected readonly series = new Map<string, { values: Values; state: S }>();
@@ -24,12 +30,18 @@ abstract class Family<S> {
     readonly labels: readonly string[],
   ) {}
 
+  /** The series of the previous call: traffic mostly repeats its labels, request after request. */
+  private last?: { values: Values; state: S };
+
   protected state(values: Values, init: () => S): S {
+    const last = this.last;
+    if (last && sameValues(last.values, values)) return last.state;
     // Cheaper than JSON per request, and as unique: only one label (the model) is client text,
     // so however many NULs it holds, the configured and fixed values around it split off.
     const id = values.join("\0");
     let s = this.series.get(id);
     if (!s) this.series.set(id, s = { values, state: init() });
+    this.last = s;
     return s.state;
   }
 
