@@ -5,7 +5,7 @@
  * (the converting decoder rejects the ones it cannot express); known variants are strict.
  */
 import { z } from "zod";
-import { parseBody, tagged } from "../../src/validate.ts";
+import { parseBody, sparseObject, tagged } from "../../src/validate.ts";
 
 type Loose = z.ZodType<{ type: string } & Record<string, unknown>>;
 
@@ -175,9 +175,10 @@ const responseFormat = tagged(() => ({ json_schema: jsonSchemaFormat }));
 const int = z.number().int().nullish();
 const num = z.number().nullish();
 
-const requestSchema = z.looseObject({
+const requestSchema = sparseObject({
   model: z.string(),
   messages: z.array(message),
+}, {
   tools: z.array(tool).nullish(),
   tool_choice: toolChoice.nullish(),
   parallel_tool_calls: z.boolean().nullish(),

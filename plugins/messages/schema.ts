@@ -4,7 +4,7 @@
  * passthrough routes working); the known variants are checked field by field.
  */
 import { z } from "zod";
-import { parseBody, tagged } from "../../src/validate.ts";
+import { parseBody, sparseObject, tagged } from "../../src/validate.ts";
 
 type Schema = z.ZodType<Record<string, unknown>>;
 
@@ -119,10 +119,11 @@ const outputConfigParam = z.looseObject({
   format: z.looseObject({ type: z.string(), schema: jsonObject.optional() }).nullish(),
 });
 
-const requestSchema = z.looseObject({
+const requestSchema = sparseObject({
   model: z.string(),
   max_tokens: z.number().int().nonnegative(),
   messages: z.array(messageParam),
+}, {
   system: z.union([z.string(), z.array(textBlock)], stringOrArray).optional(),
   tools: z.array(toolParam).optional(),
   tool_choice: toolChoiceParam.optional(),

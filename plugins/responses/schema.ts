@@ -5,7 +5,7 @@
  * `internal_chat_message_metadata_passthrough`) pass through to passthrough routes untouched.
  */
 import { z } from "zod";
-import { parseBody, tagged } from "../../src/validate.ts";
+import { parseBody, sparseObject, tagged } from "../../src/validate.ts";
 
 const str = z.string();
 const optStr = z.string().nullish();
@@ -111,7 +111,7 @@ export const jsonSchemaFormat = z.looseObject({
   description: optStr,
 });
 
-const requestSchema = z.looseObject({
+const requestSchema = sparseObject({}, {
   model: str.optional(),
   input: z.union([str, z.array(inputItem)]).optional(),
   instructions: optStr,

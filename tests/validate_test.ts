@@ -1,0 +1,38 @@
+/** `sparseObject`: optional fields checked only when present, with zod's paths and kinds. */
+import assert from "node:assert/strict";
+import { z } from "zod";
+import { parseBody, sparseObject } from "../src/validate.ts";
+import { rejects } from "./codec_helpers.ts";
+
+const schema = sparseObject({ model: z.string() }, {
+  stream: z.boolean().optional(),
+  temperature: z.number().nullish(),
+  tools: z.array(z.looseObject({ name: z.string() })).optional(),
+  level: z.preprocess((v) => (typeof v === "string" ? v.toUpperCase() : v), z.enum(["LOW"])),
+});
+const parse = (body: unknown) => parseBody(schema, body);
+
+Deno.test("sparseObject: present optional fields are checked, named by their path", () => {
+  rejects(() => parse({ temperature: 1 }), "model: required", "model");
+  rejects(() => parse({ model: "m", stream: "yes" }), /^stream: expected boolean/, "stream");
+  rejects(() => parse({ model: "m", stream: null }), /^stream: expected boolean/, "stream");
+  rejects(() => parse({ model: "m", tools: [{ name: 1 }] }), /^tools\[0\]\.name: expected string/);
+  rejects(() => parse({ model: "m", tools: [{}] }), "tools[0].name: required", "tools[0].name");
+  // Two bad optional fields: the first in the body's order.
+  rejects(() => parse({ model: "m", tools: 1, stream: 1 }), /^tools: /, "tools");
+  rejects(() => parse({ model: "m", stream: 1, tools: 1 }), /^stream: /, "stream");
+  // A bad required field comes first, wherever it stands.
+  rejects(() => parse({ stream: 1, model: 2 }), /^model: /, "model");
+});
+
+Deno.test("sparseObject: unknown fields pass, parsed values replace raw ones", () => {
+  const body = { model: "m", temperature: null, extra: { kept: true }, level: "low" };
+  assert.deepEqual(parse(body), {
+    model: "m",
+    temperature: null,
+    extra: { kept: true },
+    level: "LOW",
+  });
+  // The client's own object is not rewritten (a relayed body is sent as its raw text anyway).
+  assert.equal(body.level, "low");
+});
