@@ -19,9 +19,20 @@ function sameValues(a: Values, b: Values): boolean {
   return true;
 }
 
+/** A family's series by label values: a map per label, the last one holding the states. */
+type SeriesTree<S> = Map<string, SeriesTree<S> | S>;
+
 /** One metric family: its series keyed by their label values. */
 abstract class Family<S> {
-  protected readonly series = new Map<string, { values: Values; state: S }>();
+  /** In creation order, for `expose`. */
+  protected readonly series: { values: Values; state: S }[] = [];
+  /**
+   * A map per label rather than one keyed by the joined values: the values are mostly the
+   * config's own strings, hashed once, where a joined key is a new string to hash every time.
+   */
+  private readonly tree: SeriesTree<S> = new Map();
+  /** The series of the previous call: traffic mostly repeats its labels, request after request. */
+  private last?: { values: Values; state: S };
 
   constructor(
     readonly name: string,
@@ -30,19 +41,27 @@ abstract class Family<S> {
     readonly labels: readonly string[],
   ) {}
 
-  /** The series of the previous call: traffic mostly repeats its labels, request after request. */
-  private last?: { values: Values; state: S };
+  /** A new series' state. */
+  protected abstract fresh(): S;
 
-  protected state(values: Values, init: () => S): S {
+  protected state(values: Values): S {
     const last = this.last;
     if (last && sameValues(last.values, values)) return last.state;
-    // Cheaper than JSON per request, and as unique: only one label (the model) is client text,
-    // so however many NULs it holds, the configured and fixed values around it split off.
-    const id = values.join("\0");
-    let s = this.series.get(id);
-    if (!s) this.series.set(id, s = { values, state: init() });
-    this.last = s;
-    return s.state;
+    let level = this.tree;
+    const end = values.length - 1;
+    for (let i = 0; i < end; i++) {
+      let next = level.get(values[i]) as SeriesTree<S> | undefined;
+      if (!next) level.set(values[i], next = new Map());
+      level = next;
+    }
+    const leaf = values[end] ?? "";
+    let state = level.get(leaf) as S | undefined;
+    if (!state) {
+      level.set(leaf, state = this.fresh());
+      this.series.push({ values, state });
+    }
+    this.last = { values, state };
+    return state;
   }
 
   protected abstract samples(values: Values, state: S): string[];
@@ -52,7 +71,7 @@ abstract class Family<S> {
       `# HELP ${this.name} ${escapeHelp(this.help)}`,
       `# TYPE ${this.name} ${this.kind}`,
     ];
-    for (const { values, state } of this.series.values()) {
+    for (const { values, state } of this.series) {
       lines.push(...this.samples(values, state));
     }
     return lines.join("\n") + "\n";
@@ -72,8 +91,12 @@ export class Counter extends Family<{ n: number }> {
     super(name, help, "counter", labels);
   }
 
+  protected fresh() {
+    return { n: 0 };
+  }
+
   add(values: Values, n = 1): void {
-    this.state(values, () => ({ n: 0 })).n += n;
+    this.state(values).n += n;
   }
 
   protected samples(values: Values, s: { n: number }): string[] {
@@ -84,11 +107,15 @@ export class Counter extends Family<{ n: number }> {
 export class Gauge extends Family<{ n: number }> {
   constructor(name: string, help: string) {
     super(name, help, "gauge", []);
-    this.state([], () => ({ n: 0 }));
+    this.state([]);
+  }
+
+  protected fresh() {
+    return { n: 0 };
   }
 
   add(n: number): void {
-    this.state([], () => ({ n: 0 })).n += n;
+    this.state([]).n += n;
   }
 
   protected samples(values: Values, s: { n: number }): string[] {
@@ -112,10 +139,16 @@ export class Histogram extends Family<Buckets> {
     super(name, help, "histogram", labels);
   }
 
+  protected fresh(): Buckets {
+    return { counts: this.bounds.map(() => 0), sum: 0, count: 0 };
+  }
+
   observe(values: Values, v: number): void {
-    const s = this.state(values, () => ({ counts: this.bounds.map(() => 0), sum: 0, count: 0 }));
-    const i = this.bounds.findIndex((b) => v <= b);
-    if (i >= 0) s.counts[i]++;
+    const s = this.state(values);
+    const { bounds } = this;
+    let i = 0;
+    while (i < bounds.length && !(v <= bounds[i])) i++; // NaN falls in no bucket
+    if (i < bounds.length) s.counts[i]++;
     s.sum += v;
     s.count++;
   }
