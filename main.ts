@@ -112,7 +112,7 @@ async function main() {
     await Promise.race([drained, sleep(config.shutdown_grace_s)]);
     // What is still open is told so: streams end with the interruption ending, WebSockets
     // close with 1001. A moment lets those endings reach the clients.
-    gw.stopping.abort();
+    gw.stopping.stop();
     await Promise.race([drained, sleep(FLUSH_S)]);
     await metrics?.shutdown();
     Deno.exit(0);

@@ -4,6 +4,7 @@ import type { Config } from "./config.ts";
 import type { Dialect } from "./format.ts";
 import type { Formats } from "./formats.ts";
 import type { Metrics } from "./metrics.ts";
+import type { Stopping } from "./relay.ts";
 import type { Router } from "./router.ts";
 import type { ResponseStore } from "./store.ts";
 import type { Secrets } from "./secrets.ts";
@@ -35,8 +36,8 @@ export interface Gateway {
   metrics: Metrics;
   /** Set on shutdown: /readyz turns 503 and new requests are refused. */
   draining: boolean;
-  /** Aborted when the shutdown grace runs out: open streams end with the interruption. */
-  stopping: AbortController;
+  /** Stops when the shutdown grace runs out: open streams end with the interruption. */
+  stopping: Stopping;
   /**
    * Aborted just before the listener closes. Deno's server shutdown ends upgraded sockets at
    * once, so WebSockets end first on their own terms (interruption frame, close 1001).

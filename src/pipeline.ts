@@ -222,7 +222,7 @@ async function relayAttempt(
     body: renamed ? JSON.stringify({ ...json, model: r.upstreamModel }) : raw,
     forward: pickHeaders(ctx.req.headers, formats.forwardHeaders(api)),
     signal: ctx.req.signal,
-    stopping: ctx.gw.stopping.signal,
+    stopping: ctx.gw.stopping,
   });
   const picked = pickHeaders(up.res.headers, formats.responseHeaders(api));
   const { idle_ms } = r.provider.timeouts;
@@ -338,7 +338,7 @@ async function callConverted(
     path: target.path(r.upstreamModel, req.stream),
     body: JSON.stringify(body),
     signal: ctx.req.signal,
-    stopping: ctx.gw.stopping.signal,
+    stopping: ctx.gw.stopping,
   });
   if (!up.res.ok) {
     const { idle_ms } = r.provider.timeouts;

@@ -30,8 +30,8 @@ export interface UpstreamRequest {
   forward?: HeaderPairs;
   /** The client's request signal: its disconnect aborts the upstream call. */
   signal: AbortSignal;
-  /** Aborted when the gateway's shutdown grace runs out: the call ends as interrupted. */
-  stopping?: AbortSignal;
+  /** Stops when the gateway's shutdown grace runs out: the call ends as interrupted. */
+  stopping?: Stopping;
 }
 
 export interface UpstreamResponse {
@@ -94,6 +94,34 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
 }
 
 /**
+ * The gateway's shutdown, as far as open upstream calls are concerned: once the grace runs out,
+ * `stop` cuts every call still watching. A set of calls rather than a listener per call on a
+ * shared AbortSignal: adding and removing those cost ~2% req/s on relayed JSON, and removing
+ * one is linear in the listeners (thousands, with as many open streams).
+ */
+export class Stopping {
+  #stopped = false;
+  readonly #cuts = new Set<() => void>();
+
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** Calls `cut` on stop (at once if stopped); returns the function that stops watching. */
+  watch(cut: () => void): () => void {
+    if (this.#stopped) cut();
+    else this.#cuts.add(cut);
+    return () => this.#cuts.delete(cut);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    for (const cut of this.#cuts) cut();
+    this.#cuts.clear();
+  }
+}
+
+/**
  * Calls `cancel` when the client leaves or the gateway's shutdown grace runs out (at once if
  * either happened already); returns the function that stops watching.
  */
@@ -102,18 +130,16 @@ function watchCancellation(
   cancel: (reason: unknown) => void,
 ): () => void {
   const onClientAbort = () => cancel(new ClientGone());
-  const onStop = () => cancel(shuttingDown());
-  const unwatch = () => {
-    r.signal.removeEventListener("abort", onClientAbort);
-    r.stopping?.removeEventListener("abort", onStop);
-  };
-  if (r.signal.aborted) onClientAbort();
-  else if (r.stopping?.aborted) onStop();
-  else {
-    r.signal.addEventListener("abort", onClientAbort, { once: true });
-    r.stopping?.addEventListener("abort", onStop, { once: true });
+  if (r.signal.aborted) {
+    onClientAbort();
+    return () => {};
   }
-  return unwatch;
+  const unwatchStop = r.stopping?.watch(() => cancel(shuttingDown()));
+  r.signal.addEventListener("abort", onClientAbort, { once: true });
+  return () => {
+    r.signal.removeEventListener("abort", onClientAbort);
+    unwatchStop?.();
+  };
 }
 
 /** A WebSocket dial: the same URL, credentials, deadlines and cancellation as an HTTP call. */

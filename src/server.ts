@@ -11,7 +11,7 @@ import { errorResponse, GatewayError, notFound } from "./errors.ts";
 import { accessLog } from "./log.ts";
 import { Metrics } from "./metrics.ts";
 import { otelEnabled, redactSpanUrl, spanAttributes } from "./otel.ts";
-import { clientClosed, ClientGone } from "./relay.ts";
+import { clientClosed, ClientGone, Stopping } from "./relay.ts";
 import { createStore } from "./store.ts";
 import { Secrets } from "./secrets.ts";
 import { Trace } from "./trace.ts";
@@ -39,7 +39,7 @@ export async function createGateway(
     observers: [accessLog(secrets), metrics, ...otelEnabled() ? [spanAttributes(systems)] : []],
     metrics,
     draining: false,
-    stopping: new AbortController(),
+    stopping: new Stopping(),
     closingSockets: new AbortController(),
     live: { current: undefined! },
   };

@@ -252,7 +252,7 @@ class ResponsesSocket {
             path: "/responses",
             forward: pickHeaders(this.req.headers, formats.forwardHeaders(t.provider.api)),
             signal: this.closed.signal,
-            stopping: ctx.gw.stopping.signal,
+            stopping: ctx.gw.stopping,
           });
           return new UpstreamSocket(t.provider.name, ws, t.provider.timeouts, this);
         },
