@@ -13,6 +13,7 @@ type Kind = "counter" | "gauge" | "histogram";
 /** Label values of one series, in the family's label order. */
 type Values = readonly string[];
 
+/** Label values equal one by one (mostly the very same strings: a pointer compare each). */
 function sameValues(a: Values, b: Values): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
@@ -31,8 +32,9 @@ abstract class Family<S> {
    * config's own strings, hashed once, where a joined key is a new string to hash every time.
    */
   private readonly tree: SeriesTree<S> = new Map();
-  /** The series of the previous call: traffic mostly repeats its labels, request after request. */
-  private last?: { values: Values; state: S };
+  /** The previous call's series: traffic mostly repeats its labels, request after request. */
+  private lastValues: Values = [];
+  private lastState?: S;
 
   constructor(
     readonly name: string,
@@ -45,8 +47,7 @@ abstract class Family<S> {
   protected abstract fresh(): S;
 
   protected state(values: Values): S {
-    const last = this.last;
-    if (last && sameValues(last.values, values)) return last.state;
+    if (this.lastState && sameValues(this.lastValues, values)) return this.lastState;
     let level = this.tree;
     const end = values.length - 1;
     for (let i = 0; i < end; i++) {
@@ -60,7 +61,8 @@ abstract class Family<S> {
       level.set(leaf, state = this.fresh());
       this.series.push({ values, state });
     }
-    this.last = { values, state };
+    this.lastValues = values;
+    this.lastState = state;
     return state;
   }
 
