@@ -111,6 +111,21 @@ function compiled(allow: readonly string[]) {
   return c;
 }
 
+/**
+ * A response with these headers, set one by one once it is built: Deno converts a `headers` init
+ * through WebIDL's generic sequence conversion, ~0.5 µs a header, where `set` costs ~0.1 µs (a
+ * relayed JSON answer's four headers: 2.4 → 0.6 µs, measured in a loop). Names must be distinct.
+ */
+export function respond(
+  body: BodyInit | null,
+  status: number,
+  headers: Iterable<readonly [string, string]>,
+): Response {
+  const res = new Response(body, { status });
+  for (const [name, value] of headers) res.headers.set(name, value);
+  return res;
+}
+
 export const RETRY_HEADERS = ["retry-after", "retry-after-ms", "x-should-retry"] as const;
 
 export const STREAM_HEADERS = {

@@ -6,7 +6,7 @@
 import type { ClientContext, Codec, DecodeContext, StreamStep } from "./codec.ts";
 import type { RequestContext } from "./context.ts";
 import { demoResponse, demoStream } from "./demo.ts";
-import { breather, isLarge, type JsonBody, pickHeaders, STREAM_HEADERS } from "./http.ts";
+import { breather, isLarge, type JsonBody, pickHeaders, respond, STREAM_HEADERS } from "./http.ts";
 import type * as ir from "./ir.ts";
 import { errorResponse, fromProviderError } from "./errors.ts";
 import type { UpstreamSpec } from "./format.ts";
@@ -231,7 +231,7 @@ async function relayAttempt(
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
     const { bytes, json } = await readUpstreamJson(up, idle_ms, ctx.gw.secrets);
     ctx.trace.reportUsage(other ? other.usage(json) : usageOf(g.ingress, json));
-    return new Response(bytes, { status: up.res.status, headers: picked });
+    return respond(bytes, up.res.status, picked);
   }
   const interruption = (why: string) => ctx.dialect.interruption(why);
   const framing = g.framing?.relayed() ?? upstreamFraming(spec, interruption);
@@ -244,12 +244,14 @@ async function relayAttempt(
       id: idFor(ctx),
     }),
   );
-  // The provider's own content type stands (a stream need not be SSE).
-  const headers = new Headers(picked);
-  for (const [k, v] of Object.entries(STREAM_HEADERS)) if (!headers.has(k)) headers.set(k, v);
-  headers.set("x-accel-buffering", "no");
   const body = relayStream(events, framing, g.ingress.watch(), ctx.trace);
-  return new Response(body, { status: up.res.status, headers });
+  const res = respond(body, up.res.status, picked);
+  // The provider's own content type stands (a stream need not be SSE).
+  for (const [k, v] of Object.entries(STREAM_HEADERS)) {
+    if (!res.headers.has(k)) res.headers.set(k, v);
+  }
+  res.headers.set("x-accel-buffering", "no");
+  return res;
 }
 
 /**
@@ -439,7 +441,7 @@ function streamToClient(
   const end = g.framing?.end ?? sseEnd(ctx.dialect);
   const body = clientStream(events, g.ingress.encodeStream(client), serialize, end, ctx.trace);
   const framing = g.framing && { "content-type": g.framing.contentType };
-  return new Response(body, { headers: { ...STREAM_HEADERS, ...framing } });
+  return respond(body, 200, Object.entries({ ...STREAM_HEADERS, ...framing }));
 }
 
 /** Answers without a provider call (e.g. a Responses warm-up with `generate: false`). */
