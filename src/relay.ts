@@ -5,7 +5,7 @@
 import type { ProviderConfig } from "./config.ts";
 import { fromProviderError, GatewayError } from "./errors.ts";
 import type { Dialect, UpstreamSpec } from "./format.ts";
-import { type HeaderPairs, pickHeaders, RETRY_HEADERS } from "./http.ts";
+import { type HeaderPairs, headersFrom, pairsOf, pickHeaders, RETRY_HEADERS } from "./http.ts";
 import type { Secrets } from "./secrets.ts";
 import type { Trace } from "./trace.ts";
 import { Deadline } from "./deadline.ts";
@@ -73,7 +73,7 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
   const out = {
     method: "POST",
     url: new URL(upstreamUrl(r.provider, r.path)),
-    headers: new Headers(r.forward),
+    headers: headersFrom(r.forward),
     body: r.body,
   };
   out.headers.set("content-type", "application/json");
@@ -81,7 +81,8 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
     // Most formats sign synchronously: no await (a turn of the microtask queue) for them.
     const signing = r.spec.authorize(out, r.key);
     if (signing) await signing;
-    const { method, headers, body } = out;
+    const { method, body } = out;
+    const headers = pairsOf(out.headers);
     const res = await fetch(out.url, { method, headers, body, signal: ctrl.signal });
     return { res, provider: r.provider.name, deadline, abort, release };
   } catch (e) {
@@ -173,7 +174,7 @@ export function openUpstreamSocket(r: SocketRequest): Promise<WebSocket> {
   const out = {
     method: "GET",
     url: new URL(upstreamUrl(r.provider, r.path).replace(/^http/, "ws")),
-    headers: new Headers(r.forward),
+    headers: headersFrom(r.forward),
     body: "",
   };
   (async () => {
