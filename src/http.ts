@@ -78,8 +78,8 @@ export async function readJsonBody(req: Request): Promise<JsonBody> {
 }
 
 /**
- * Header pairs as `HeadersInit` takes them: the `Headers` (or `Response`) they end up in checks
- * them once; an intermediate `Headers` would check them twice (Deno re-sorts it to copy it).
+ * Header pairs, distinct names, as `pickHeaders` yields them: set once where they end up
+ * (`respond`, `headersFrom`), with no intermediate `Headers` to copy them through.
  */
 export type HeaderPairs = [string, string][];
 

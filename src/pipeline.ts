@@ -6,7 +6,15 @@
 import type { ClientContext, Codec, DecodeContext, StreamStep } from "./codec.ts";
 import type { RequestContext } from "./context.ts";
 import { demoResponse, demoStream } from "./demo.ts";
-import { breather, isLarge, type JsonBody, pickHeaders, respond, STREAM_HEADERS } from "./http.ts";
+import {
+  breather,
+  headersFrom,
+  isLarge,
+  type JsonBody,
+  pickHeaders,
+  respond,
+  STREAM_HEADERS,
+} from "./http.ts";
 import type * as ir from "./ir.ts";
 import { errorResponse, fromProviderError } from "./errors.ts";
 import type { UpstreamSpec } from "./format.ts";
@@ -226,7 +234,7 @@ async function relayAttempt(
   });
   const picked = pickHeaders(up.res.headers, formats.responseHeaders(api));
   const { idle_ms } = r.provider.timeouts;
-  if (!up.res.ok) return await relayError(ctx, up, new Headers(picked), idle_ms, spec);
+  if (!up.res.ok) return await relayError(ctx, up, headersFrom(picked), idle_ms, spec);
   if (!g.stream) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
     const { bytes, json } = await readUpstreamJson(up, idle_ms, ctx.gw.secrets);

@@ -322,7 +322,7 @@ export async function upstreamError(
   spec: UpstreamSpec,
 ): Promise<GatewayError> {
   const text = await readErrorText(up, idleMs, secrets);
-  const headers = new Headers(pickHeaders(up.res.headers, RETRY_HEADERS));
+  const headers = headersFrom(pickHeaders(up.res.headers, RETRY_HEADERS));
   return fromProviderError(up.res.status, text, headers, spec.readError);
 }
 
