@@ -22,7 +22,7 @@ deno eval --ext=ts "
 until grep -q 'mock on' "$tmp/mock.log"; do sleep 0.2; done
 
 start() { # dir port
-  PORT=$2 GATEWAY_ACCESS_LOG=off METRICS_PORT=off deno run --unstable-no-legacy-abort \
+  PORT=$2 GATEWAY_ACCESS_LOG=off METRICS_PORT=0 deno run --unstable-no-legacy-abort \
     --allow-net --allow-env --allow-read "$1/main.ts" --config "$tmp/config.json" >"$tmp/$2.log" 2>&1 &
 }
 start "$a" 18181

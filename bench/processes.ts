@@ -100,7 +100,8 @@ export async function startGateway(upstream: string): Promise<Server> {
       "--config",
       config,
     ],
-    { PORT: "0", GATEWAY_ACCESS_LOG: "off", METRICS_PORT: "off" },
+    // Metrics on, as in production (with them off nothing is collected: ~2% faster).
+    { PORT: "0", GATEWAY_ACCESS_LOG: "off", METRICS_PORT: "0" },
     /listening on (http:\/\/[\d.]+:\d+)/,
     "stderr",
   );

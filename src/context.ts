@@ -30,9 +30,9 @@ export interface Gateway {
   secrets: Secrets;
   /** Peers whose X-Forwarded-For names the client (Kong). */
   proxies: TrustedProxies;
-  /** Told every request's lifecycle (the access log first, then metrics). */
+  /** Told every request's lifecycle (the access log first, then metrics if `config.metrics`). */
   observers: Observer[];
-  /** What `GET /metrics` exposes (collected whether or not a metrics listener is on). */
+  /** What `GET /metrics` exposes; collected only when `config.metrics` turns the listener on. */
   metrics: Metrics;
   /** Set on shutdown: /readyz turns 503 and new requests are refused. */
   draining: boolean;

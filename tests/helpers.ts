@@ -87,6 +87,8 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const upstream = await startMockUpstream();
   const config = await mockConfig(upstream.url, opts.timeouts);
   config.routes.push(...(opts.extraRoutes ?? []));
+  // Metrics on, as with the built-in config (no listener here: tests read `gw.metrics`).
+  config.metrics = { hostname: "127.0.0.1", port: 0, max_label_values: 1000 };
   opts.tweak?.(config);
   const gw = await createGateway(config, FORMATS);
   const logs: Record<string, unknown>[] = [];

@@ -222,6 +222,21 @@ Deno.test("metrics labels: model only for 2xx answers, bounded distinct values, 
   }
 });
 
+Deno.test("metrics off: a gateway without a metrics listener collects nothing, and still logs", async () => {
+  const h = await startHarness({ tweak: (config) => delete config.metrics });
+  try {
+    await send(h, "/v1/chat/completions", openaiHeaders(), bodies.chat("chat-text"));
+    await send(h, "/v1/messages", anthropicHeaders(), bodies.messages("msg-text"));
+    assert.equal(samples(h.gw.metrics.expose(), "gateway_requests_total").size, 0);
+    assert.equal(samples(h.gw.metrics.expose(), "gateway_tokens_total").size, 0);
+    // The access log is another observer: it still sees both requests, usage included.
+    const lines = h.logs.filter((l) => l.msg === "access");
+    assert.deepEqual(lines.map((l) => [l.status, l.input_tokens]), [[200, 11], [200, 11]]);
+  } finally {
+    await h.close();
+  }
+});
+
 Deno.test("metrics and access log: compaction and token counting are not billable", async () => {
   const h = await startHarness();
   try {
