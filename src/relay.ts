@@ -127,18 +127,20 @@ export class Stopping {
  * either happened already); returns the function that stops watching.
  */
 function watchCancellation(
-  r: Pick<UpstreamRequest, "signal" | "stopping">,
+  // Destructured: the closures below live as long as the call, and must not keep the whole
+  // request (its body) alive for a stream's duration.
+  { signal, stopping }: Pick<UpstreamRequest, "signal" | "stopping">,
   cancel: (reason: unknown) => void,
 ): () => void {
   const onClientAbort = () => cancel(new ClientGone());
-  if (r.signal.aborted) {
+  if (signal.aborted) {
     onClientAbort();
     return () => {};
   }
-  const unwatchStop = r.stopping?.watch(() => cancel(shuttingDown()));
-  r.signal.addEventListener("abort", onClientAbort, { once: true });
+  const unwatchStop = stopping?.watch(() => cancel(shuttingDown()));
+  signal.addEventListener("abort", onClientAbort, { once: true });
   return () => {
-    r.signal.removeEventListener("abort", onClientAbort);
+    signal.removeEventListener("abort", onClientAbort);
     unwatchStop?.();
   };
 }
