@@ -8,7 +8,10 @@
  * per stream, and resident memory after repeated waves. Everything is reported as a ratio to
  * the bare relay, and to the JS floor.
  *
- *   npx -y deno@2.9.6 task bench            (BENCH_SECONDS, BENCH_STREAMS, BENCH_WAVES)
+ *   npx -y deno@2.9.6 task bench   (BENCH_SECONDS, BENCH_STREAMS, BENCH_WAVES, BENCH_PROMPT_KB)
+ *
+ * BENCH_PROMPT_KB sizes the request's system prompt (default ~1 KB); a coding agent's request
+ * carries its whole conversation, 50–200 KB.
  */
 import { AUTH, type Server, startBareRelay, startGateway, startMock } from "./processes.ts";
 
@@ -25,15 +28,19 @@ const WARM_SECONDS = 2;
  */
 const SETTLE_SECONDS = 70;
 
-/** A chat request of about 1.4 KB; `chunks22` makes the mock stream its text in 22 deltas. */
+const SENTENCE = "You are a careful coding assistant. ";
+const PROMPT = SENTENCE.repeat(
+  Math.max(1, Math.round(Number(Deno.env.get("BENCH_PROMPT_KB") ?? 1.05) * 1024 / SENTENCE.length)),
+);
+
+/** A chat request (~1.4 KB by default); `chunks22` makes the mock stream its text in 22 deltas. */
 function chatBody(model: string, stream: boolean): string {
-  const context = "You are a careful coding assistant. ".repeat(30);
   return JSON.stringify({
     model: `${model}-chunks22`,
     stream,
     ...(stream && { stream_options: { include_usage: true } }),
     messages: [
-      { role: "system", content: context },
+      { role: "system", content: PROMPT },
       { role: "user", content: "Explain what this function does and suggest one improvement." },
     ],
   });
@@ -134,16 +141,17 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * RSS per concurrent slow stream, and RSS after each wave (memory must come back), on a fresh
- * server process so that one case's heap does not carry into the next.
+ * server process so that one case's heap does not carry into the next. Per stream counts the
+ * first wave: a later wave's peak also holds what the one before left for the collector.
  */
 async function memory(start: () => Promise<Server>, model: string) {
   const server = await start();
   const idle = await server.rss();
-  let peak = 0;
+  const peaks: number[] = [];
   const after: number[] = [];
   for (let wave = 0; wave < WAVES; wave++) {
     await slowStreams(server.url, model, STREAMS, async () => {
-      peak = Math.max(peak, await server.rss());
+      peaks.push(await server.rss());
     });
     await sleep(5000);
     after.push(await server.rss());
@@ -152,7 +160,14 @@ async function memory(start: () => Promise<Server>, model: string) {
   await sleep(SETTLE_SECONDS * 1000);
   const settled = await server.rss();
   await server.stop();
-  return { idle, perStream: (peak - idle) / STREAMS, after, settled };
+  const perStream = (peak: number) => (peak - idle) / STREAMS;
+  return {
+    idle,
+    perStream: perStream(peaks[0]),
+    highest: perStream(Math.max(...peaks)),
+    after,
+    settled,
+  };
 }
 
 const mock = await startMock();
@@ -161,7 +176,8 @@ const floor = await startBareRelay(mock.url, true);
 const gateway = await startGateway(mock.url);
 try {
   console.log(
-    `wrk ${ROUNDS} × ${TURN_SECONDS} s per server and case (median), loopback, ${navigator.hardwareConcurrency} cores\n`,
+    `wrk ${ROUNDS} × ${TURN_SECONDS} s per server and case (median), loopback, ${navigator.hardwareConcurrency} cores, ` +
+      `JSON requests of ${(chatBody("chat-text", false).length / 1024).toFixed(1)} KB\n`,
   );
   const rows: string[] = [
     "| case | c | mock direct | bare relay | relay, JS floor | gateway | ratio to bare | to JS floor |",
@@ -226,7 +242,7 @@ try {
   if (WAVES > 0) {
     console.log(`slow streams: ${STREAMS} at once (300 ms between events), ${WAVES} waves`);
     const mem: string[] = [
-      `| server | RSS idle | RSS per open stream | RSS after each wave | ${SETTLE_SECONDS} s later |`,
+      `| server | RSS idle | RSS per open stream, 1st wave (highest) | RSS after each wave | ${SETTLE_SECONDS} s later |`,
       "|---|---|---|---|---|",
     ];
     for (
@@ -239,7 +255,7 @@ try {
     ) {
       const m = await memory(start, model);
       mem.push(
-        `| ${label} | ${mb(m.idle)} MB | ${kb(m.perStream)} KB | ${
+        `| ${label} | ${mb(m.idle)} MB | ${kb(m.perStream)} KB (${kb(m.highest)} KB) | ${
           m.after.map((b) => `${mb(b)} MB`).join(" → ")
         } | ${mb(m.settled)} MB |`,
       );
