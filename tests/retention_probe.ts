@@ -1,11 +1,11 @@
 /**
  * Run by tests/retention_test.ts under `--v8-flags=--expose-gc`: opens one slow stream at a
- * time through a gateway (the mock provider in another process), relayed (chat → chat) and converted (chat → messages), each with a
- * 4 MB request body, collects garbage while the stream is open, and prints by how many bytes
- * the JS heap grew, per model, as JSON.
+ * time through a gateway (the mock provider in a process of its own), relayed (chat → chat)
+ * and converted (chat → messages), each with a 4 MB request body, collects garbage while the
+ * stream is open, and prints by how many bytes the JS heap grew, per model, as JSON.
  */
-import { setAccessLogSink } from "../src/log.ts";
 import { startMock } from "../bench/processes.ts";
+import { setAccessLogSink } from "../src/log.ts";
 import { createGateway, createHandler } from "../src/server.ts";
 import { FORMATS, mockConfig, openaiHeaders } from "./helpers.ts";
 
