@@ -104,10 +104,6 @@ export class Stopping {
   #stopped = false;
   readonly #cuts = new Set<() => void>();
 
-  get stopped(): boolean {
-    return this.#stopped;
-  }
-
   /** Calls `cut` on stop (at once if stopped); returns the function that stops watching. */
   watch(cut: () => void): () => void {
     if (this.#stopped) cut();
