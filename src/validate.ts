@@ -53,19 +53,28 @@ export function describeIssues(error: z.ZodError): { path: string; message: stri
 }
 
 /**
- * Bodies already parsed, by schema: an endpoint validates before routing and the codec's
- * decoder parses again, so a converted request would pay for zod twice (a large body, twice
- * its longest pause of the event loop).
+ * Where a body keeps what it parsed to, by schema: an endpoint validates before routing and the
+ * codec's decoder parses again, so a converted request would pay for zod twice (a large body,
+ * twice its longest pause of the event loop). A non-enumerable property of the body itself,
+ * not a WeakMap: an entry per request in a weak table made every scavenge dearer (relayed JSON
+ * 2% slower, BENCHMARKS.md), and spreads and `JSON.stringify` do not copy it.
  */
-const parsed = new WeakMap<object, { schema: z.ZodType; data: unknown }>();
+const PARSED = Symbol("parsed");
+type Parsed = { [PARSED]?: { schema: z.ZodType; data: unknown } };
 
 /** Parses a client body; throws a 400 naming the first bad field. */
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
-  const hit = typeof body === "object" && body !== null ? parsed.get(body) : undefined;
+  const isObject = typeof body === "object" && body !== null;
+  const hit = isObject ? (body as Parsed)[PARSED] : undefined;
   if (hit?.schema === schema) return hit.data as z.infer<S>;
   const result = schema.safeParse(body);
   if (result.success) {
-    if (typeof body === "object" && body !== null) parsed.set(body, { schema, data: result.data });
+    if (isObject) {
+      Object.defineProperty(body, PARSED, {
+        value: { schema, data: result.data },
+        configurable: true,
+      });
+    }
     return result.data;
   }
   const { path, message } = describeIssues(result.error);
