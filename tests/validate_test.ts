@@ -36,3 +36,18 @@ Deno.test("sparseObject: unknown fields pass, parsed values replace raw ones", (
   // The client's own object is not rewritten (a relayed body is sent as its raw text anyway).
   assert.equal(body.level, "low");
 });
+
+Deno.test("parseBody: a body is parsed once per schema; copies and its JSON carry no mark", () => {
+  const body = { model: "m", level: "low", extra: 1 };
+  const first = parse(body);
+  // The decoder of a converted request parses the body the endpoint already parsed.
+  assert.equal(parse(body), first, "the endpoint's result, not a second zod pass");
+  // A copy that changes a field (the Responses socket's next turn) is parsed on its own.
+  rejects(() => parse({ ...body, level: "bad" }), /^level: /, "level");
+  assert.notEqual(parse({ ...body }), first);
+  assert.deepEqual(Object.keys(body), ["model", "level", "extra"]);
+  assert.equal(JSON.stringify(body), '{"model":"m","level":"low","extra":1}');
+  // Another schema does not take the first one's result.
+  const other = sparseObject({ model: z.string() }, { extra: z.number() });
+  assert.deepEqual(parseBody(other, body), { model: "m", level: "low", extra: 1 });
+});
