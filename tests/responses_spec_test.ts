@@ -1,5 +1,5 @@
 /**
- * The Open Responses specification's compliance cases (spec 2026-04-24, ../shared/specs/)
+ * The Open Responses specification's compliance cases (spec 2026-04-24, tests/specs/)
  * against every provider family the gateway converts to: chat, Anthropic messages, Gemini,
  * and a Responses provider without `passthrough`. Each JSON answer is validated against the
  * spec's `ResponseResource` and each stream event against its own streaming event schema, with
@@ -11,10 +11,7 @@ import assert from "node:assert/strict";
 import { Ajv2020 } from "npm:ajv@8.17.1/dist/2020.js";
 import { type Harness, KEY, openaiHeaders, post, startHarness } from "./helpers.ts";
 
-const SPEC_URL = new URL(
-  "../../shared/specs/openresponses-openapi-2026-04-24.json",
-  import.meta.url,
-);
+const SPEC_URL = new URL("./specs/openresponses-openapi-2026-04-24.json", import.meta.url);
 const spec = JSON.parse(Deno.readTextFileSync(SPEC_URL));
 
 // deno-lint-ignore no-explicit-any
