@@ -81,20 +81,23 @@ Deno.test("models: each dialect's list and model, concrete ids only", async (t) 
         assert.equal(page.body.has_more, true);
       },
     );
-    await t.step("GET /v1beta/models (a listing) → Google 404 pointing at GET /v1/models", async () => {
-      for (const query of ["", "?pageSize=2"]) {
-        const { status, body } = await getJson(h, `/v1beta/models${query}`, googleHeaders());
-        assert.equal(status, 404);
-        assert.deepEqual(body, {
-          error: {
-            code: 404,
-            message: "GET /v1beta/models (listing models) is not supported; " +
-              "list models with GET /v1/models",
-            status: "NOT_FOUND",
-          },
-        });
-      }
-    });
+    await t.step(
+      "GET /v1beta/models (a listing) → Google 404 pointing at GET /v1/models",
+      async () => {
+        for (const query of ["", "?pageSize=2"]) {
+          const { status, body } = await getJson(h, `/v1beta/models${query}`, googleHeaders());
+          assert.equal(status, 404);
+          assert.deepEqual(body, {
+            error: {
+              code: 404,
+              message: "GET /v1beta/models (listing models) is not supported; " +
+                "list models with GET /v1/models",
+              status: "NOT_FOUND",
+            },
+          });
+        }
+      },
+    );
     await t.step("one model by id; unknown → 404 in each dialect", async () => {
       assert.equal(
         (await getJson(h, "/v1/models/msg-sonnet", openaiHeaders())).body.object,

@@ -89,16 +89,21 @@ Deno.test("sdk model lists: Anthropic and Gemini SDKs", async (t) => {
       const opus = await anthropic.models.retrieve("msg-opus");
       assert.equal(opus.display_name, "Opus (mock)");
     });
-    await step(t, h, "@google/genai models.list refused (404 naming GET /v1/models), get", async () => {
-      const genai = new GoogleGenAI({ apiKey: KEY, httpOptions: { baseUrl: h.url } });
-      const err = await genai.models.list().catch((e) => e);
-      assert.ok(err instanceof ApiError, String(err));
-      assert.equal(err.status, 404);
-      assert.match(err.message, /list models with GET \/v1\/models/);
-      const pro = await genai.models.get({ model: "gem-pro" });
-      assert.equal(pro.inputTokenLimit, 1_048_576);
-      assert.equal(pro.outputTokenLimit, 65_536);
-    });
+    await step(
+      t,
+      h,
+      "@google/genai models.list refused (404 naming GET /v1/models), get",
+      async () => {
+        const genai = new GoogleGenAI({ apiKey: KEY, httpOptions: { baseUrl: h.url } });
+        const err = await genai.models.list().catch((e) => e);
+        assert.ok(err instanceof ApiError, String(err));
+        assert.equal(err.status, 404);
+        assert.match(err.message, /list models with GET \/v1\/models/);
+        const pro = await genai.models.get({ model: "gem-pro" });
+        assert.equal(pro.inputTokenLimit, 1_048_576);
+        assert.equal(pro.outputTokenLimit, 65_536);
+      },
+    );
   } finally {
     await h.close();
   }
