@@ -16,7 +16,14 @@ import { responsesCodec } from "./codec.ts";
 import { responseSettings } from "./echo.ts";
 import { parseRequest, type ResponsesRequest } from "./schema.ts";
 import { fromWireUsage } from "./usage.ts";
-import { chainedItems, inputItems, keeper, newResponseId } from "./state.ts";
+import {
+  chainedItems,
+  chainingRefused,
+  inputItems,
+  keeper,
+  keepsResponses,
+  newResponseId,
+} from "./state.ts";
 
 /** The answer to a warm-up (`generate: false`) on a converted route: completed, no output. */
 export function warmupResponse(ctx: RequestContext, model: string): ir.Response {
@@ -71,10 +78,16 @@ export const responses: Handler = async (ctx) => {
   // The provider keeps Responses state: relay verbatim, ids included.
   if (isPassthroughRoute(r)) return await generate(ctx, g);
   const chained = json.previous_response_id != null;
-  const store = json.store ?? true;
+  const keeps = keepsResponses(ctx, r);
+  if (chained && !keeps) throw chainingRefused();
+  const store = keeps && json.store !== false;
   // A Responses provider without `passthrough` relays stateless requests (and hosted tools);
-  // keeping or reading state needs the response built here, so those convert through the IR.
-  if (r.provider.api === "responses" && !chained && (!store || hostedTools(json))) {
+  // keeping or reading state needs the response built here, so those convert through the IR,
+  // as do requests a route that keeps nothing must answer (and send upstream) as `store: false`.
+  if (
+    r.provider.api === "responses" && !chained &&
+    (json.store === false || (keeps && hostedTools(json)))
+  ) {
     ctx.trace.stored = "relayed";
     return await generate(ctx, g);
   }
@@ -91,7 +104,7 @@ export const responses: Handler = async (ctx) => {
     convert: true,
     providerState: undefined,
     client: {
-      settings: responseSettings(json),
+      settings: responseSettings(json, store),
       // A kept response gets an id of the gateway's; an unkept one keeps the upstream's.
       ...(store && { responseId: id }),
       onResponse: keep.onResponse,
