@@ -105,7 +105,14 @@ Deno.test("auth: each endpoint's key header, 401 in its own dialect", async (t) 
 });
 
 Deno.test("rules: fixed messages, verbatim", async (t) => {
-  const h = await startHarness();
+  const h = await startHarness({
+    extraRoutes: [{
+      models: ["nocompact-*"],
+      provider: "anthropic",
+      passthrough: false,
+      compact: false,
+    }],
+  });
   try {
     await t.step("background responses", async () => {
       const res = await post(`${h.url}/v1/responses`, openaiHeaders(), {
@@ -134,9 +141,9 @@ Deno.test("rules: fixed messages, verbatim", async (t) => {
         assert.match(await openaiError(res, 400), /previous_response_id/);
       }
     });
-    await t.step("compact off a passthrough route", async () => {
+    await t.step("compact on a converted route with compact: false", async () => {
       const res = await post(`${h.url}/v1/responses/compact`, openaiHeaders(), {
-        model: "msg-text",
+        model: "nocompact-text",
         input: [],
       });
       assert.equal(

@@ -1,4 +1,4 @@
-/** POST /v1/responses and /v1/responses/compact */
+/** POST /v1/responses and /v1/responses/compact (converted routes: compact.ts) */
 import type { Handler, RequestContext } from "../../src/context.ts";
 import type * as ir from "../../src/ir.ts";
 import { badRequest } from "../../src/errors.ts";
@@ -13,6 +13,7 @@ import {
 } from "../../src/pipeline.ts";
 import type { Resolved } from "../../src/router.ts";
 import { responsesCodec } from "./codec.ts";
+import { compactConverted } from "./compact.ts";
 import { responseSettings } from "./echo.ts";
 import { parseRequest, type ResponsesRequest } from "./schema.ts";
 import { fromWireUsage } from "./usage.ts";
@@ -122,7 +123,10 @@ export const compact: Handler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
   const r = resolveRoute(ctx, modelOf(body.json));
   if (!isPassthroughRoute(r)) {
-    throw badRequest("responses compact requires a client1 passthrough route", "model");
+    if (r.route.compact === false) {
+      throw badRequest("responses compact requires a client1 passthrough route", "model");
+    }
+    return await compactConverted(ctx, body, r);
   }
   return await passthrough(
     ctx,
