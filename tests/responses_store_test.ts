@@ -393,6 +393,23 @@ Deno.test("store: a route with store: false keeps nothing; other routes still do
     assert.equal(await statusOf(get(h, kept.id)), 200);
     // Chaining a stored response onto the zero-retention route is refused too.
     await assertChainingRefused(h, "zr-text", kept.id as string);
+    const compact = (model: string) =>
+      post(`${h.url}/v1/responses/compact`, openaiHeaders(), {
+        model,
+        input: "compact it",
+        previous_response_id: kept.id,
+      });
+    assert.equal((await error(await compact("zr-text"), 400)).message, CHAINING_REFUSED);
+    // Where responses are kept, compact expands the chain: its user messages come first.
+    const compacted = await (await compact("msg-text")).json();
+    assert.deepEqual(
+      compacted.output.map((i: Json) => i.type === "message" ? i.content : i.type),
+      [
+        [{ type: "input_text", text: "hi" }],
+        [{ type: "input_text", text: "compact it" }],
+        "compaction",
+      ],
+    );
 
     const [first, onSocket, stored] = await wsExchange(h.url, [
       { type: "response.create", model: "zr-text", input: "one" },
