@@ -12,13 +12,7 @@ import type { Resolved } from "../../src/router.ts";
 import { responsesCodec } from "./codec.ts";
 import { responseSettings } from "./echo.ts";
 import { parseRequest } from "./schema.ts";
-import {
-  chainedItems,
-  chainingRefused,
-  inputItems,
-  keepsResponses,
-  newResponseId,
-} from "./state.ts";
+import { inputItems, newResponseId, storedChain } from "./state.ts";
 
 type Item = Record<string, unknown>;
 
@@ -28,10 +22,8 @@ export async function compactConverted(
   r: Resolved,
 ): Promise<Response> {
   const json = parseRequest(body.json);
-  const previous = json.previous_response_id;
-  if (previous != null && !keepsResponses(ctx, r)) throw chainingRefused();
   const input = [
-    ...(previous != null ? await chainedItems(ctx, previous) : []),
+    ...await storedChain(ctx, r, json.previous_response_id),
     ...inputItems(json.input, newResponseId()),
   ] as Item[];
   const { previous_response_id: _, ...rest } = body.json;

@@ -17,14 +17,7 @@ import { compactConverted } from "./compact.ts";
 import { responseSettings } from "./echo.ts";
 import { parseRequest, type ResponsesRequest } from "./schema.ts";
 import { fromWireUsage } from "./usage.ts";
-import {
-  chainedItems,
-  chainingRefused,
-  inputItems,
-  keeper,
-  keepsResponses,
-  newResponseId,
-} from "./state.ts";
+import { inputItems, keeper, keepsResponses, newResponseId, storedChain } from "./state.ts";
 
 /** The answer to a warm-up (`generate: false`) on a converted route: completed, no output. */
 export function warmupResponse(ctx: RequestContext, model: string): ir.Response {
@@ -80,7 +73,6 @@ export const responses: Handler = async (ctx) => {
   if (isPassthroughRoute(r)) return await generate(ctx, g);
   const chained = json.previous_response_id != null;
   const keeps = keepsResponses(ctx, r);
-  if (chained && !keeps) throw chainingRefused();
   const store = keeps && json.store !== false;
   // A Responses provider without `passthrough` relays stateless requests (and hosted tools);
   // keeping or reading state needs the response built here, so those convert through the IR,
@@ -94,7 +86,7 @@ export const responses: Handler = async (ctx) => {
   }
   const id = newResponseId();
   const input = [
-    ...(chained ? await chainedItems(ctx, json.previous_response_id!) : []),
+    ...await storedChain(ctx, r, json.previous_response_id),
     ...inputItems(json.input, id),
   ];
   const { previous_response_id: _, ...rest } = body.json;

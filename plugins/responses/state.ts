@@ -41,7 +41,7 @@ export const keepsResponses = (ctx: RequestContext, r: Resolved): boolean =>
   ctx.gw.config.response_store.enabled && r.route.store !== false;
 
 /** Chaining where the gateway keeps nothing: the interface's fixed text. */
-export const chainingRefused = () =>
+const chainingRefused = () =>
   badRequest("previous_response_id requires a client1 passthrough route", "previous_response_id");
 
 /** The request's input as stored input items: typed, with content parts and ids. */
@@ -62,8 +62,17 @@ export function inputItems(input: unknown, respId: string): Record<string, unkno
   });
 }
 
-/** The stored chain before `previousId` as input items (its inputs, then its outputs). */
-export async function chainedItems(ctx: RequestContext, previousId: string): Promise<unknown[]> {
+/**
+ * The stored chain a request continues, as input items (its inputs, then its outputs); none
+ * without `previous_response_id`. Where the route keeps no response, the interface's 400.
+ */
+export async function storedChain(
+  ctx: RequestContext,
+  r: Resolved,
+  previousId: string | null | undefined,
+): Promise<unknown[]> {
+  if (previousId == null) return [];
+  if (!keepsResponses(ctx, r)) throw chainingRefused();
   const prev = await ctx.gw.store.get(previousId, ctx.trace.key ?? "");
   if (!prev) throw previousNotFound(previousId);
   return [...prev.input, ...(prev.response.output as unknown[] ?? [])];

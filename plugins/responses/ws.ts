@@ -24,14 +24,7 @@ import { responsesCodec } from "./codec.ts";
 import { checkStatefulFields, isPassthroughRoute, warmupResponse } from "./endpoints.ts";
 import { responseSettings } from "./echo.ts";
 import { parseRequest, validateRequest } from "./schema.ts";
-import {
-  chainedItems,
-  chainingRefused,
-  inputItems,
-  keeper,
-  keepsResponses,
-  newResponseId,
-} from "./state.ts";
+import { inputItems, keeper, keepsResponses, newResponseId, storedChain } from "./state.ts";
 
 const TERMINAL = ["response.completed", "response.incomplete", "response.failed"];
 
@@ -303,7 +296,6 @@ class ResponsesSocket {
     const id = newResponseId();
     let input: unknown[] = inputItems(json.input, id);
     const previous = json.previous_response_id as string | undefined;
-    const keeps = keepsResponses(ctx, r);
     if (previous != null) {
       let chain: unknown[];
       try {
@@ -311,8 +303,7 @@ class ResponsesSocket {
           chain = [...this.last.input, ...this.last.output];
           // Taken: a continuation that fails leaves nothing to chain on (OpenAI evicts it too).
           this.last = undefined;
-        } else if (keeps) chain = await chainedItems(ctx, previous);
-        else throw chainingRefused();
+        } else chain = await storedChain(ctx, r, previous);
       } catch (e) {
         ctx.trace.status = e instanceof GatewayError ? e.status : 500;
         const code = e instanceof GatewayError ? e.code : undefined;
@@ -320,7 +311,7 @@ class ResponsesSocket {
       }
       input = [...chain, ...input];
     }
-    const store = keeps && json.store !== false;
+    const store = keepsResponses(ctx, r) && json.store !== false;
     const keep = keeper(ctx, input, store);
     const { previous_response_id: _, ...rest } = json;
     const req = responsesCodec.decodeRequest({ ...rest, input, stream: true }, ctx.trace.model!);
