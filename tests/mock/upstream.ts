@@ -74,16 +74,29 @@ export interface MockOptions {
    * hundreds of thousands of requests slows down, and the servers measured last would pay.
    */
   record?: boolean;
+  /** Serve a cloud platform's paths and checks instead of the vendors' own (bedrock.ts, …). */
+  platform?: MockPlatform;
+}
+
+/** A cloud platform in front of the vendor formats: its endpoints, auth and error envelope. */
+export interface MockPlatform {
+  endpoints: Endpoint[];
+  /** The vendor whose envelope an unknown path gets. */
+  fallback: Vendor;
+  /** Answers a request itself (an auth failure, a token endpoint), or leaves it to the endpoints. */
+  intercept?(req: Request, url: URL, text: string): Promise<Response | undefined>;
+  /** What `echo` quotes (default: the vendors' credential headers). */
+  credential?(headers: Headers): string;
 }
 
 export async function startMockUpstream(options: MockOptions = {}): Promise<MockUpstream> {
-  const upstream = new Upstream(options.record ?? true);
+  const upstream = new Upstream(options.record ?? true, options.platform);
   await upstream.listen();
   return upstream;
 }
 
 /** What an endpoint handler sees of a request. */
-interface Call {
+export interface Call {
   body: Json;
   text: string;
   url: URL;
@@ -104,11 +117,11 @@ function rawError(status: number, kind: "html" | "text", echo: string): Response
 }
 
 /** A generation endpoint (its streaming framing, if this call streams) or a plain JSON one. */
-type Endpoint =
+export type Endpoint =
   & { path: RegExp; vendor: Vendor; model?: (match: RegExpMatchArray) => string }
   & ({ framing: (call: Call) => Framing | undefined } | { answer: (call: Call) => unknown });
 
-const bodyStream = (framing: Framing) => (call: Call) =>
+export const bodyStream = (framing: Framing) => (call: Call) =>
   call.body.stream === true ? framing : undefined;
 const geminiModel = (m: RegExpMatchArray) => decodeURIComponent(m[1]);
 
@@ -203,7 +216,7 @@ class Upstream implements MockUpstream {
   #sockets = new Set<ResponsesSocket>();
   #closed?: Promise<void>;
 
-  constructor(private readonly record: boolean) {}
+  constructor(private readonly record: boolean, private readonly platform?: MockPlatform) {}
 
   listen(): Promise<void> {
     const { promise, resolve } = Promise.withResolvers<void>();
@@ -247,17 +260,19 @@ class Upstream implements MockUpstream {
       });
     }
     if (isResponsesUpgrade(req, url)) return this.#upgrade(req);
-    for (const endpoint of ENDPOINTS) {
+    const intercepted = await this.platform?.intercept?.(req, url, text);
+    if (intercepted) return intercepted;
+    for (const endpoint of this.platform?.endpoints ?? ENDPOINTS) {
       const match = req.method === "POST" ? url.pathname.match(endpoint.path) : null;
       if (!match) continue;
       if (!isObject(json)) {
         return errorResponse(endpoint.vendor, 400, { message: endpoint.vendor.badJson });
       }
       const model = endpoint.model ? endpoint.model(match) : String(json.model ?? "");
-      const credential = credentialOf(req.headers);
+      const credential = (this.platform?.credential ?? credentialOf)(req.headers);
       return await this.#respond(endpoint, { body: json, text, url, model, credential });
     }
-    const vendor = vendorForPath(url.pathname);
+    const vendor = this.platform?.fallback ?? vendorForPath(url.pathname);
     return errorResponse(vendor, 404, { message: vendor.notFound(req.method, url.pathname) });
   }
 

@@ -26,7 +26,8 @@ export function untyped(data: unknown, delta = false): WireEvent {
 
 export interface Framing {
   contentType: string;
-  encode(event: WireEvent, index: number): string;
+  /** Text for the SSE and JSON framings, bytes for binary ones (AWS event stream). */
+  encode(event: WireEvent, index: number): string | Uint8Array;
   /** Written after the last event of a complete stream (not after a cut). */
   end: string;
 }
@@ -177,9 +178,11 @@ export function streamBody(
   const steps = paced(events, scenario, signal);
   const faultAt = cutIndex(events);
   let finished = false;
+  const bytes = (wire: string | Uint8Array) =>
+    typeof wire === "string" ? encoder.encode(wire) : wire;
   const text = (event: WireEvent, index: number) => {
     const wire = framing.encode(event, index);
-    if (!faults.badJson || index !== faultAt) return wire;
+    if (!faults.badJson || index !== faultAt || typeof wire !== "string") return wire;
     // Break the payload's JSON, keep the framing around it.
     const data = typeof event.data === "string" ? event.data : JSON.stringify(event.data);
     return wire.replace(data, data.slice(0, Math.ceil(data.length / 2)));
@@ -198,17 +201,17 @@ export function streamBody(
         if (finished) return; // cancelled meanwhile
         if (!result.done) {
           const { event, index } = result.value;
-          return controller.enqueue(encoder.encode(text(event, index)));
+          return controller.enqueue(bytes(text(event, index)));
         }
         finished = true;
         if (result.value === "cut") {
           if (faults.errorEvent) {
-            controller.enqueue(encoder.encode(framing.encode(faults.errorEvent, faultAt)));
+            controller.enqueue(bytes(framing.encode(faults.errorEvent, faultAt)));
             return controller.close();
           }
           if (scenario.cutInside) {
             const next = framing.encode(events[faultAt], faultAt);
-            controller.enqueue(encoder.encode(next.slice(0, Math.ceil(next.length / 2))));
+            controller.enqueue(bytes(next.slice(0, Math.ceil(next.length / 2))));
           }
           return scenario.cutHow === "close" ? controller.close() : controller.error(CUT);
         }

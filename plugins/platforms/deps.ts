@@ -1,0 +1,6 @@
+/**
+ * The maintained libraries the cloud platforms build on, pinned here until the platforms are
+ * wired into the gateway (then they move to deno.json's import map and the root deno.lock).
+ */
+export { AwsV4Signer } from "npm:aws4fetch@1.0.20";
+export { EventStreamCodec } from "npm:@smithy/eventstream-codec@4.5.2";

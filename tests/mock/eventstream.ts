@@ -1,0 +1,79 @@
+/**
+ * The mock's own AWS event-stream frame encoder, written from the format (not the library the
+ * gateway decodes with, so that a shared bug cannot hide): total length, headers length,
+ * prelude CRC32, headers, payload, message CRC32, all big-endian. Every header is a string
+ * (type 7), which is all Bedrock sends.
+ */
+
+const CRC_TABLE = Uint32Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+
+/** CRC-32 (IEEE 802.3), as the event-stream prelude and message checksums use. */
+export function crc32(bytes: Uint8Array): number {
+  let crc = 0xffffffff;
+  for (const b of bytes) crc = CRC_TABLE[(crc ^ b) & 0xff] ^ (crc >>> 8);
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+const STRING_TYPE = 7;
+
+function encodeHeaders(headers: Record<string, string>): Uint8Array {
+  const encoder = new TextEncoder();
+  const parts = Object.entries(headers).flatMap(([name, value]) => {
+    const n = encoder.encode(name);
+    const v = encoder.encode(value);
+    const head = new Uint8Array(1 + n.length + 3);
+    head[0] = n.length;
+    head.set(n, 1);
+    head[1 + n.length] = STRING_TYPE;
+    new DataView(head.buffer).setUint16(2 + n.length, v.length);
+    return [head, v];
+  });
+  return concat(parts);
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** One frame carrying `payload` under `headers`. */
+export function encodeFrame(headers: Record<string, string>, payload: Uint8Array): Uint8Array {
+  const head = encodeHeaders(headers);
+  const total = 12 + head.length + payload.length + 4;
+  const frame = new Uint8Array(total);
+  const view = new DataView(frame.buffer);
+  view.setUint32(0, total);
+  view.setUint32(4, head.length);
+  view.setUint32(8, crc32(frame.subarray(0, 8)));
+  frame.set(head, 12);
+  frame.set(payload, 12 + head.length);
+  view.setUint32(total - 4, crc32(frame.subarray(0, total - 4)));
+  return frame;
+}
+
+/** An `event` frame of type `eventType` with a JSON payload. */
+export function eventFrame(eventType: string, data: unknown): Uint8Array {
+  return encodeFrame({
+    ":event-type": eventType,
+    ":content-type": "application/json",
+    ":message-type": "event",
+  }, new TextEncoder().encode(JSON.stringify(data)));
+}
+
+/** An `exception` frame (e.g. `throttlingException`) with Bedrock's `{"message"}` payload. */
+export function exceptionFrame(exceptionType: string, data: unknown): Uint8Array {
+  return encodeFrame({
+    ":exception-type": exceptionType,
+    ":content-type": "application/json",
+    ":message-type": "exception",
+  }, new TextEncoder().encode(JSON.stringify(data)));
+}
