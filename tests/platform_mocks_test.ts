@@ -16,6 +16,7 @@ import {
   BedrockRuntimeClient,
   ConverseCommand,
   ConverseStreamCommand,
+  InvokeModelCommand,
   InvokeModelWithResponseStreamCommand,
 } from "./sdk/platforms.ts";
 
@@ -54,6 +55,239 @@ Deno.test("bedrock mock: Converse through @aws-sdk/client-bedrock-runtime (SigV4
     assert.equal(sent.headers["x-amz-security-token"], BEDROCK_TEST_CREDENTIALS.sessionToken);
   } finally {
     client.destroy();
+    await mock.close();
+  }
+});
+
+Deno.test("bedrock mock: ConverseStream frames (reasoning, tool use, metadata) parse in the AWS SDK; the ARN travels as one segment", async () => {
+  const mock = await startMockBedrock();
+  const client = bedrockClient(mock.url);
+  try {
+    const out = await client.send(
+      new ConverseStreamCommand({
+        modelId: PROFILE_ARN,
+        messages: [{ role: "user", content: [{ text: USER }] }],
+        toolConfig: {
+          tools: [{ toolSpec: { name: "get_weather", inputSchema: { json: { type: "object" } } } }],
+        },
+      }),
+    );
+    const kinds: string[] = [];
+    let reasoning = "", signature = "", input = "", tool = "", stop = "", outputTokens = 0;
+    for await (const event of out.stream!) {
+      const [kind] = Object.keys(event).filter((k) => event[k as keyof typeof event]);
+      kinds.push(kind);
+      const delta = event.contentBlockDelta?.delta;
+      reasoning += delta?.reasoningContent?.text ?? "";
+      signature += delta?.reasoningContent?.signature ?? "";
+      input += delta?.toolUse?.input ?? "";
+      tool ||= event.contentBlockStart?.start?.toolUse?.name ?? "";
+      stop ||= event.messageStop?.stopReason ?? "";
+      outputTokens ||= event.metadata?.usage?.outputTokens ?? 0;
+    }
+    assert.equal(kinds[0], "messageStart");
+    assert.deepEqual(kinds.slice(-2), ["messageStop", "metadata"]);
+    assert.match(reasoning, /^The user wrote/);
+    assert.ok(signature.length > 0);
+    assert.equal(tool, "get_weather");
+    assert.deepEqual(JSON.parse(input), { city: "Paris" });
+    assert.equal(stop, "tool_use");
+    assert.equal(outputTokens, TOKENS.text + TOKENS.reasoning);
+    const path = mock.requests.at(-1)!.path;
+    assert.equal(path, `/model/${encodeURIComponent(PROFILE_ARN)}/converse-stream`);
+  } finally {
+    client.destroy();
+    await mock.close();
+  }
+});
+
+Deno.test("bedrock mock: InvokeModelWithResponseStream chunks hold Anthropic's events, metrics on the last", async () => {
+  const mock = await startMockBedrock();
+  const client = bedrockClient(mock.url);
+  try {
+    const body = JSON.stringify({
+      anthropic_version: BEDROCK_ANTHROPIC_VERSION,
+      max_tokens: 100,
+      messages: [{ role: "user", content: USER }],
+    });
+    const out = await client.send(
+      new InvokeModelWithResponseStreamCommand({
+        modelId: CLAUDE_ID,
+        body,
+        contentType: "application/json",
+      }),
+    );
+    const events = [];
+    for await (const part of out.body!) {
+      events.push(JSON.parse(new TextDecoder().decode(part.chunk!.bytes)));
+    }
+    assert.equal(events[0].type, "message_start");
+    const text = events.map((e) => e.delta?.text ?? "").join("");
+    assert.equal(text, `Hello from messages mock: ${USER}`);
+    assert.equal(events.at(-1).type, "message_stop");
+    assert.equal(events.at(-1)["amazon-bedrock-invocationMetrics"].outputTokenCount, TOKENS.text);
+  } finally {
+    client.destroy();
+    await mock.close();
+  }
+});
+
+Deno.test("bedrock mock: errors as Bedrock sends them reach the AWS SDK by name", async (t) => {
+  const mock = await startMockBedrock();
+  const client = bedrockClient(mock.url);
+  const converse = (modelId: string, c = client) =>
+    c.send(
+      new ConverseCommand({ modelId, messages: [{ role: "user", content: [{ text: USER }] }] }),
+    );
+  const rejects = async (call: Promise<unknown>, name: string, status: number) => {
+    const error = await call.then(() => undefined, (e) => e);
+    assert.equal(error?.name, name);
+    assert.equal(error?.$metadata?.httpStatusCode, status);
+    return error as Error;
+  };
+  const noRetry = new BedrockRuntimeClient({
+    region: "us-east-1",
+    endpoint: mock.url,
+    credentials: BEDROCK_TEST_CREDENTIALS,
+    maxAttempts: 1,
+  });
+  try {
+    await t.step("HTTP ThrottlingException (429)", async () => {
+      await rejects(converse("claude-err429", noRetry), "ThrottlingException", 429);
+    });
+    await t.step("a wrong secret key fails the signature check", async () => {
+      const wrong = bedrockClient(mock.url, { secretAccessKey: "not-the-secret" });
+      await rejects(converse(CLAUDE_ID, wrong), "InvalidSignatureException", 403);
+      wrong.destroy();
+    });
+    await t.step("a missing session token is an unrecognised client", async () => {
+      const bare = bedrockClient(mock.url, { sessionToken: undefined });
+      await rejects(converse(CLAUDE_ID, bare), "UnrecognizedClientException", 403);
+      bare.destroy();
+    });
+    await t.step("throttlingException frame before any content", async () => {
+      const out = await noRetry.send(
+        new ConverseStreamCommand({
+          modelId: "claude-earlyerr",
+          messages: [{ role: "user", content: [{ text: USER }] }],
+        }),
+      );
+      const seen: string[] = [];
+      const error = await (async () => {
+        for await (const event of out.stream!) seen.push(Object.keys(event)[0]);
+      })().then(() => undefined, (e) => e);
+      assert.equal(error?.name, "ThrottlingException");
+      assert.deepEqual(seen, ["messageStart"]);
+    });
+    await t.step("modelStreamErrorException after some content", async () => {
+      const out = await noRetry.send(
+        new ConverseStreamCommand({
+          modelId: "claude-errevent",
+          messages: [{ role: "user", content: [{ text: USER }] }],
+        }),
+      );
+      let text = "";
+      const error = await (async () => {
+        for await (const event of out.stream!) text += event.contentBlockDelta?.delta?.text ?? "";
+      })().then(() => undefined, (e) => e);
+      assert.equal(error?.name, "ModelStreamErrorException");
+      assert.ok(text.length > 0);
+    });
+    await t.step("InvokeModel refuses `model` and `stream` as extraneous keys", async () => {
+      for (const key of ["model", "stream"]) {
+        const body = JSON.stringify({
+          anthropic_version: BEDROCK_ANTHROPIC_VERSION,
+          max_tokens: 10,
+          messages: [{ role: "user", content: USER }],
+          [key]: key === "stream" ? true : CLAUDE_ID,
+        });
+        const error = await rejects(
+          noRetry.send(new InvokeModelCommand({ modelId: CLAUDE_ID, body })),
+          "ValidationException",
+          400,
+        );
+        assert.match(error.message, new RegExp(`extraneous key \\[${key}\\] is not permitted`));
+      }
+    });
+    await t.step(
+      "a Converse body without messages is a ValidationException naming the field",
+      async () => {
+        const error = await rejects(
+          noRetry.send(new ConverseCommand({ modelId: CLAUDE_ID, messages: undefined })),
+          "ValidationException",
+          400,
+        );
+        assert.match(error.message, /'messages'/);
+      },
+    );
+  } finally {
+    client.destroy();
+    noRetry.destroy();
+    await mock.close();
+  }
+});
+
+Deno.test("bedrock mock: @anthropic-ai/bedrock-sdk messages.create, JSON and stream", async () => {
+  const mock = await startMockBedrock();
+  const client = new AnthropicBedrock({
+    awsAccessKey: BEDROCK_TEST_CREDENTIALS.accessKeyId,
+    awsSecretKey: BEDROCK_TEST_CREDENTIALS.secretAccessKey,
+    awsSessionToken: BEDROCK_TEST_CREDENTIALS.sessionToken,
+    awsRegion: "us-east-1",
+    baseURL: mock.url,
+  });
+  try {
+    const params = {
+      model: CLAUDE_ID,
+      max_tokens: 100,
+      messages: [{ role: "user" as const, content: USER }],
+    };
+    const message = await client.messages.create(params);
+    assert.deepEqual(message.content, [{
+      type: "text",
+      text: `Hello from messages mock: ${USER}`,
+    }]);
+    const sent = mock.requests.at(-1)!;
+    // Unlike the AWS SDK, this client leaves `:` unencoded (legal in a path segment); the
+    // signature covers the path as sent either way.
+    assert.equal(sent.path, `/model/${CLAUDE_ID}/invoke`);
+    // The SDK copies its dated `anthropic-version` header into the body; Bedrock takes it.
+    assert.match(sent.json.anthropic_version, /^\d{4}-\d{2}-\d{2}$/);
+    assert.ok(!("model" in sent.json) && !("stream" in sent.json));
+    let text = "";
+    const stream = await client.messages.create({ ...params, model: "claude-think", stream: true });
+    for await (const event of stream) {
+      if (event.type === "content_block_delta" && event.delta.type === "text_delta") {
+        text += event.delta.text;
+      }
+    }
+    assert.equal(text, `Hello from messages mock: ${USER}`);
+    assert.equal(mock.requests.at(-1)!.path, "/model/claude-think/invoke-with-response-stream");
+  } finally {
+    await mock.close();
+  }
+});
+
+Deno.test("bedrock mock: a Bedrock API key is accepted as Bearer; another key is refused", async () => {
+  const mock = await startMockBedrock({ apiKey: "ABSKbW9jay1iZWRyb2Nr" });
+  try {
+    const call = (key: string) =>
+      fetch(`${mock.url}/model/${encodeURIComponent(CLAUDE_ID)}/converse`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ messages: [{ role: "user", content: [{ text: USER }] }] }),
+      });
+    const ok = await call("ABSKbW9jay1iZWRyb2Nr");
+    assert.equal(ok.status, 200);
+    assert.equal(
+      (await ok.json()).output.message.content[0].text,
+      `Hello from converse mock: ${USER}`,
+    );
+    const refused = await call("ABSKd3Jvbmc=");
+    assert.equal(refused.status, 403);
+    assert.match(refused.headers.get("x-amzn-errortype")!, /^UnrecognizedClientException:/);
+    assert.ok(typeof (await refused.json()).message === "string");
+  } finally {
     await mock.close();
   }
 });

@@ -11,6 +11,7 @@
  * before any content, `errevent` a `modelStreamErrorException` after some content, `cut` a
  * connection reset mid-stream, `echo` quotes the request's credentials back.
  */
+import { anthropicVersionProblem } from "./claude_body.ts";
 import { converseFormat } from "./converse.ts";
 import { eventFrame, exceptionFrame } from "./eventstream.ts";
 import { messages } from "./messages.ts";
@@ -146,14 +147,8 @@ const invokeAnthropic = onBedrock({
     for (const key of ["model", "stream"]) {
       if (key in body) return malformed(`extraneous key [${key}] is not permitted`);
     }
-    if (!("anthropic_version" in body)) {
-      return malformed("required key [anthropic_version] not found");
-    }
-    if (body.anthropic_version !== BEDROCK_ANTHROPIC_VERSION) {
-      return malformed(
-        `anthropic_version: ${JSON.stringify(body.anthropic_version)} is not a valid enum value`,
-      );
-    }
+    const version = anthropicVersionProblem(body, BEDROCK_ANTHROPIC_VERSION);
+    if (version) return malformed(version);
     return messages.validate(body);
   },
   // The last Anthropic event carries Bedrock's own token counts.

@@ -6,6 +6,7 @@ export {
   BedrockRuntimeClient,
   ConverseCommand,
   ConverseStreamCommand,
+  InvokeModelCommand,
   InvokeModelWithResponseStreamCommand,
 } from "npm:@aws-sdk/client-bedrock-runtime@3.1164.0";
 export { AnthropicBedrock } from "npm:@anthropic-ai/bedrock-sdk@1.1.3";
