@@ -11,11 +11,15 @@ import {
   startMockBedrock,
 } from "./mock/bedrock.ts";
 import { TOKENS } from "./mock/upstream.ts";
+import { GOOGLE_TOKEN_URL, type MockVertex, startMockVertex } from "./mock/vertex.ts";
 import {
   AnthropicBedrock,
+  AnthropicVertex,
   BedrockRuntimeClient,
   ConverseCommand,
   ConverseStreamCommand,
+  GoogleAuth,
+  GoogleGenAI,
   InvokeModelCommand,
   InvokeModelWithResponseStreamCommand,
 } from "./sdk/platforms.ts";
@@ -287,6 +291,92 @@ Deno.test("bedrock mock: a Bedrock API key is accepted as Bearer; another key is
     assert.equal(refused.status, 403);
     assert.match(refused.headers.get("x-amzn-errortype")!, /^UnrecognizedClientException:/);
     assert.ok(typeof (await refused.json()).message === "string");
+  } finally {
+    await mock.close();
+  }
+});
+
+/**
+ * google-auth-library (10.x, under both Vertex SDKs) posts to Google's token URL whatever the
+ * service-account file's token_uri says, and signs that URL as the JWT audience; the only way
+ * to reach a loopback token endpoint is its transporter's fetch, which this redirects.
+ */
+function googleAuthFor(mock: MockVertex) {
+  const fetchImplementation = (input: string | URL | Request, init?: RequestInit) =>
+    fetch(String(input) === GOOGLE_TOKEN_URL ? mock.serviceAccount.token_uri : input, init);
+  return {
+    credentials: mock.serviceAccount,
+    scopes: ["https://www.googleapis.com/auth/cloud-platform"],
+    clientOptions: { transporterOptions: { fetchImplementation } },
+  };
+}
+
+Deno.test("vertex mock: @google/genai in Vertex mode, JSON and SSE, with a token minted from the service account", async () => {
+  const mock = await startMockVertex();
+  const ai = new GoogleGenAI({
+    vertexai: true,
+    project: mock.serviceAccount.project_id,
+    location: "us-central1",
+    httpOptions: { baseUrl: mock.url },
+    googleAuthOptions: googleAuthFor(mock),
+  });
+  try {
+    const out = await ai.models.generateContent({ model: "gemini-2.5-flash", contents: USER });
+    assert.equal(out.text, `Hello from gemini mock: ${USER}`);
+    let text = "";
+    const stream = await ai.models.generateContentStream({ model: "gemini-think", contents: USER });
+    for await (const chunk of stream) text += chunk.text ?? "";
+    assert.equal(text, `Hello from gemini mock: ${USER}`);
+    const paths = mock.requests.map((r) => r.path + r.search);
+    assert.equal(paths[0], "/token");
+    assert.match(
+      paths[1],
+      /^\/v1beta1\/projects\/mock-project\/locations\/us-central1\/publishers\/google\/models\/gemini-2.5-flash:generateContent$/,
+    );
+    assert.match(paths[2], /:streamGenerateContent\?alt=sse$/);
+    assert.equal(mock.tokensIssued(), 1);
+  } finally {
+    await mock.close();
+  }
+});
+
+Deno.test("vertex mock: @anthropic-ai/vertex-sdk rawPredict, streamRawPredict and count-tokens", async () => {
+  const mock = await startMockVertex();
+  const client = new AnthropicVertex({
+    region: "us-east5",
+    projectId: mock.serviceAccount.project_id,
+    baseURL: `${mock.url}/v1`,
+    googleAuth: new GoogleAuth(googleAuthFor(mock)),
+  });
+  try {
+    const params = { max_tokens: 100, messages: [{ role: "user" as const, content: USER }] };
+    const message = await client.messages.create({
+      ...params,
+      model: "claude-sonnet-4-5@20250929",
+    });
+    assert.deepEqual(message.content, [{
+      type: "text",
+      text: `Hello from messages mock: ${USER}`,
+    }]);
+    const sent = mock.requests.at(-1)!;
+    assert.equal(
+      sent.path,
+      "/v1/projects/mock-project/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929:rawPredict",
+    );
+    assert.ok(!("model" in sent.json));
+    let thinking = "";
+    const stream = await client.messages.create({ ...params, model: "claude-think", stream: true });
+    for await (const event of stream) {
+      if (event.type === "content_block_delta" && event.delta.type === "thinking_delta") {
+        thinking += event.delta.thinking;
+      }
+    }
+    assert.match(thinking, /^The user wrote/);
+    assert.match(mock.requests.at(-1)!.path, /\/claude-think:streamRawPredict$/);
+    const counted = await client.messages.countTokens({ ...params, model: "claude-sonnet-4-5" });
+    assert.ok(counted.input_tokens > 0);
+    assert.match(mock.requests.at(-1)!.path, /\/anthropic\/models\/count-tokens:rawPredict$/);
+    assert.equal(mock.tokensIssued(), 1);
   } finally {
     await mock.close();
   }
