@@ -10,11 +10,13 @@ import {
   BEDROCK_TEST_CREDENTIALS,
   startMockBedrock,
 } from "./mock/bedrock.ts";
+import { AZURE_TEST_ENTRA_TOKEN, AZURE_TEST_KEY, startMockAzure } from "./mock/azure.ts";
 import { TOKENS } from "./mock/upstream.ts";
 import { GOOGLE_TOKEN_URL, type MockVertex, startMockVertex } from "./mock/vertex.ts";
 import {
   AnthropicBedrock,
   AnthropicVertex,
+  AzureOpenAI,
   BedrockRuntimeClient,
   ConverseCommand,
   ConverseStreamCommand,
@@ -22,6 +24,7 @@ import {
   GoogleGenAI,
   InvokeModelCommand,
   InvokeModelWithResponseStreamCommand,
+  OpenAI,
 } from "./sdk/platforms.ts";
 
 const USER = "What is the weather like?";
@@ -377,6 +380,88 @@ Deno.test("vertex mock: @anthropic-ai/vertex-sdk rawPredict, streamRawPredict an
     assert.ok(counted.input_tokens > 0);
     assert.match(mock.requests.at(-1)!.path, /\/anthropic\/models\/count-tokens:rawPredict$/);
     assert.equal(mock.tokensIssued(), 1);
+  } finally {
+    await mock.close();
+  }
+});
+
+Deno.test("azure mock: openai's AzureOpenAI (api-key header) on the v1 Responses API, JSON and stream", async () => {
+  const mock = await startMockAzure();
+  const client = new AzureOpenAI({
+    baseURL: `${mock.url}/openai/v1`,
+    apiKey: AZURE_TEST_KEY,
+    apiVersion: "preview",
+  });
+  try {
+    const out = await client.responses.create({ model: "gpt-5-mini", input: USER });
+    assert.equal(out.output_text, `Hello from responses mock: ${USER}`);
+    const sent = mock.requests.at(-1)!;
+    assert.equal(sent.path, "/openai/v1/responses");
+    assert.equal(sent.headers["api-key"], AZURE_TEST_KEY);
+    let text = "";
+    const stream = await client.responses.create({ model: "gpt-think", input: USER, stream: true });
+    for await (const event of stream) {
+      if (event.type === "response.output_text.delta") text += event.delta;
+    }
+    assert.equal(text, `Hello from responses mock: ${USER}`);
+  } finally {
+    await mock.close();
+  }
+});
+
+Deno.test("azure mock: chat on the v1 path opens its stream with a prompt-filter chunk the OpenAI client accepts", async () => {
+  // AzureOpenAI rewrites /chat/completions to the legacy /deployments/{model}/… path, so the
+  // v1 chat API is reached with the plain OpenAI client, as Microsoft documents for v1.
+  const mock = await startMockAzure();
+  const client = new OpenAI({ baseURL: `${mock.url}/openai/v1`, apiKey: AZURE_TEST_KEY });
+  try {
+    const out = await client.chat.completions.create({
+      model: "gpt-4o",
+      messages: [{ role: "user", content: USER }],
+    });
+    assert.equal(out.choices[0].message.content, `Hello from chat mock: ${USER}`);
+    const chunks = [];
+    const stream = await client.chat.completions.create({
+      model: "gpt-4o-tool",
+      messages: [{ role: "user", content: USER }],
+      tools: [{
+        type: "function",
+        function: { name: "get_weather", parameters: { type: "object" } },
+      }],
+      stream: true,
+    });
+    for await (const chunk of stream) chunks.push(chunk);
+    assert.deepEqual(chunks[0].choices, []);
+    assert.ok("prompt_filter_results" in chunks[0]);
+    const args = chunks.map((c) => c.choices[0]?.delta.tool_calls?.[0].function?.arguments ?? "");
+    assert.deepEqual(JSON.parse(args.join("")), { city: "Paris" });
+  } finally {
+    await mock.close();
+  }
+});
+
+Deno.test("azure mock: an Entra token is accepted as Bearer; a wrong key is Azure's 401", async () => {
+  const mock = await startMockAzure();
+  const entra = new AzureOpenAI({
+    baseURL: `${mock.url}/openai/v1`,
+    azureADTokenProvider: () => Promise.resolve(AZURE_TEST_ENTRA_TOKEN),
+    apiVersion: "preview",
+  });
+  const wrong = new AzureOpenAI({
+    baseURL: `${mock.url}/openai/v1`,
+    apiKey: "not-the-key",
+    apiVersion: "preview",
+    maxRetries: 0,
+  });
+  try {
+    const out = await entra.responses.create({ model: "gpt-5-mini", input: USER });
+    assert.equal(out.output_text, `Hello from responses mock: ${USER}`);
+    assert.equal(mock.requests.at(-1)!.headers.authorization, `Bearer ${AZURE_TEST_ENTRA_TOKEN}`);
+    const error = await wrong.responses.create({ model: "gpt-5-mini", input: USER }).catch((e) =>
+      e
+    );
+    assert.ok(error instanceof OpenAI.AuthenticationError);
+    assert.match(error.message, /Access denied due to invalid subscription key/);
   } finally {
     await mock.close();
   }

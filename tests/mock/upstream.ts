@@ -84,7 +84,11 @@ export interface MockPlatform {
   /** The vendor whose envelope an unknown path gets. */
   fallback: Vendor;
   /** Answers a request itself (an auth failure, a token endpoint), or leaves it to the endpoints. */
-  intercept?(req: Request, url: URL, text: string): Promise<Response | undefined>;
+  intercept?(
+    req: Request,
+    url: URL,
+    text: string,
+  ): Promise<Response | undefined> | Response | undefined;
   /** What `echo` quotes (default: the vendors' credential headers). */
   credential?(headers: Headers): string;
 }

@@ -12,5 +12,5 @@ export {
 export { AnthropicBedrock } from "npm:@anthropic-ai/bedrock-sdk@1.1.3";
 export { AnthropicVertex } from "npm:@anthropic-ai/vertex-sdk@1.1.3";
 export { GoogleAuth } from "npm:google-auth-library@10.9.1";
-export { AzureOpenAI } from "npm:openai@6.49.0";
+export { AzureOpenAI, default as OpenAI } from "npm:openai@6.49.0";
 export { GoogleGenAI } from "npm:@google/genai@2.32.0";
