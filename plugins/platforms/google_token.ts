@@ -1,0 +1,135 @@
+/**
+ * OAuth2 access tokens for a Google service account (Vertex AI): a JWT signed RS256 with
+ * WebCrypto is exchanged at the account file's `token_uri` (JWT-bearer grant). The token is
+ * cached and refreshed ahead of expiry; concurrent callers share one refresh; each caller's
+ * wait is abortable without failing the others'; every minted token is reported (`onToken`)
+ * so that it can be scrubbed like a configured key.
+ */
+
+export const CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform";
+const JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+/** The longest assertion lifetime Google accepts. */
+const ASSERTION_SECONDS = 3600;
+/** A refresh ahead of expiry starts when this share of the lifetime is left, … */
+const REFRESH_SHARE = 0.25;
+/** … but never more than this before expiry. */
+const MAX_REFRESH_AHEAD_MS = 5 * 60_000;
+/** A token endpoint that has not answered by then has failed. */
+const REFRESH_TIMEOUT_MS = 30_000;
+
+/** The fields of a service-account JSON file the token source reads. */
+export interface ServiceAccountKey {
+  client_email: string;
+  private_key: string;
+  token_uri: string;
+  private_key_id?: string;
+}
+
+export interface TokenSourceOptions {
+  scope?: string;
+  /** Called with every token minted, before any caller gets it. */
+  onToken?: (token: string) => void;
+}
+
+/** The token endpoint refused or failed; the message never carries the assertion or a token. */
+export class GoogleTokenError extends Error {
+  override name = "GoogleTokenError";
+}
+
+interface Cached {
+  token: string;
+  expiresAt: number;
+  refreshAt: number;
+}
+
+const base64url = (bytes: Uint8Array) =>
+  btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+const jsonPart = (value: unknown) => base64url(new TextEncoder().encode(JSON.stringify(value)));
+
+function importPrivateKey(pem: string): Promise<CryptoKey> {
+  const b64 = pem.replace(/-----(BEGIN|END) PRIVATE KEY-----|\s/g, "");
+  const der = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  const algorithm = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" };
+  return crypto.subtle.importKey("pkcs8", der, algorithm, false, ["sign"]);
+}
+
+export class GoogleTokenSource {
+  #key: Promise<CryptoKey>;
+  #cached?: Cached;
+  #refreshing?: Promise<Cached>;
+
+  constructor(
+    private readonly account: ServiceAccountKey,
+    private readonly options: TokenSourceOptions = {},
+  ) {
+    this.#key = importPrivateKey(account.private_key);
+    // An unusable key fails the first token() call, not the process.
+    this.#key.catch(() => {});
+  }
+
+  /** A live access token: the cached one, or one refresh shared by every caller. */
+  async token(signal?: AbortSignal): Promise<string> {
+    signal?.throwIfAborted();
+    const cached = this.#cached;
+    if (cached && Date.now() < cached.refreshAt) return cached.token;
+    this.#refreshing ??= this.#refresh().finally(() => this.#refreshing = undefined);
+    return (await abortable(this.#refreshing, signal)).token;
+  }
+
+  /** Drops `token` after the platform refused it (a 401), so that the next call refreshes. */
+  invalidate(token: string): void {
+    if (this.#cached?.token === token) this.#cached = undefined;
+  }
+
+  async #refresh(): Promise<Cached> {
+    const response = await fetch(this.account.token_uri, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: JWT_BEARER, assertion: await this.#assertion() }),
+      signal: AbortSignal.timeout(REFRESH_TIMEOUT_MS),
+    }).catch((error) => {
+      throw new GoogleTokenError(`token endpoint unreachable: ${(error as Error).message}`);
+    });
+    const body = await response.json().catch(() => undefined);
+    const token = body?.access_token;
+    const lifetime = Number(body?.expires_in) * 1000;
+    if (!response.ok || typeof token !== "string" || !(lifetime > 0)) {
+      const reason = body?.error_description ?? body?.error ?? "no access token in the answer";
+      throw new GoogleTokenError(`token endpoint answered ${response.status}: ${reason}`);
+    }
+    this.options.onToken?.(token);
+    const now = Date.now();
+    const ahead = Math.min(lifetime * REFRESH_SHARE, MAX_REFRESH_AHEAD_MS);
+    this.#cached = { token, expiresAt: now + lifetime, refreshAt: now + lifetime - ahead };
+    return this.#cached;
+  }
+
+  async #assertion(): Promise<string> {
+    const iat = Math.floor(Date.now() / 1000);
+    const header = { alg: "RS256", typ: "JWT", kid: this.account.private_key_id };
+    const claims = {
+      iss: this.account.client_email,
+      scope: this.options.scope ?? CLOUD_PLATFORM_SCOPE,
+      aud: this.account.token_uri,
+      iat,
+      exp: iat + ASSERTION_SECONDS,
+    };
+    const unsigned = `${jsonPart(header)}.${jsonPart(claims)}`;
+    const signature = await crypto.subtle.sign(
+      "RSASSA-PKCS1-v1_5",
+      await this.#key,
+      new TextEncoder().encode(unsigned),
+    );
+    return `${unsigned}.${base64url(new Uint8Array(signature))}`;
+  }
+}
+
+/** `promise`, or its rejection with the signal's reason as soon as `signal` aborts. */
+function abortable<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}

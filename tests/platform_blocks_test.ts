@@ -1,0 +1,203 @@
+/**
+ * The platform building blocks in plugins/platforms/ against the platform mocks: the event-stream
+ * codec agrees byte for byte with the mock's independent encoder and checks CRCs, the SigV4
+ * signer's signatures pass the Bedrock mock's independent verifier, and the Google token source
+ * mints one token for many concurrent callers and refreshes it ahead of expiry.
+ */
+import assert from "node:assert/strict";
+import {
+  encodeFrame,
+  EventStreamError,
+  type EventStreamFrame,
+  eventStreamFrames,
+} from "../plugins/platforms/event_stream.ts";
+import { GoogleTokenError, GoogleTokenSource } from "../plugins/platforms/google_token.ts";
+import { signAwsRequest } from "../plugins/platforms/sigv4.ts";
+import { BEDROCK_TEST_CREDENTIALS, startMockBedrock } from "./mock/bedrock.ts";
+import { eventFrame, exceptionFrame } from "./mock/eventstream.ts";
+import { startMockVertex } from "./mock/vertex.ts";
+
+const USER = "Bonjour";
+
+async function decodeAll(chunks: Uint8Array[]): Promise<EventStreamFrame[]> {
+  const frames: EventStreamFrame[] = [];
+  const body = ReadableStream.from(chunks).pipeThrough(eventStreamFrames());
+  for await (const frame of body) frames.push(frame);
+  return frames;
+}
+
+/** `bytes` cut into pieces of `size` (frame boundaries fall inside pieces). */
+const cut = (bytes: Uint8Array, size: number) =>
+  Array.from(
+    { length: Math.ceil(bytes.length / size) },
+    (_, i) => bytes.slice(i * size, (i + 1) * size),
+  );
+
+const concat = (...parts: Uint8Array[]) => {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  parts.reduce((at, p) => (out.set(p, at), at + p.length), 0);
+  return out;
+};
+
+Deno.test("event stream: frames cut at any byte decode to their headers and payload", async () => {
+  const wire = concat(
+    eventFrame("messageStart", { role: "assistant" }),
+    eventFrame("contentBlockDelta", { contentBlockIndex: 0, delta: { text: "héllo" } }),
+    exceptionFrame("throttlingException", { message: "Too many requests" }),
+  );
+  for (const size of [1, 7, 64, wire.length]) {
+    const frames = await decodeAll(cut(wire, size));
+    assert.deepEqual(frames.map((f) => f.headers[":event-type"] ?? f.headers[":exception-type"]), [
+      "messageStart",
+      "contentBlockDelta",
+      "throttlingException",
+    ]);
+    assert.equal(frames[2].headers[":message-type"], "exception");
+    const delta = JSON.parse(new TextDecoder().decode(frames[1].payload));
+    assert.equal(delta.delta.text, "héllo");
+  }
+});
+
+Deno.test("event stream: the encoder writes the bytes the mock's independent encoder writes", () => {
+  const payload = new TextEncoder().encode(JSON.stringify({ bytes: btoa("{}") }));
+  const headers = {
+    ":event-type": "chunk",
+    ":content-type": "application/json",
+    ":message-type": "event",
+  };
+  assert.deepEqual(encodeFrame({ headers, payload }), eventFrame("chunk", { bytes: btoa("{}") }));
+});
+
+Deno.test("event stream: a bad message CRC, a bad prelude CRC and a truncated frame are errors", async () => {
+  const frame = eventFrame("messageStop", { stopReason: "end_turn" });
+  const badMessage = frame.slice();
+  badMessage[badMessage.length - 1] ^= 1;
+  const badPrelude = frame.slice();
+  badPrelude[9] ^= 1;
+  for (const bytes of [badMessage, badPrelude, frame.slice(0, -3)]) {
+    await assert.rejects(decodeAll([bytes]), EventStreamError);
+  }
+});
+
+const converseBody = JSON.stringify({ messages: [{ role: "user", content: [{ text: USER }] }] });
+
+async function signedConverse(url: string, credentials = BEDROCK_TEST_CREDENTIALS) {
+  const request = {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: converseBody,
+  };
+  const headers = await signAwsRequest(url, request, credentials, {
+    region: "us-east-1",
+    service: "bedrock",
+  });
+  return fetch(url, { ...request, headers });
+}
+
+Deno.test("sigv4: the signer's signatures pass the Bedrock mock's independent verifier", async (t) => {
+  const mock = await startMockBedrock();
+  try {
+    const ids = [
+      "anthropic.claude-sonnet-4-5-20250929-v1:0",
+      "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude",
+    ];
+    for (const id of ids) {
+      await t.step(id, async () => {
+        const res = await signedConverse(`${mock.url}/model/${encodeURIComponent(id)}/converse`);
+        assert.equal(res.status, 200, await res.clone().text());
+        const out = await res.json();
+        assert.equal(out.output.message.content[0].text, `Hello from converse mock: ${USER}`);
+        assert.equal(
+          mock.requests.at(-1)!.headers["x-amz-security-token"],
+          BEDROCK_TEST_CREDENTIALS.sessionToken,
+        );
+      });
+    }
+    await t.step("a wrong secret is refused", async () => {
+      const res = await signedConverse(`${mock.url}/model/m/converse`, {
+        ...BEDROCK_TEST_CREDENTIALS,
+        secretAccessKey: "wrong",
+      });
+      assert.equal(res.status, 403);
+      assert.match(res.headers.get("x-amzn-errortype")!, /^InvalidSignatureException:/);
+      await res.body?.cancel();
+    });
+  } finally {
+    await mock.close();
+  }
+});
+
+Deno.test("google token source: concurrent callers share one token; it is refreshed once ahead of expiry", async () => {
+  const mock = await startMockVertex({ expiresIn: 2 });
+  const minted: string[] = [];
+  const source = new GoogleTokenSource(mock.serviceAccount, { onToken: (t) => minted.push(t) });
+  try {
+    const first = await Promise.all(Array.from({ length: 20 }, () => source.token()));
+    assert.equal(new Set(first).size, 1);
+    assert.equal(mock.tokensIssued(), 1);
+    // The token works on Vertex.
+    const url =
+      `${mock.url}/v1/projects/mock-project/locations/us-central1/publishers/google/models/gemini:generateContent`;
+    const call = (token: string) =>
+      fetch(url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: USER }] }] }),
+      });
+    const ok = await call(first[0]);
+    assert.equal(ok.status, 200);
+    await ok.body?.cancel();
+    // A quarter of the 2 s lifetime before expiry, 20 callers get one new token.
+    await new Promise((r) => setTimeout(r, 1600));
+    const second = await Promise.all(Array.from({ length: 20 }, () => source.token()));
+    assert.equal(new Set(second).size, 1);
+    assert.notEqual(second[0], first[0]);
+    assert.equal(mock.tokensIssued(), 2);
+    assert.deepEqual(minted, [first[0], second[0]]);
+    // Once expired, the old token is Google's 401 UNAUTHENTICATED.
+    await new Promise((r) => setTimeout(r, 500));
+    const expired = await call(first[0]);
+    assert.equal(expired.status, 401);
+    assert.equal((await expired.json()).error.status, "UNAUTHENTICATED");
+  } finally {
+    await mock.close();
+  }
+});
+
+Deno.test("google token source: invalidate forces one refresh; an aborted caller leaves the others served", async () => {
+  const mock = await startMockVertex();
+  const source = new GoogleTokenSource(mock.serviceAccount);
+  try {
+    const token = await source.token();
+    source.invalidate(token);
+    source.invalidate(token);
+    const gone = new AbortController();
+    const waits = [source.token(gone.signal), source.token(), source.token()];
+    gone.abort(new DOMException("client went away", "AbortError"));
+    const [aborted, ...served] = await Promise.allSettled(waits);
+    assert.equal(aborted.status, "rejected");
+    assert.deepEqual(served.map((s) => s.status), ["fulfilled", "fulfilled"]);
+    assert.equal(mock.tokensIssued(), 2);
+  } finally {
+    await mock.close();
+  }
+});
+
+Deno.test("google token source: an assertion signed by another key is refused with Google's reason", async () => {
+  const mock = await startMockVertex();
+  const other = await startMockVertex();
+  // The second mock's key, presented as the first mock's account.
+  const source = new GoogleTokenSource({
+    ...mock.serviceAccount,
+    private_key: other.serviceAccount.private_key,
+  });
+  try {
+    const error = await source.token().catch((e) => e);
+    assert.ok(error instanceof GoogleTokenError);
+    assert.equal(error.message, "token endpoint answered 400: Invalid JWT Signature.");
+    assert.equal(mock.tokensIssued(), 0);
+  } finally {
+    await mock.close();
+    await other.close();
+  }
+});
