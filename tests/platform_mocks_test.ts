@@ -12,7 +12,12 @@ import {
 } from "./mock/bedrock.ts";
 import { AZURE_TEST_ENTRA_TOKEN, AZURE_TEST_KEY, startMockAzure } from "./mock/azure.ts";
 import { TOKENS } from "./mock/upstream.ts";
-import { GOOGLE_TOKEN_URL, type MockVertex, startMockVertex } from "./mock/vertex.ts";
+import {
+  GOOGLE_TOKEN_URL,
+  type MockVertex,
+  startMockVertex,
+  VERTEX_ANTHROPIC_VERSION,
+} from "./mock/vertex.ts";
 import {
   AnthropicBedrock,
   AnthropicVertex,
@@ -199,6 +204,28 @@ Deno.test("bedrock mock: errors as Bedrock sends them reach the AWS SDK by name"
       })().then(() => undefined, (e) => e);
       assert.equal(error?.name, "ModelStreamErrorException");
       assert.ok(text.length > 0);
+    });
+    await t.step("a cut event stream is an error in the SDK, not a normal end", async () => {
+      // Over HTTP/2 the reset reaches the SDK as RST_STREAM, before or after the first events.
+      const error = await (async () => {
+        const out = await noRetry.send(
+          new ConverseStreamCommand({
+            modelId: "claude-cut",
+            messages: [{ role: "user", content: [{ text: USER }] }],
+          }),
+        );
+        for await (const _ of out.stream!) { /* drain */ }
+      })().then(() => undefined, (e) => e);
+      assert.match(String(error), /NGHTTP2|reset|closed/i);
+    });
+    await t.step("echo quotes the request's credentials in Bedrock's error", async () => {
+      const error = await rejects(
+        converse("claude-echo-err403", noRetry),
+        "AccessDeniedException",
+        403,
+      );
+      assert.ok(error.message.includes(BEDROCK_TEST_CREDENTIALS.sessionToken));
+      assert.ok(error.message.includes(`Credential=${BEDROCK_TEST_CREDENTIALS.accessKeyId}/`));
     });
     await t.step("InvokeModel refuses `model` and `stream` as extraneous keys", async () => {
       for (const key of ["model", "stream"]) {
@@ -462,6 +489,44 @@ Deno.test("azure mock: an Entra token is accepted as Bearer; a wrong key is Azur
     );
     assert.ok(error instanceof OpenAI.AuthenticationError);
     assert.match(error.message, /Access denied due to invalid subscription key/);
+  } finally {
+    await mock.close();
+  }
+});
+
+Deno.test("vertex mock: Claude bodies are checked as Vertex does; a stale or missing token is Google's 401", async () => {
+  const mock = await startMockVertex();
+  const auth = new GoogleAuth(googleAuthFor(mock));
+  try {
+    const token = await auth.getAccessToken();
+    const url =
+      `${mock.url}/v1/projects/mock-project/locations/us-east5/publishers/anthropic/models/claude:rawPredict`;
+    const post = (body: unknown, authorization = `Bearer ${token}`) =>
+      fetch(url, {
+        method: "POST",
+        headers: { authorization, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const base = { max_tokens: 10, messages: [{ role: "user", content: USER }] };
+    const cases: [unknown, RegExp][] = [
+      [{ ...base, anthropic_version: VERTEX_ANTHROPIC_VERSION, model: "claude" }, /^model: /],
+      [base, /anthropic_version/],
+    ];
+    for (const [body, message] of cases) {
+      const res = await post(body);
+      assert.equal(res.status, 400);
+      const error = await res.json();
+      assert.equal(error.error.type, "invalid_request_error");
+      assert.match(error.error.message, message);
+    }
+    for (const authorization of ["Bearer ya29.not-issued", ""]) {
+      const res = await post(
+        { ...base, anthropic_version: VERTEX_ANTHROPIC_VERSION },
+        authorization,
+      );
+      assert.equal(res.status, 401);
+      assert.equal((await res.json()).error.status, "UNAUTHENTICATED");
+    }
   } finally {
     await mock.close();
   }
