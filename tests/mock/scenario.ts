@@ -123,6 +123,7 @@ export interface Turn {
  * | responses | input_tokens 11 (cached_tokens 3, cache_write_tokens 2), output_tokens 7, total 18     |
  * | messages  | input_tokens 6, cache_read_input_tokens 3, cache_creation_input_tokens 2, output 7     |
  * | gemini    | promptTokenCount 11 (cachedContentTokenCount 3), candidatesTokenCount 7, total 18      |
+ * | converse  | inputTokens 6, cacheReadInputTokens 3, cacheWriteInputTokens 2, outputTokens 7, total 18 |
  *
  * With `think`: output 12 including reasoning 5 (chat reasoning_tokens, responses
  * reasoning_tokens, messages output_tokens_details.thinking_tokens); Gemini keeps

@@ -203,24 +203,23 @@ class TokenAuthority {
 }
 
 export async function startMockVertex(options: VertexOptions = {}): Promise<MockVertex> {
-  // The token URI names the server, which gets its port on listen: the authority is set then.
-  let authority: TokenAuthority | undefined;
+  // The token URI names the server, which gets its port on listen: it is filled in then.
+  const account = await createServiceAccount("");
+  const authority = new TokenAuthority(account.json, account.publicKey, options.expiresIn ?? 3599);
   const platform: MockPlatform = {
     endpoints: ENDPOINTS,
     fallback: gemini,
     async intercept(req, url, text) {
       if (url.pathname === "/token" && req.method === "POST") {
-        return await authority!.grant(new URLSearchParams(text));
+        return await authority.grant(new URLSearchParams(text));
       }
-      return authority!.check(req.headers.get("authorization"));
+      return authority.check(req.headers.get("authorization"));
     },
   };
   const upstream = await startMockUpstream({ platform });
-  const account = await createServiceAccount(`${upstream.url}/token`);
-  authority = new TokenAuthority(account.json, account.publicKey, options.expiresIn ?? 3599);
-  const issuer = authority;
+  account.json.token_uri = `${upstream.url}/token`;
   return Object.assign(upstream, {
     serviceAccount: account.json,
-    tokensIssued: () => issuer.issued,
+    tokensIssued: () => authority.issued,
   });
 }
