@@ -11,7 +11,7 @@ import {
   startMockBedrock,
 } from "./mock/bedrock.ts";
 import { AZURE_TEST_ENTRA_TOKEN, AZURE_TEST_KEY, startMockAzure } from "./mock/azure.ts";
-import { TOKENS } from "./mock/upstream.ts";
+import { type MockUpstream, TOKENS } from "./mock/upstream.ts";
 import {
   GOOGLE_TOKEN_URL,
   type MockVertex,
@@ -49,10 +49,25 @@ function bedrockClient(
   });
 }
 
-Deno.test("bedrock mock: Converse through @aws-sdk/client-bedrock-runtime (SigV4 with session token)", async () => {
+/** Runs `test` with a Bedrock mock and an AWS SDK client for it, and shuts both down. */
+async function withBedrock(
+  test: (mock: MockUpstream, client: BedrockRuntimeClient) => Promise<void>,
+) {
   const mock = await startMockBedrock();
   const client = bedrockClient(mock.url);
   try {
+    await test(mock, client);
+  } finally {
+    client.destroy();
+    await mock.close();
+  }
+}
+
+/** The error `run` fails with, or undefined when it succeeds. */
+const failureOf = (run: () => Promise<unknown>) => run().then(() => undefined, (e) => e);
+
+Deno.test("bedrock mock: Converse through @aws-sdk/client-bedrock-runtime (SigV4 with session token)", () =>
+  withBedrock(async (mock, client) => {
     const out = await client.send(
       new ConverseCommand({
         modelId: CLAUDE_ID,
@@ -65,16 +80,10 @@ Deno.test("bedrock mock: Converse through @aws-sdk/client-bedrock-runtime (SigV4
     const sent = mock.requests.at(-1)!;
     assert.equal(sent.path, "/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse");
     assert.equal(sent.headers["x-amz-security-token"], BEDROCK_TEST_CREDENTIALS.sessionToken);
-  } finally {
-    client.destroy();
-    await mock.close();
-  }
-});
+  }));
 
-Deno.test("bedrock mock: ConverseStream frames (reasoning, tool use, metadata) parse in the AWS SDK; the ARN travels as one segment", async () => {
-  const mock = await startMockBedrock();
-  const client = bedrockClient(mock.url);
-  try {
+Deno.test("bedrock mock: ConverseStream frames (reasoning, tool use, metadata) parse in the AWS SDK; the ARN travels as one segment", () =>
+  withBedrock(async (mock, client) => {
     const out = await client.send(
       new ConverseStreamCommand({
         modelId: PROFILE_ARN,
@@ -107,16 +116,10 @@ Deno.test("bedrock mock: ConverseStream frames (reasoning, tool use, metadata) p
     assert.equal(outputTokens, TOKENS.text + TOKENS.reasoning);
     const path = mock.requests.at(-1)!.path;
     assert.equal(path, `/model/${encodeURIComponent(PROFILE_ARN)}/converse-stream`);
-  } finally {
-    client.destroy();
-    await mock.close();
-  }
-});
+  }));
 
-Deno.test("bedrock mock: InvokeModelWithResponseStream chunks hold Anthropic's events, metrics on the last", async () => {
-  const mock = await startMockBedrock();
-  const client = bedrockClient(mock.url);
-  try {
+Deno.test("bedrock mock: InvokeModelWithResponseStream chunks hold Anthropic's events, metrics on the last", () =>
+  withBedrock(async (_mock, client) => {
     const body = JSON.stringify({
       anthropic_version: BEDROCK_ANTHROPIC_VERSION,
       max_tokens: 100,
@@ -138,11 +141,7 @@ Deno.test("bedrock mock: InvokeModelWithResponseStream chunks hold Anthropic's e
     assert.equal(text, `Hello from messages mock: ${USER}`);
     assert.equal(events.at(-1).type, "message_stop");
     assert.equal(events.at(-1)["amazon-bedrock-invocationMetrics"].outputTokenCount, TOKENS.text);
-  } finally {
-    client.destroy();
-    await mock.close();
-  }
-});
+  }));
 
 Deno.test("bedrock mock: errors as Bedrock sends them reach the AWS SDK by name", async (t) => {
   const mock = await startMockBedrock();
@@ -185,9 +184,9 @@ Deno.test("bedrock mock: errors as Bedrock sends them reach the AWS SDK by name"
         }),
       );
       const seen: string[] = [];
-      const error = await (async () => {
+      const error = await failureOf(async () => {
         for await (const event of out.stream!) seen.push(Object.keys(event)[0]);
-      })().then(() => undefined, (e) => e);
+      });
       assert.equal(error?.name, "ThrottlingException");
       assert.deepEqual(seen, ["messageStart"]);
     });
@@ -199,15 +198,15 @@ Deno.test("bedrock mock: errors as Bedrock sends them reach the AWS SDK by name"
         }),
       );
       let text = "";
-      const error = await (async () => {
+      const error = await failureOf(async () => {
         for await (const event of out.stream!) text += event.contentBlockDelta?.delta?.text ?? "";
-      })().then(() => undefined, (e) => e);
+      });
       assert.equal(error?.name, "ModelStreamErrorException");
       assert.ok(text.length > 0);
     });
     await t.step("a cut event stream is an error in the SDK, not a normal end", async () => {
       // Over HTTP/2 the reset reaches the SDK as RST_STREAM, before or after the first events.
-      const error = await (async () => {
+      const error = await failureOf(async () => {
         const out = await noRetry.send(
           new ConverseStreamCommand({
             modelId: "claude-cut",
@@ -215,7 +214,7 @@ Deno.test("bedrock mock: errors as Bedrock sends them reach the AWS SDK by name"
           }),
         );
         for await (const _ of out.stream!) { /* drain */ }
-      })().then(() => undefined, (e) => e);
+      });
       assert.match(String(error), /NGHTTP2|reset|closed/i);
     });
     await t.step("echo quotes the request's credentials in Bedrock's error", async () => {

@@ -60,20 +60,18 @@ export function encodeFrame(headers: Record<string, string>, payload: Uint8Array
   return frame;
 }
 
-/** An `event` frame of type `eventType` with a JSON payload. */
-export function eventFrame(eventType: string, data: unknown): Uint8Array {
+/** A frame with a JSON payload: an `event` named by `:event-type`, or an `exception`. */
+function jsonFrame(messageType: "event" | "exception", type: string, data: unknown) {
   return encodeFrame({
-    ":event-type": eventType,
+    [`:${messageType}-type`]: type,
     ":content-type": "application/json",
-    ":message-type": "event",
+    ":message-type": messageType,
   }, new TextEncoder().encode(JSON.stringify(data)));
 }
 
+/** An `event` frame of type `eventType` (e.g. `contentBlockDelta`, `chunk`). */
+export const eventFrame = (eventType: string, data: unknown) => jsonFrame("event", eventType, data);
+
 /** An `exception` frame (e.g. `throttlingException`) with Bedrock's `{"message"}` payload. */
-export function exceptionFrame(exceptionType: string, data: unknown): Uint8Array {
-  return encodeFrame({
-    ":exception-type": exceptionType,
-    ":content-type": "application/json",
-    ":message-type": "exception",
-  }, new TextEncoder().encode(JSON.stringify(data)));
-}
+export const exceptionFrame = (exceptionType: string, data: unknown) =>
+  jsonFrame("exception", exceptionType, data);
