@@ -464,3 +464,20 @@ Deno.test("scrub: no provider key reaches a client, the log or the metrics, in a
     await h.close();
   }
 });
+
+Deno.test("log lines: line separators and bidirectional controls are escaped, not raw", async () => {
+  const h = await harness();
+  try {
+    const deceptive = "\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069";
+    const model = `nowhere-${deceptive}-model`;
+    const seen = await h.call(INGRESS[0], model, false);
+    assert.equal(seen.status, 404, seen.body);
+    const line = h.logs.find((l) => l.includes("nowhere-"));
+    assert.ok(line, h.logs.join("\n"));
+    assert.doesNotMatch(line, /[\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+    // Escaped, not lost: the line still reads back to the text.
+    assert.ok(Object.values(JSON.parse(line)).some((v) => String(v).includes(deceptive)), line);
+  } finally {
+    await h.close();
+  }
+});
