@@ -334,12 +334,11 @@ export function upstreamHeaders(
   allow: readonly string[],
   secrets: Secrets,
 ): HeaderPairs {
-  const out: HeaderPairs = [];
-  for (const [name, value] of pickHeaders(res.headers, allow)) {
-    if (WELL_FORMED[name] && !WELL_FORMED[name].test(value)) continue;
-    out.push([name, secrets.scrub(value)]);
-  }
-  return out;
+  const out = pickHeaders(res.headers, allow)
+    .filter(([name, value]) => WELL_FORMED[name]?.test(value) ?? true);
+  // One search over all the values: they almost never hold a key.
+  if (!secrets.found(out.map(([, value]) => value).join("\n"))) return out;
+  return out.map(([name, value]) => [name, secrets.scrub(value)]);
 }
 
 /** Reads an upstream error response and re-wraps it as a GatewayError (status kept). */
