@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { createGateway, createHandler } from "../src/server.ts";
 import { setAccessLogSink } from "../src/log.ts";
-import { FORMATS, INGRESS, type Ingress, mockConfig } from "./helpers.ts";
+import { FORMATS, INGRESS, type Ingress, mockConfig, wsExchange } from "./helpers.ts";
 
 /** A key with a `/` (spelled `\/` in JSON) and a `+` (percent-encoded in URLs). */
 const SECRET = "sk-echo/Key+xyzzy0123456789abcdef";
@@ -212,6 +212,7 @@ function startProvider() {
     const url = new URL(req.url);
     const key = req.headers.get("authorization")?.replace(/^Bearer /, "") ??
       req.headers.get("x-api-key") ?? req.headers.get("x-goog-api-key") ?? "";
+    if (req.headers.get("upgrade") === "websocket") return echoingSocket(req, key);
     const api = apiOf(url.pathname.replace(/:.*$/, ""));
     const body = await req.json();
     const model: string = body.model ?? url.pathname.match(/models\/([^:]+)/)?.[1] ?? "";
@@ -258,6 +259,19 @@ function startProvider() {
     if (!stream) return new Response(fill(answer(api, model, text)), { headers });
     return new Response(streamText(api, model, text, key, fault, url), { headers });
   });
+}
+
+/** A Responses WebSocket answering each `response.create` with the key in every spelling. */
+function echoingSocket(req: Request, key: string): Response {
+  const { socket, response } = Deno.upgradeWebSocket(req);
+  socket.onmessage = (e) => {
+    const { model } = JSON.parse(e.data);
+    const all = spellings(key).join(" and ");
+    for (const [, data] of events("responses", model, `echo: ${SLOT}`)) {
+      socket.send(JSON.stringify(data).replaceAll(SLOT, all));
+    }
+  };
+  return response;
 }
 
 /** A whole stream's text, with the key in every line kind for `lines`. */
@@ -332,6 +346,7 @@ async function harness() {
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, createHandler(gw));
   const base = `http://127.0.0.1:${server.addr.port}`;
   return {
+    url: base,
     logs,
     metrics: () => gw.metrics.expose(),
     async call(c: Ingress, model: string, stream: boolean, array = false): Promise<Seen> {
@@ -460,6 +475,24 @@ Deno.test("scrub: no provider key reaches a client, the log or the metrics, in a
       assert.equal(leaks(log), undefined, "key in the access log");
       assert.equal(leaks(h.metrics()), undefined, "key in the metrics");
     });
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("scrub: a passthrough WebSocket's frames lose every spelling of the key", async () => {
+  const h = await harness();
+  try {
+    const [frames] = await wsExchange(h.url, [{
+      type: "response.create",
+      model: "pt-ws",
+      input: "hi",
+    }]);
+    const seen = JSON.stringify(frames);
+    assert.equal(frames.at(-1)?.type, "response.completed", seen);
+    assert.equal(leaks(seen), undefined, seen);
+    assert.match(readings(seen)[1], /echo: \[redacted\] and \[redacted\]/);
+    assert.equal(leaks(h.logs.join("\n")), undefined, "key in the access log");
   } finally {
     await h.close();
   }
