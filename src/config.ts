@@ -3,11 +3,11 @@
  * key files read at every load, and a zod schema whose errors name the path of each bad field.
  */
 import { z } from "zod";
-import { parse as parseYaml } from "yaml";
 import { DEMO_API, type Formats } from "./formats.ts";
 import { isAddressOrCidr } from "./trusted_proxies.ts";
 import { globToRegExp } from "./router.ts";
 import { formatPath } from "./validate.ts";
+import { readYaml, YamlProblem } from "./yaml.ts";
 
 const timeoutsSchema = z.strictObject({
   /** Until an upstream WebSocket is open (connect + handshake). */
@@ -167,6 +167,21 @@ const keysSchema = z.array(keySchema).min(1).transform((entries, ctx) =>
   })
 );
 
+/**
+ * Whether the Redis client can read `url` (it decodes the user and password, and takes the path
+ * as a database number): else it throws at startup, its message quoting the URL.
+ */
+function usableRedisUrl(url: string): boolean {
+  try {
+    const { username, password, pathname } = new URL(url);
+    decodeURIComponent(username);
+    decodeURIComponent(password);
+    return /^\/?(\d+)?$/.test(pathname);
+  } catch {
+    return false; // not a URL (reported as such too), or a malformed % escape
+  }
+}
+
 /** Where stored Responses (for `previous_response_id` and GET /v1/responses/{id}) are kept. */
 const responseStoreSchema = z.strictObject({
   /** `false`: no response is kept on any converted route (zero retention). */
@@ -178,7 +193,10 @@ const responseStoreSchema = z.strictObject({
   /** A larger response is answered but not kept (MiB of JSON text). */
   max_item_mb: z.number().positive().default(16),
   /** Keep responses in Redis instead (shared by every instance; TTL set in Redis). */
-  redis_url: z.url({ protocol: /^rediss?$/ }).optional(),
+  redis_url: z.url({ protocol: /^rediss?$/ }).refine(
+    usableRedisUrl,
+    "expected redis[s]://[user:password@]host[:port][/database number], with valid % escapes",
+  ).optional(),
   /** Prefix of every Redis key the store writes. */
   redis_prefix: z.string().min(1).default("gateway:responses:"),
 });
@@ -411,11 +429,10 @@ export function parseConfigText(
 ): Config {
   let doc: unknown;
   try {
-    doc = parseYaml(text.replace(ENV_REF, "\u00ab$1\u00bb"));
+    doc = readYaml(text.replace(ENV_REF, "\u00ab$1\u00bb"));
   } catch (e) {
-    // Only the first line: the rest quotes the document, which may hold a key.
-    const first = (e as Error).message.split("\n")[0].replace(/:$/, "");
-    throw new ConfigError(`config is not valid YAML: ${first}`);
+    if (!(e instanceof YamlProblem)) throw e;
+    throw new ConfigError(`config is not valid YAML: ${e.message}`);
   }
   return validateConfig(substituteEnv(doc, env), formats);
 }

@@ -10,7 +10,7 @@ import { type Endpoint, Formats } from "./formats.ts";
 import { errorResponse, GatewayError, notFound } from "./errors.ts";
 import { accessLog } from "./log.ts";
 import { Metrics } from "./metrics.ts";
-import { otelEnabled, redactSpanUrl, spanAttributes } from "./otel.ts";
+import { dropSpanQuery, otelEnabled, spanAttributes } from "./otel.ts";
 import { clientClosed, ClientGone, Stopping } from "./relay.ts";
 import { createStore } from "./store.ts";
 import { Secrets } from "./secrets.ts";
@@ -99,7 +99,7 @@ export function createHandler(
     // One snapshot for the whole request, whatever a reload does meanwhile.
     const gw = root.live.current;
     const url = new URL(req.url);
-    redactSpanUrl(url);
+    dropSpanQuery(url);
     const requestId = requestIdOf(req);
     const dialect = gw.formats.dialectOf(url.pathname);
     const trace = new Trace(gw.observers, {
