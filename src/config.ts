@@ -60,7 +60,15 @@ const providerSchema = z.strictObject({
   /** max_tokens sent to APIs that require one when the client gave none. */
   default_max_tokens: z.number().int().positive().default(8192),
   timeouts: timeoutsSchema.prefault({}),
-}).transform(({ api_key_file, ...p }, ctx) => {
+  /**
+   * Reuse upstream connections. Deno's fetch re-sends a request whose reused HTTP/1.1
+   * connection the provider closed after reading it, unseen by the gateway's retry policy; a
+   * fresh connection per call is never re-sent. Default: on for https (HTTP/2 in practice,
+   * whose replays are limited to streams the provider refused), off for plain http.
+   */
+  keep_alive: z.boolean().optional(),
+}).transform(({ api_key_file, keep_alive, ...raw }, ctx) => {
+  const p = { ...raw, keep_alive: keep_alive ?? raw.base_url?.startsWith("https:") ?? false };
   if (api_key_file === undefined) return p;
   if (p.api_key !== undefined) {
     const message = "give api_key or api_key_file, not both";
