@@ -118,6 +118,8 @@ const cooldownSchema = z.strictObject({
   failures: z.number().int().positive().default(3),
   /** How long it stays out (it comes back by itself). */
   seconds: z.number().positive().default(30),
+  /** Longest a provider's retry-after may cool a target or pool key (a hint, not an order). */
+  max_seconds: z.number().positive().default(300),
 });
 
 const routeSchema = z.strictObject({
