@@ -158,7 +158,17 @@ const fileKeySchema = z.strictObject({ name: z.string().min(1), key_file: z.stri
 const keySchema = z.union([plainKeySchema, hashedKeySchema, fileKeySchema]);
 
 /** Client keys as loaded: a `key_file` entry becomes one `key` entry per key in the file. */
-const keysSchema = z.array(keySchema).min(1).transform((entries, ctx) =>
+const keysSchema = z.array(keySchema).min(1).superRefine((entries, ctx) => {
+  // A name is an identity: stored responses belong to it, so two parties must not share one.
+  const seen = new Set<string>();
+  entries.forEach((k, i) => {
+    if (seen.has(k.name)) {
+      const message = `duplicate key name "${k.name}": a name is one client's identity`;
+      ctx.addIssue({ code: "custom", path: [i, "name"], message });
+    }
+    seen.add(k.name);
+  });
+}).transform((entries, ctx) =>
   entries.flatMap((k, i): z.infer<typeof plainKeySchema | typeof hashedKeySchema>[] => {
     if (!("key_file" in k)) return [k];
     const keys = keysFromFile(k.key_file, [i, "key_file"], ctx);
@@ -170,6 +180,11 @@ const keysSchema = z.array(keySchema).min(1).transform((entries, ctx) =>
 const responseStoreSchema = z.strictObject({
   /** Memory bound of the embedded store, oldest evicted first (MiB of JSON text). */
   max_mb: z.number().positive().default(256),
+  /**
+   * One client key's share of `max_mb` (default a quarter): past it, the key's own oldest
+   * responses are evicted, never another key's.
+   */
+  max_mb_per_key: z.number().positive().optional(),
   /** Seconds a stored response lives (default 30 days). */
   ttl_s: z.number().int().positive().default(2_592_000),
   /** A larger response is answered but not kept (MiB of JSON text). */
