@@ -193,6 +193,8 @@ const responseStoreSchema = z.strictObject({
   redis_url: z.url({ protocol: /^rediss?$/ }).optional(),
   /** Prefix of every Redis key the store writes. */
   redis_prefix: z.string().min(1).default("gateway:responses:"),
+  /** Longest wait for one Redis command: a stalled Redis fails the call, it never hangs it. */
+  redis_timeout_ms: z.number().int().positive().default(1000),
 });
 
 /** A concrete model id for the model lists (the names behind pattern routes). */
