@@ -35,6 +35,18 @@ export interface ResponseStore {
 
 const MB = 1024 * 1024;
 
+/** The characters one client key may hold: `max_mb_per_key`, by default a quarter of `max_mb`. */
+export function keyShare(cfg: Pick<ResponseStoreConfig, "max_mb" | "max_mb_per_key">): number {
+  return Math.min(cfg.max_mb_per_key ?? cfg.max_mb / 4, cfg.max_mb) * MB;
+}
+
+/** The largest record kept: `max_item_mb`, and never more than a key's share. */
+export function maxItem(
+  cfg: Pick<ResponseStoreConfig, "max_mb" | "max_mb_per_key" | "max_item_mb">,
+) {
+  return Math.min(cfg.max_item_mb * MB, keyShare(cfg));
+}
+
 /** The store could not be reached: 503 in the client's dialect, naming the store. */
 export function storeUnavailable(name: string, cause?: unknown): GatewayError {
   const why = cause instanceof Error ? `: ${cause.message}` : "";
@@ -65,8 +77,8 @@ export class MemoryStore implements ResponseStore {
     private readonly now: () => number = Date.now,
   ) {
     this.maxSize = cfg.max_mb * MB;
-    this.maxPerKey = Math.min((cfg.max_mb_per_key ?? cfg.max_mb / 4) * MB, this.maxSize);
-    this.maxItem = Math.min(cfg.max_item_mb * MB, this.maxPerKey);
+    this.maxPerKey = keyShare(cfg);
+    this.maxItem = maxItem(cfg);
     this.ttlMs = cfg.ttl_s * 1000;
   }
 
