@@ -216,8 +216,8 @@ export async function failover<T>(
   let unexpressible: GatewayError | undefined;
   let waited = 0;
   let told: GatewayError | undefined;
-  /** Providers that answered 429 in this request: a second one is provider-wide. */
-  const limited = new Set<string>();
+  /** Providers that answered 429 in this request (made on the first): a second is provider-wide. */
+  let limited: Set<string> | undefined;
   while (queue.length > 0 && trace.attempts < retry.attempts) {
     const t = queue.shift()!;
     // The failed attempt before this one is told now, under its own provider's name.
@@ -251,8 +251,8 @@ export async function failover<T>(
         health.coolKey(t.provider, key, wait ?? cooldown.seconds * 1000);
         // Another key of the pool may well succeed on the same deployment, unless a second key
         // got a 429 too: then the limit is the provider's, not the key's.
-        const providerWide = e.status === 429 && limited.has(t.provider.name);
-        if (e.status === 429) limited.add(t.provider.name);
+        const providerWide = e.status === 429 && !!limited?.has(t.provider.name);
+        if (e.status === 429) (limited ??= new Set()).add(t.provider.name);
         if (!providerWide && health.hasOtherKey(t.provider, key)) {
           await sleep(backoffMs(), ctx.req.signal);
           queue.unshift(t);

@@ -2,6 +2,8 @@
  * A real redis-server from Debian on a free loopback port, for the Redis store tests
  * (.ci/install-redis.sh installs it; tests are ignored, saying MISSING, when it is absent).
  */
+export { freePort } from "./process.ts";
+
 export const REDIS = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].find((p) => {
   try {
     return Deno.statSync(p).isFile;
@@ -10,13 +12,6 @@ export const REDIS = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].fi
   }
 });
 export const MISSING = "redis-server not installed: run .ci/install-redis.sh";
-
-export function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
 
 export interface RedisServer {
   port: number;
