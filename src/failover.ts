@@ -216,7 +216,7 @@ export async function failover<T>(
   let unexpressible: GatewayError | undefined;
   let waited = 0;
   let told: GatewayError | undefined;
-  /** Providers that answered 429 in this request (made on the first): a second is wide. */
+  /** Providers that answered 429 in this request: another 429 there is provider-wide. */
   let limited: Set<string> | undefined;
   while (queue.length > 0 && trace.attempts < retry.attempts) {
     const t = queue.shift()!;
