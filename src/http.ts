@@ -154,6 +154,18 @@ export const STREAM_HEADERS = {
   "x-accel-buffering": "no",
 } as const;
 
+/**
+ * A path segment, percent-decoded; a malformed escape (`%ZZ`, a lone `%E2`) is the client's 400
+ * naming `field`, not an internal error. The segment is not quoted: it may be any length.
+ */
+export function decodePathSegment(segment: string, field: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw badRequest(`${field}: malformed percent-encoding in the request path`, field);
+  }
+}
+
 /** The `model` field every generation body must carry. */
 export function modelOf(json: Record<string, unknown>): string {
   if (typeof json.model !== "string" || json.model === "") {

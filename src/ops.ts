@@ -6,6 +6,7 @@
 import type { Handler, RequestContext } from "./context.ts";
 import { errorResponse, GatewayError } from "./errors.ts";
 import type { Dialect, ModelListing } from "./format.ts";
+import { decodePathSegment } from "./http.ts";
 
 /** The listing (and dialect) that answers a request. */
 export type PickListing = (req: Request) => { listing: ModelListing; dialect: Dialect };
@@ -27,16 +28,22 @@ export const modelList = (pick: PickListing): Handler => (ctx) => {
 
 /** GET {path}/{id}; an unknown id is a 404 in the caller's dialect, as the list is its shape. */
 export const modelById = (path: string, pick: PickListing): Handler => (ctx) => {
-  const id = decodeURIComponent(ctx.url.pathname.slice(path.length + 1));
   const { listing, dialect } = pick(ctx.req);
-  const m = ctx.gw.router.models().find((m) => m.id === id);
-  if (m) return Promise.resolve(Response.json(listing.one(m)));
-  const err = new GatewayError(
-    404,
-    "model_not_found",
-    `model "${id}" is not listed by this gateway`,
-    "model",
-  );
+  let err: GatewayError;
+  try {
+    const id = decodePathSegment(ctx.url.pathname.slice(path.length + 1), "model");
+    const m = ctx.gw.router.models().find((m) => m.id === id);
+    if (m) return Promise.resolve(Response.json(listing.one(m)));
+    err = new GatewayError(
+      404,
+      "model_not_found",
+      `model "${id}" is not listed by this gateway`,
+      "model",
+    );
+  } catch (e) {
+    if (!(e instanceof GatewayError)) throw e;
+    err = e;
+  }
   return answerError(ctx, dialect, err);
 };
 

@@ -49,6 +49,13 @@ export interface UpstreamResponse {
   release: () => void;
 }
 
+/**
+ * A client that keeps no idle connection, for providers without `keep_alive`: each call opens
+ * its own, so Deno never replays a call on a reused connection behind the retry policy. Made at
+ * load, once: it lives as long as the process.
+ */
+const ONE_CALL_CONNECTIONS = Deno.createHttpClient({ poolMaxIdlePerHost: 0 });
+
 export function upstreamUrl(provider: ProviderConfig, path: string): string {
   return provider.base_url!.replace(/\/+$/, "") + path;
 }
@@ -83,7 +90,8 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
     if (signing) await signing;
     const { method, body } = out;
     const headers = pairsOf(out.headers);
-    const res = await fetch(out.url, { method, headers, body, signal: ctrl.signal });
+    const client = r.provider.keep_alive ? undefined : ONE_CALL_CONNECTIONS;
+    const res = await fetch(out.url, { method, headers, body, signal: ctrl.signal, client });
     return { res, provider: r.provider.name, deadline, abort, release };
   } catch (e) {
     release();
