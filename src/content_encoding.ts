@@ -43,7 +43,10 @@ export async function readDecoded(
   tooLarge: () => GatewayError,
 ): Promise<Uint8Array> {
   if (!body) return new Uint8Array();
-  const streams = [Readable.fromWeb(body as NodeReadableStream), ...codings.toReversed().map((c) => DECODERS[c]())];
+  const streams = [
+    Readable.fromWeb(body as NodeReadableStream),
+    ...codings.toReversed().map((c) => DECODERS[c]()),
+  ];
   // `pipeline` passes an error (a client gone, bad data) on to the last stream, and destroys all.
   const decoded = (pipeline as (...s: unknown[]) => Readable)(...streams, () => {});
   const chunks: Uint8Array[] = [];

@@ -47,6 +47,8 @@ export interface EndpointSpec {
   upgrade?: boolean;
   /** Infrastructure (health): not routed through Kong, needs no key. */
   internal?: boolean;
+  /** Routed through Kong but answered without a key (`GET /`, which reveals nothing). */
+  keyless?: boolean;
   /** `gen_ai.operation.name` of a generation endpoint (`chat`); absent: not a GenAI call. */
   operation?: string;
   /** Its tokens are not billed (compaction, token counting). */

@@ -32,6 +32,15 @@ export const modelById = (path: string, pick: PickListing): Handler => (ctx) => 
   return Promise.resolve(errorResponse(dialect, err, ctx.requestId));
 };
 
+/** What `GET /` (and `HEAD /`) says, with no key: the service's name and nothing else. */
+export const ROOT_TEXT = "LLM gateway\n";
+
+/** Clients probe their base URL at start-up (Claude Code's `HEAD /`). */
+export const root: Handler = () =>
+  Promise.resolve(
+    new Response(ROOT_TEXT, { headers: { "content-type": "text/plain; charset=utf-8" } }),
+  );
+
 export const healthz: Handler = () => Promise.resolve(Response.json({ status: "ok" }));
 
 /** Ready until shutdown starts, so Kong's health checks move traffic away first. */

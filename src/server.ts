@@ -69,9 +69,11 @@ function findEndpoint(formats: Formats, req: Request, path: string): Endpoint {
   if (matches.length === 0) throw notFound(`no such endpoint: ${req.method} ${path}`);
   // A WebSocket endpoint answers upgrades only; another on its path the plain requests.
   const upgrade = isWebSocketUpgrade(req);
-  const wanted = matches.find((e) => e.method === req.method && (e.upgrade === true) === upgrade);
+  // HEAD is GET without the body (Deno's server leaves the body out).
+  const method = req.method === "HEAD" ? "GET" : req.method;
+  const wanted = matches.find((e) => e.method === method && (e.upgrade === true) === upgrade);
   if (wanted) return wanted;
-  if (matches.some((e) => e.upgrade && e.method === req.method)) {
+  if (matches.some((e) => e.upgrade && e.method === method)) {
     throw new GatewayError(
       426,
       "invalid_request",
@@ -117,7 +119,7 @@ export function createHandler(
         if (gw.draining) {
           throw new GatewayError(503, "overloaded", "the gateway is shutting down; retry");
         }
-        trace.key = authenticate(gw.keys, endpoint.keyDialects, req, url);
+        if (!endpoint.keyless) trace.key = authenticate(gw.keys, endpoint.keyDialects, req, url);
       }
       const ctx: RequestContext = { gw, req, url, requestId, dialect, trace };
       res = await endpoint.handler(ctx);

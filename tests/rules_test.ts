@@ -311,8 +311,10 @@ Deno.test("errors: unknown model, bad JSON, bad field types, unknown paths", asy
       await anthropicError(await fetch(`${h.url}/v1/messages/batches`), 404);
       await googleError(await fetch(`${h.url}/v1beta/other`), 404);
       await openaiError(await fetch(`${h.url}/v1/chat/completions`), 405);
-      const head = await fetch(`${h.url}/`, { method: "HEAD" });
+      const head = await fetch(`${h.url}/nothing`, { method: "HEAD" });
       assert.equal(head.status, 404);
+      const headPost = await fetch(`${h.url}/v1/chat/completions`, { method: "HEAD" });
+      assert.equal(headPost.status, 405);
     });
     await t.step("vendor query parameters do not break routing", async () => {
       const res = await post(
@@ -354,6 +356,28 @@ Deno.test("ops: /v1/models, /healthz, /readyz, request ids", async () => {
     const res = await post(`${h.url}/v1/chat/completions`, openaiHeaders(), bodies.chat("demo-x"));
     assert.match(res.headers.get("x-gateway-request-id") ?? "", /^[0-9a-f-]{36}$/);
     await res.body?.cancel();
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("ops: GET / and HEAD / name the service, need no key, reveal nothing else", async () => {
+  const h = await startHarness();
+  try {
+    const get = await fetch(`${h.url}/`);
+    assert.equal(get.status, 200);
+    assert.equal(get.headers.get("content-type"), "text/plain; charset=utf-8");
+    assert.equal(await get.text(), "LLM gateway\n");
+    // Claude Code's start-up probe: HEAD, with its key or none.
+    const probes: Record<string, string>[] = [{}, anthropicHeaders(), { "x-api-key": "not-a-key" }];
+    for (const headers of probes) {
+      const head = await fetch(`${h.url}/`, { method: "HEAD", headers });
+      assert.equal(head.status, 200);
+      assert.equal(await head.text(), "");
+    }
+    const post = await fetch(`${h.url}/`, { method: "POST" });
+    assert.equal(post.status, 405);
+    await post.body?.cancel();
   } finally {
     await h.close();
   }
