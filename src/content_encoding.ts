@@ -7,7 +7,6 @@
 import { pipeline, Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import * as zlib from "node:zlib";
-import { badRequest, GatewayError } from "./errors.ts";
 
 const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
   gzip: () => zlib.createGunzip(),
@@ -17,30 +16,25 @@ const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
   zstd: () => zlib.createZstdDecompress(),
 };
 
+export const SUPPORTED_CODINGS = "gzip, deflate, br, zstd";
+
 /** The codings of a `Content-Encoding` header, in the order they were applied. */
-export function codingsOf(header: string): string[] {
-  const codings = header.split(",").map((c) => c.trim().toLowerCase())
-    .filter((c) => c && c !== "identity");
-  const unknown = codings.find((c) => !(c in DECODERS));
-  if (unknown !== undefined) {
-    throw new GatewayError(
-      415,
-      "invalid_request",
-      `Content-Encoding "${unknown}" is not supported (send gzip, deflate, br, zstd or none)`,
-    );
-  }
-  return codings;
-}
+export const codingsOf = (header: string): string[] =>
+  header.split(",").map((c) => c.trim().toLowerCase()).filter((c) => c && c !== "identity");
+
+export const isSupported = (coding: string) => Object.hasOwn(DECODERS, coding);
+
+/** The decoded body passed the limit; the rest was neither read nor inflated. */
+export class DecodedTooLarge extends Error {}
 
 /**
- * The decoded bytes of a body sent with `codings`; throws `tooLarge()` as soon as they pass
- * `limit` (the rest is neither read nor inflated).
+ * The decoded bytes of a body sent with `codings` (all supported). Throws DecodedTooLarge as soon
+ * as they pass `limit`, and the decoder's error for data that is not what its coding says.
  */
-export async function readDecoded(
+export async function decode(
   body: ReadableStream<Uint8Array> | null,
   codings: string[],
   limit: number,
-  tooLarge: () => GatewayError,
 ): Promise<Uint8Array> {
   if (!body) return new Uint8Array();
   const streams = [
@@ -54,12 +48,9 @@ export async function readDecoded(
   try {
     for await (const chunk of decoded) {
       size += chunk.byteLength;
-      if (size > limit) throw tooLarge();
+      if (size > limit) throw new DecodedTooLarge();
       chunks.push(chunk);
     }
-  } catch (e) {
-    if (e instanceof GatewayError) throw e;
-    throw badRequest(`request body is not valid ${codings.join(", ")}: ${(e as Error).message}`);
   } finally {
     decoded.destroy();
   }

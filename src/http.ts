@@ -1,5 +1,12 @@
 /** HTTP helpers shared by the endpoints: body parsing and header allow-lists. */
-import { codingsOf, concat, readDecoded } from "./content_encoding.ts";
+import {
+  codingsOf,
+  concat,
+  decode,
+  DecodedTooLarge,
+  isSupported,
+  SUPPORTED_CODINGS,
+} from "./content_encoding.ts";
 import { badRequest, GatewayError } from "./errors.ts";
 
 /** Matches Anthropic's documented request limit; Kong may enforce a smaller one. */
@@ -22,13 +29,28 @@ function readLimited(req: Request): Promise<string> {
   const length = req.headers.get("content-length");
   if (Number(length ?? 0) > MAX_BODY_BYTES) throw tooLarge();
   const encoding = req.headers.get("content-encoding");
-  if (encoding !== null) {
-    return readDecoded(req.body, codingsOf(encoding), MAX_BODY_BYTES, tooLarge)
-      .then((bytes) => new TextDecoder().decode(bytes));
-  }
+  if (encoding !== null) return readEncoded(req.body, codingsOf(encoding));
   // A declared length is enforced by Deno: the whole-body read is its fast native path (and
   // `req.body` is not touched: that would make it a JS stream, read chunk by chunk).
   return length !== null ? req.text() : readChunked(req);
+}
+
+/** A compressed body, decoded; the limit counts the decoded bytes. */
+async function readEncoded(body: ReadableStream<Uint8Array> | null, codings: string[]) {
+  const unknown = codings.find((c) => !isSupported(c));
+  if (unknown !== undefined) {
+    throw new GatewayError(
+      415,
+      "invalid_request",
+      `Content-Encoding "${unknown}" is not supported (send ${SUPPORTED_CODINGS} or none)`,
+    );
+  }
+  try {
+    return new TextDecoder().decode(await decode(body, codings, MAX_BODY_BYTES));
+  } catch (e) {
+    if (e instanceof DecodedTooLarge) throw tooLarge();
+    throw badRequest(`request body is not valid ${codings.join(", ")}: ${(e as Error).message}`);
+  }
 }
 
 /** A body of undeclared length (chunked), counted as it arrives. */
