@@ -58,6 +58,8 @@ async function main() {
   }
   if (env("GATEWAY_ACCESS_LOG") === "off") setAccessLogSink(NO_LOG);
   const gw = await createGateway(config, formats);
+  // The providers' own model lists, read in the background for GET /v1/models.
+  gw.providerModels.start();
   // Its own listener: Kong routes the gateway's port only, so /metrics never reaches clients.
   let metrics: Deno.HttpServer | undefined;
   if (config.metrics) {
@@ -115,6 +117,7 @@ async function main() {
     gw.stopping.stop();
     await Promise.race([drained, sleep(FLUSH_S)]);
     await metrics?.shutdown();
+    await gw.providerModels.stop();
     Deno.exit(0);
   };
   // Under `deno run --watch` (the dev task) a SIGTERM would end only this program and leave the

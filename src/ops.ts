@@ -1,26 +1,29 @@
 /**
  * Endpoints about the gateway itself: model lists and health. The router supplies the models
- * (concrete ids only, see Router.models); each format plugin its list's shape. On a path
+ * (concrete ids only, see Router.models, with what providers report); each format plugin its
+ * list's shape. On a path
  * several formats list at, the caller's format is the one whose listing claims the request.
  */
-import type { Handler } from "./context.ts";
+import type { Handler, RequestContext } from "./context.ts";
 import { errorResponse, GatewayError } from "./errors.ts";
 import type { Dialect, ModelListing } from "./format.ts";
 
 /** The listing (and dialect) that answers a request. */
 export type PickListing = (req: Request) => { listing: ModelListing; dialect: Dialect };
 
+/** The models listed now: never waits for a provider (their lists are read in the background). */
+const listed = (ctx: RequestContext) =>
+  ctx.gw.router.models((provider) => ctx.gw.providerModels.ids(provider));
+
 /** GET {path} */
 export const modelList = (pick: PickListing): Handler => (ctx) =>
-  Promise.resolve(
-    Response.json(pick(ctx.req).listing.list(ctx.gw.router.models(), ctx.url)),
-  );
+  Promise.resolve(Response.json(pick(ctx.req).listing.list(listed(ctx), ctx.url)));
 
 /** GET {path}/{id}; an unknown id is a 404 in the caller's dialect, as the list is its shape. */
 export const modelById = (path: string, pick: PickListing): Handler => (ctx) => {
   const id = decodeURIComponent(ctx.url.pathname.slice(path.length + 1));
   const { listing, dialect } = pick(ctx.req);
-  const m = ctx.gw.router.models().find((m) => m.id === id);
+  const m = listed(ctx).find((m) => m.id === id);
   if (m) return Promise.resolve(Response.json(listing.one(m)));
   const err = new GatewayError(
     404,

@@ -151,6 +151,7 @@ export class Reloader {
     const next: Gateway = { ...old, ...configured(config, old.formats, old.router.health) };
     old.secrets.add(providerKeys(config));
     old.live.current = next;
+    old.providerModels.reloaded();
     return {
       outcome: "applied",
       trigger,

@@ -12,6 +12,7 @@ import { accessLog } from "./log.ts";
 import { Metrics } from "./metrics.ts";
 import { otelEnabled, redactSpanUrl, spanAttributes } from "./otel.ts";
 import { clientClosed, ClientGone, Stopping } from "./relay.ts";
+import { ProviderModels } from "./provider_models.ts";
 import { createStore } from "./store.ts";
 import { Secrets } from "./secrets.ts";
 import { Trace } from "./trace.ts";
@@ -46,9 +47,11 @@ export async function createGateway(
     draining: false,
     stopping: new Stopping(),
     closingSockets: new AbortController(),
+    providerModels: undefined!,
     live: { current: undefined! },
   };
   gw.live.current = gw;
+  gw.providerModels = new ProviderModels(gw.live);
   return gw;
 }
 

@@ -101,6 +101,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     logs,
     async close() {
       await server.shutdown();
+      await gw.providerModels.stop();
       await gw.store.close();
       await upstream.close();
       setAccessLogSink(previous);

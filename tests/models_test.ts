@@ -20,6 +20,8 @@ const withCatalog = () =>
   startHarness({
     extraRoutes: [{ models: ["claude-fixed"], provider: "anthropic", passthrough: false }],
     tweak: (c) => {
+      // The demo provider lists its own models (tests/model_lists_test.ts): not these lists'.
+      c.routes = c.routes.filter((r) => r.provider !== "demo");
       c.catalog = [
         {
           id: "msg-sonnet",
