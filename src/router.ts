@@ -57,8 +57,11 @@ export class Router {
   constructor(
     private readonly config: Config,
     readonly health = new Health(),
-    /** The format plugins' default vendors, named in the hint of an unserved model's 404. */
-    private readonly vendors: readonly DefaultVendor[] = [],
+    /**
+     * The default vendors the hint of an unserved model's 404 names (their env keys): only under
+     * the built-in config, which reads those keys.
+     */
+    readonly vendors: readonly DefaultVendor[] = [],
   ) {
     const providers = new Map(config.providers.map((p) => [p.name, p]));
     this.table = config.routes.map((route, i) => {
@@ -99,6 +102,8 @@ export class Router {
       .map((v) => `${v.env}_API_KEY (${v.models.join(", ")})`);
     const enable = hints.length
       ? ` For the real providers set ${hints.join(" or ")} (built-in config) or add a route.`
+      : this.vendors.length === 0
+      ? " Add a route for it to the config file."
       : "";
     return `model "${model}" is not served by this gateway (no route matches it). ` +
       `Served: ${served.join(", ")}.${enable}`;

@@ -26,6 +26,8 @@ export const REQUEST_ID_RESPONSE_HEADER = "x-gateway-request-id";
 export async function createGateway(
   config: Config,
   plugins: readonly FormatPlugin[] | Formats,
+  /** `builtInConfig`: the config is the built-in default (its 404 hints name vendor keys). */
+  opts: { builtInConfig?: boolean } = {},
 ): Promise<Gateway> {
   const formats = plugins instanceof Formats ? plugins : new Formats(plugins);
   checkFormats(config, formats);
@@ -33,7 +35,7 @@ export async function createGateway(
   const systems = Object.fromEntries(formats.plugins.map((p) => [p.id, p.system]));
   const metrics = new Metrics({ maxLabelValues: config.metrics?.max_label_values, systems });
   const gw: Gateway = {
-    ...configured(config, formats),
+    ...configured(config, formats, undefined, opts.builtInConfig ? formats.vendors : []),
     formats,
     store: await createStore(config.response_store),
     secrets,

@@ -233,16 +233,30 @@ Deno.test("errors: unknown model, bad JSON, bad field types, unknown paths", asy
       ];
       for (const m of messages) {
         assert.match(m, /model "nope" is not served .* Served: pt-\*, resp-\*, .*demo-\*\./);
-        assert.match(m, /set OPENAI_API_KEY \(gpt-\*, o\*, codex-\*\) or ANTHROPIC_API_KEY/);
+        // A config file is in force: the vendor keys the built-in config reads would do nothing.
+        assert.match(m, /demo-\*\. Add a route for it to the config file\.$/);
+        assert.doesNotMatch(m, /_API_KEY/);
         assert.doesNotMatch(m, new RegExp(PROVIDER_KEY));
       }
-      // A model a real provider would serve: only that provider's key is suggested.
-      const claude = await anthropicError(
-        await post(`${h.url}/v1/messages`, anthropicHeaders(), bodies.messages("claude-x")),
-        404,
-      );
-      assert.match(claude, /set ANTHROPIC_API_KEY \(claude-\*\) \(built-in config\) or add/);
-      assert.doesNotMatch(claude, /OPENAI/);
+    });
+    await t.step("unknown model under the built-in config → the vendor keys to set", async () => {
+      const gw = await startHarness({ builtInConfig: true });
+      try {
+        const nope = await openaiError(
+          await post(`${gw.url}/v1/chat/completions`, openaiHeaders(), bodies.chat("nope")),
+          404,
+        );
+        assert.match(nope, /set OPENAI_API_KEY \(gpt-\*, o\*, codex-\*\) or ANTHROPIC_API_KEY/);
+        // A model a real provider would serve: only that provider's key is suggested.
+        const claude = await anthropicError(
+          await post(`${gw.url}/v1/messages`, anthropicHeaders(), bodies.messages("claude-x")),
+          404,
+        );
+        assert.match(claude, /set ANTHROPIC_API_KEY \(claude-\*\) \(built-in config\) or add/);
+        assert.doesNotMatch(claude, /OPENAI/);
+      } finally {
+        await gw.close();
+      }
     });
     await t.step("malformed JSON → 400", async () => {
       assert.match(
