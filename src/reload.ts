@@ -30,7 +30,6 @@ import { TrustedProxies } from "./trusted_proxies.ts";
  */
 export function configured(
   config: Config,
-  formats: Formats,
   health?: Health,
   vendors: readonly DefaultVendor[] = [],
 ) {
@@ -158,7 +157,7 @@ export class Reloader {
     // Those stay as they run, so the snapshot describes the gateway as it is.
     for (const k of restart) config = { ...config, [k]: old.config[k] };
     const { health, vendors } = old.router;
-    const next: Gateway = { ...old, ...configured(config, old.formats, health, vendors) };
+    const next: Gateway = { ...old, ...configured(config, health, vendors) };
     old.secrets.add(providerKeys(config));
     old.live.current = next;
     old.providerModels.reloaded();

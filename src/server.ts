@@ -35,7 +35,7 @@ export async function createGateway(
   const systems = Object.fromEntries(formats.plugins.map((p) => [p.id, p.system]));
   const metrics = new Metrics({ maxLabelValues: config.metrics?.max_label_values, systems });
   const gw: Gateway = {
-    ...configured(config, formats, undefined, opts.builtInConfig ? formats.vendors : []),
+    ...configured(config, undefined, opts.builtInConfig ? formats.vendors : []),
     formats,
     store: await createStore(config.response_store),
     secrets,
