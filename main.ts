@@ -36,12 +36,15 @@ function startFailed(message: string, dev: boolean): never {
   Deno.exit(2);
 }
 
-/** Why a listener could not open, and what to change (`setting` names where its port is set). */
-function cannotListen(e: unknown, hostname: string, port: number, setting: string): string {
+/**
+ * Why a listener (`what`: "listen", "serve metrics") could not open at `address`, and what to
+ * change (`setting`: where its port is set).
+ */
+function cannotListen(e: unknown, what: string, address: string, setting: string): string {
   const why = e instanceof Deno.errors.AddrInUse
     ? "the address is already in use (another gateway?)"
     : (e as Error).message;
-  return `cannot listen on ${hostname}:${port}: ${why}; ${setting}`;
+  return `cannot ${what} on ${address}: ${why}; ${setting}`;
 }
 
 /**
@@ -108,7 +111,12 @@ async function main() {
       );
     } catch (e) {
       startFailed(
-        cannotListen(e, hostname, port, "set METRICS_PORT to another port, or to off"),
+        cannotListen(
+          e,
+          "serve metrics",
+          `${hostname}:${port}`,
+          "set METRICS_PORT to another port, or to off",
+        ),
         dev,
       );
     }
@@ -126,7 +134,7 @@ async function main() {
     server = Deno.serve({ hostname, port, onListen: announce(devKey) }, createHandler(gw));
   } catch (e) {
     const setting = "set PORT to another port (or listen.port in the config file)";
-    startFailed(cannotListen(e, hostname, port, setting), dev);
+    startFailed(cannotListen(e, "listen", `${hostname}:${port}`, setting), dev);
   }
   // The providers' own model lists, read in the background for GET /v1/models.
   gw.providerModels.start();
