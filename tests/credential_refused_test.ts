@@ -9,10 +9,12 @@ import {
   bodies,
   googleHeaders,
   type Harness,
+  KEY,
   openaiHeaders,
   post,
   startHarness,
 } from "./helpers.ts";
+import { Anthropic, OpenAI } from "./sdk/deps.ts";
 
 const REVOKED = ["sk-revoked-pool-0001", "sk-revoked-pool-0002"];
 
@@ -84,6 +86,20 @@ Deno.test("credential refused: 502 naming the provider, relayed and converted", 
       );
       const body = await refused(gem, "oai-chat", 401);
       assert.equal(body.error.code, 502);
+    });
+    await t.step("the SDKs raise a server error, not an authentication error", async () => {
+      const anthropic = new Anthropic({ baseURL: h.url, apiKey: KEY, maxRetries: 0 });
+      const a = await anthropic.messages.create({
+        model: "msg-err401",
+        max_tokens: 100,
+        messages: [{ role: "user", content: "hi" }],
+      }).catch((e) => e);
+      assert.ok(a instanceof Anthropic.InternalServerError && a.status === 502, String(a));
+      assert.ok(!(a instanceof Anthropic.AuthenticationError));
+      const openai = new OpenAI({ baseURL: `${h.url}/v1`, apiKey: KEY, maxRetries: 0 });
+      const o = await openai.responses.create({ model: "pt-err401", input: "hi" }).catch((e) => e);
+      assert.ok(o instanceof OpenAI.InternalServerError && o.status === 502, String(o));
+      assert.match(o.message, /provider `oai` rejected the gateway's credential/);
     });
     await t.step(
       "a pool whose every key is refused: each named in the log, never shown",

@@ -5,9 +5,10 @@
  * entries; the demo provider lists its models; a provider whose list fails keeps its last one.
  */
 import assert from "node:assert/strict";
-import { mockConfig, openaiHeaders, PROVIDER_KEY, startHarness } from "./helpers.ts";
+import { KEY, mockConfig, openaiHeaders, PROVIDER_KEY, startHarness } from "./helpers.ts";
 import { startMockUpstream } from "./mock/upstream.ts";
 import { startGateway } from "./process.ts";
+import { Anthropic } from "./sdk/deps.ts";
 
 const ids = async (url: string, headers: Record<string, string>) => {
   const res = await fetch(url, { headers });
@@ -85,6 +86,12 @@ Deno.test("model lists: pattern routes list their providers' models (paged), cat
       assert.equal(body.data[0].type, "model");
       const one = await fetch(`${h.url}/v1/models/gem-flash`, { headers: openaiHeaders() });
       assert.equal((await one.json()).owned_by, "gemini");
+    });
+    await t.step("the Anthropic SDK pages through them (5 a page, after_id)", async () => {
+      const anthropic = new Anthropic({ baseURL: h.url, apiKey: KEY, maxRetries: 0 });
+      const listed = [];
+      for await (const m of anthropic.models.list({ limit: 5 })) listed.push(m.id);
+      assert.deepEqual(listed, expected);
     });
     await t.step(
       "a provider whose list fails keeps its last list; the next good read updates it",
