@@ -78,7 +78,7 @@ Deno.test("model lists: pattern routes list their providers' models (paged), cat
     );
     await t.step("Claude Code's read: ?limit=1000 with x-api-key, Anthropic's shape", async () => {
       const res = await fetch(`${h.url}/v1/models?limit=1000`, {
-        headers: { "x-api-key": "sk-test-key-team-a" },
+        headers: { "x-api-key": KEY },
       });
       const body = await res.json();
       assert.equal(body.has_more, false);
