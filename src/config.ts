@@ -131,11 +131,22 @@ const routeSchema = z.strictObject({
   default_max_tokens: z.number().int().positive().optional(),
   passthrough: z.boolean().default(false),
   /**
+   * `false`: the gateway keeps no response of this route (zero retention): answers say
+   * `store: false` and `previous_response_id` is refused. Converted routes only; absent: true.
+   */
+  store: z.boolean().optional(),
+  /** `false`: POST /v1/responses/compact is refused on this converted route. Absent: true. */
+  compact: z.boolean().optional(),
+  /**
    * Hosted tools (web search, …) on converted routes: `map` to the target's own where it has
    * one (else drop and report), `drop` them all (reported), or `reject` them with a 400.
    * Absent: `map`.
    */
   hosted_tools: z.enum(["map", "drop", "reject"]).optional(),
+}).refine((r) => !r.passthrough || (r.store !== false && r.compact !== false), {
+  path: ["passthrough"],
+  message: "store: false and compact: false apply to converted routes; a passthrough route's " +
+    "provider keeps its own Responses state",
 });
 
 const plainKeySchema = z.strictObject({ name: z.string().min(1), key: z.string().min(8) });
@@ -158,6 +169,8 @@ const keysSchema = z.array(keySchema).min(1).transform((entries, ctx) =>
 
 /** Where stored Responses (for `previous_response_id` and GET /v1/responses/{id}) are kept. */
 const responseStoreSchema = z.strictObject({
+  /** `false`: no response is kept on any converted route (zero retention). */
+  enabled: z.boolean().default(true),
   /** Memory bound of the embedded store, oldest evicted first (MiB of JSON text). */
   max_mb: z.number().positive().default(256),
   /** Seconds a stored response lives (default 30 days). */

@@ -111,7 +111,12 @@ export interface ModelListing {
   /** On a path several formats list at: whether the caller is this format's client. */
   claims?(req: Request): boolean;
   /** The list, paged as the format pages (query parameters in `url`). */
-  list(models: ListedModel[], url: URL): unknown;
+  list?(models: ListedModel[], url: URL): unknown;
+  /**
+   * Instead of `list`, where the interface has this format's clients list models: the list path
+   * refuses with a 404 that names it (one model at `${path}/{id}` is still answered).
+   */
+  listedAt?: string;
   one(model: ListedModel): unknown;
 }
 

@@ -1,8 +1,8 @@
 /**
  * Endpoints about the gateway itself: model lists and health. The router supplies the models
  * (concrete ids only, see Router.models, with what providers report); each format plugin its
- * list's shape. On a path
- * several formats list at, the caller's format is the one whose listing claims the request.
+ * list's shape. On a path several formats list at, the caller's format is the one whose listing
+ * claims the request.
  */
 import type { Handler, RequestContext } from "./context.ts";
 import { errorResponse, GatewayError } from "./errors.ts";
@@ -15,9 +15,20 @@ export type PickListing = (req: Request) => { listing: ModelListing; dialect: Di
 const listed = (ctx: RequestContext) =>
   ctx.gw.router.models((provider) => ctx.gw.providerModels.ids(provider));
 
-/** GET {path} */
-export const modelList = (pick: PickListing): Handler => (ctx) =>
-  Promise.resolve(Response.json(pick(ctx.req).listing.list(listed(ctx), ctx.url)));
+/** GET {path}; a format without a list here names the path that has one. */
+export const modelList = (pick: PickListing): Handler => (ctx) => {
+  const { listing, dialect } = pick(ctx.req);
+  if (listing.list) {
+    return Promise.resolve(Response.json(listing.list(listed(ctx), ctx.url)));
+  }
+  const err = new GatewayError(
+    404,
+    "not_found",
+    `GET ${listing.path} (listing models) is not supported; list models with ` +
+      `GET ${listing.listedAt}`,
+  );
+  return answerError(ctx, dialect, err);
+};
 
 /** GET {path}/{id}; an unknown id is a 404 in the caller's dialect, as the list is its shape. */
 export const modelById = (path: string, pick: PickListing): Handler => (ctx) => {
@@ -31,9 +42,14 @@ export const modelById = (path: string, pick: PickListing): Handler => (ctx) => 
     `model "${id}" is not listed by this gateway`,
     "model",
   );
+  return answerError(ctx, dialect, err);
+};
+
+/** In the caller's dialect, which on a shared path is not always the endpoint's. */
+function answerError(ctx: RequestContext, dialect: Dialect, err: GatewayError): Promise<Response> {
   ctx.trace.failed(err.kind, err.message);
   return Promise.resolve(errorResponse(dialect, err, ctx.requestId));
-};
+}
 
 /** What `GET /` (and `HEAD /`) says, with no key: the service's name and nothing else. */
 export const ROOT_TEXT = "LLM gateway\n";

@@ -1,7 +1,8 @@
 /**
- * Model lists in every dialect: GET /v1/models answers in the shape of the credential sent
- * (Bearer → OpenAI, x-api-key → Anthropic), GET /v1beta/models in Gemini's; one model by id in
- * each; only concrete ids (route names without `*` and the `catalog`), never a pattern.
+ * Model lists: GET /v1/models answers in the shape of the credential sent (Bearer → OpenAI,
+ * x-api-key → Anthropic); GET /v1beta/models is no list (the interface lists at /v1/models
+ * only) but GET /v1beta/models/{id} answers one model in Gemini's shape; only concrete ids
+ * (route names without `*` and the `catalog`), never a pattern.
  */
 import assert from "node:assert/strict";
 import { codexConfig } from "../plugins/responses/codex.ts";
@@ -82,27 +83,23 @@ Deno.test("models: each dialect's list and model, concrete ids only", async (t) 
         assert.equal(page.body.has_more, true);
       },
     );
-    await t.step("/v1beta/models → Gemini list", async () => {
-      const { status, body } = await getJson(h, "/v1beta/models", googleHeaders());
-      assert.equal(status, 200);
-      assert.deepEqual(
-        body.models.map((m: { name: string }) => m.name),
-        ids.map((i) => `models/${i}`),
-      );
-      const flash = body.models[2];
-      assert.equal(flash.inputTokenLimit, 1_048_576);
-      assert.equal(flash.outputTokenLimit, 65_536);
-      assert.ok(flash.supportedGenerationMethods.includes("generateContent"));
-      const paged = await getJson(h, "/v1beta/models?pageSize=2", googleHeaders());
-      assert.equal(paged.body.models.length, 2);
-      const rest = await getJson(
-        h,
-        `/v1beta/models?pageSize=2&pageToken=${paged.body.nextPageToken}`,
-        googleHeaders(),
-      );
-      assert.deepEqual(rest.body.models.map((m: { name: string }) => m.name), ["models/gem-flash"]);
-      assert.equal(rest.body.nextPageToken, undefined);
-    });
+    await t.step(
+      "GET /v1beta/models (a listing) → Google 404 pointing at GET /v1/models",
+      async () => {
+        for (const query of ["", "?pageSize=2"]) {
+          const { status, body } = await getJson(h, `/v1beta/models${query}`, googleHeaders());
+          assert.equal(status, 404);
+          assert.deepEqual(body, {
+            error: {
+              code: 404,
+              message: "GET /v1beta/models (listing models) is not supported; " +
+                "list models with GET /v1/models",
+              status: "NOT_FOUND",
+            },
+          });
+        }
+      },
+    );
     await t.step("one model by id; unknown → 404 in each dialect", async () => {
       assert.equal(
         (await getJson(h, "/v1/models/msg-sonnet", openaiHeaders())).body.object,

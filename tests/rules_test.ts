@@ -105,7 +105,14 @@ Deno.test("auth: each endpoint's key header, 401 in its own dialect", async (t) 
 });
 
 Deno.test("rules: fixed messages, verbatim", async (t) => {
-  const h = await startHarness();
+  const h = await startHarness({
+    extraRoutes: [{
+      models: ["nocompact-*"],
+      provider: "anthropic",
+      passthrough: false,
+      compact: false,
+    }],
+  });
   try {
     await t.step("background responses", async () => {
       const res = await post(`${h.url}/v1/responses`, openaiHeaders(), {
@@ -134,9 +141,9 @@ Deno.test("rules: fixed messages, verbatim", async (t) => {
         assert.match(await openaiError(res, 400), /previous_response_id/);
       }
     });
-    await t.step("compact off a passthrough route", async () => {
+    await t.step("compact on a converted route with compact: false", async () => {
       const res = await post(`${h.url}/v1/responses/compact`, openaiHeaders(), {
-        model: "msg-text",
+        model: "nocompact-text",
         input: [],
       });
       assert.equal(
@@ -200,6 +207,43 @@ Deno.test("rules: fixed messages, verbatim", async (t) => {
       assert.equal(vendor3.status, 200);
       await vendor3.body?.cancel();
     });
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("rules: count_tokens on a route of several targets skips those that cannot count", async () => {
+  const h = await startHarness({
+    extraRoutes: [
+      // A chat target first: the counting one is second.
+      {
+        models: ["mixed-*"],
+        targets: [{ provider: "oai-chat", weight: 1 }, { provider: "anthropic", weight: 1 }],
+        passthrough: false,
+      },
+      {
+        models: ["nocount-*"],
+        targets: [{ provider: "oai-chat", weight: 1 }, { provider: "gemini", weight: 1 }],
+        passthrough: false,
+      },
+    ],
+  });
+  try {
+    const count = (model: string) =>
+      post(`${h.url}/v1/messages/count_tokens`, anthropicHeaders(), {
+        model,
+        messages: [{ role: "user", content: "count me" }],
+      });
+    const res = await count("mixed-text");
+    const body = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(body));
+    assert.equal(typeof body.input_tokens, "number");
+    assert.deepEqual(h.upstream.requests.map((r) => r.path), ["/v1/messages/count_tokens"]);
+    assert.equal(
+      await anthropicError(await count("nocount-text"), 400),
+      "messages token counting requires a family3-compatible upstream",
+    );
+    assert.equal(h.upstream.requests.length, 1, "nothing sent for a route that cannot count");
   } finally {
     await h.close();
   }

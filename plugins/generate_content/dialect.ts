@@ -54,22 +54,11 @@ const geminiModel = (m: ListedModel) => ({
   supportedGenerationMethods: ["generateContent", "streamGenerateContent", "countTokens"],
 });
 
-/** `pageSize`, and `pageToken` = the last id of the previous page. */
+/** One model's metadata; the interface lists models at GET /v1/models only. */
 export const geminiModels: ModelListing = {
   path: "/v1beta/models",
   name: "gemini_models",
-  list(all, url) {
-    const q = url.searchParams;
-    const size = Math.min(Math.max(Number(q.get("pageSize") ?? 50) || 50, 1), 1000);
-    let list = all;
-    const token = q.get("pageToken");
-    if (token) list = list.slice(list.findIndex((m) => m.id === token) + 1);
-    const page = list.slice(0, size);
-    return {
-      models: page.map(geminiModel),
-      ...(list.length > size && { nextPageToken: page.at(-1)!.id }),
-    };
-  },
+  listedAt: "/v1/models",
   one: geminiModel,
 };
 
