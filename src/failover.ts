@@ -7,6 +7,7 @@ import { type CooldownConfig, DEFAULT_RETRY, type ProviderConfig } from "./confi
 import type { RequestContext } from "./context.ts";
 import { GatewayError, kindForStatus } from "./errors.ts";
 import type * as ir from "./ir.ts";
+import { logEvent } from "./log.ts";
 import { ClientGone } from "./relay.ts";
 import { type Resolved, retarget, type Target } from "./router.ts";
 
@@ -144,9 +145,12 @@ export const backoffMs = () => 100 + Math.random() * 100;
 /** What a failed attempt means for the request. */
 type Verdict = "retry" | "key" | "final";
 
+/** The provider refused the gateway's own credential (never the client's: it is not sent). */
+const refusedCredential = (e: GatewayError) => e.status === 401 || e.status === 403;
+
 function verdict(e: GatewayError, on: number[], transport: boolean): Verdict {
   if (transport) return "retry";
-  if (e.status === 401 || e.status === 403) return "key";
+  if (refusedCredential(e)) return "key";
   return on.includes(e.status) ? "retry" : "final";
 }
 
@@ -244,6 +248,7 @@ export async function failover<T>(
       const v = verdict(e, retry.on, !(e instanceof ProviderFailure));
       if (last instanceof ProviderFailure) await last.answer?.body?.cancel();
       last = e;
+      if (v === "key") keyRefused(ctx, t.provider.name, key, e.status);
       if (v === "final") break;
       const hint = retryAfterMs(e.headers);
       const wait = hint === undefined ? undefined : Math.min(hint, cooldown.max_seconds * 1000);
@@ -269,7 +274,10 @@ export async function failover<T>(
       }
     }
   }
-  const err = last ?? unexpressible!;
+  // A refused credential is the operator's to fix: the client must not hear "invalid API key".
+  const err = last instanceof ProviderFailure && refusedCredential(last)
+    ? await credentialRefused(last, trace.provider!)
+    : last ?? unexpressible!;
   // Said in the client's dialect when targets were left out, so the reason is not lost.
   if (last && skipped > 0) err.message += ` (${skipped} other target(s) skipped: ${attempt.bound})`;
   const relayed = err instanceof ProviderFailure && skipped === 0 ? err.answer : undefined;
@@ -278,6 +286,29 @@ export async function failover<T>(
   if (relayed) throw new ProviderFailure(err, relayed, headers);
   await (err as ProviderFailure).answer?.body?.cancel();
   throw new GatewayError(err.status, err.kind, err.message, err.param, headers, err.code);
+}
+
+/** Names the key the provider refused (by pool index, never its value) for the operator. */
+function keyRefused(
+  ctx: RequestContext,
+  provider: string,
+  key: PoolKey | undefined,
+  status: number,
+) {
+  logEvent({
+    msg: "provider_key_refused",
+    request_id: ctx.requestId,
+    provider,
+    provider_key: key?.name ?? null,
+    status,
+  }, ctx.gw.secrets);
+}
+
+/** The 502 a client gets when the provider refused every credential the gateway has. */
+async function credentialRefused(e: ProviderFailure, provider: string): Promise<GatewayError> {
+  await e.answer?.body?.cancel();
+  const message = `provider \`${provider}\` rejected the gateway's credential (HTTP ${e.status})`;
+  return new GatewayError(502, "upstream", message);
 }
 
 function gatewayHeaders(h: Headers, provider: string | undefined, attempts: number) {
