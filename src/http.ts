@@ -1,5 +1,6 @@
 /** HTTP helpers shared by the endpoints: body parsing and header allow-lists. */
 import { badRequest, GatewayError } from "./errors.ts";
+import { checkModelName } from "./model_name.ts";
 
 /** Matches Anthropic's documented request limit; Kong may enforce a smaller one. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -159,7 +160,7 @@ export function modelOf(json: Record<string, unknown>): string {
   if (typeof json.model !== "string" || json.model === "") {
     throw badRequest("model: required, expected a non-empty string", "model");
   }
-  return json.model;
+  return checkModelName(json.model);
 }
 
 /** A boolean flag that may be absent. */

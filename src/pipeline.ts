@@ -39,6 +39,8 @@ import {
   type PoolKey,
   ProviderFailure,
 } from "./failover.ts";
+import { checkModelName } from "./model_name.ts";
+import { checkNesting } from "./nesting.ts";
 import { formatSse, type SseEvent } from "./sse.ts";
 import { EventReader, relayStream, sseFraming, type UpstreamFraming } from "./stream_stage.ts";
 import { clientStream, type IrSource, localIr, upstreamIr } from "./client_stream.ts";
@@ -77,7 +79,7 @@ export interface Generation {
 }
 
 export function resolveRoute(ctx: RequestContext, model: string): Resolved {
-  const r = ctx.gw.router.resolve(model);
+  const r = ctx.gw.router.resolve(checkModelName(model));
   ctx.trace.target(model, r);
   return r;
 }
@@ -105,6 +107,7 @@ async function convertRoute(
   // The stream flag comes from the endpoint (Gemini carries it in the path, not the body).
   const large = isLarge(g.body.raw.length);
   if (large) await breather();
+  checkNesting(g.body.json);
   const req = { ...g.ingress.decodeRequest(g.body.json, g.model), stream: g.stream };
   ctx.trace.compaction = req.compaction === true;
   if (large) await breather();
@@ -237,7 +240,7 @@ async function relayAttempt(
   if (!up.res.ok) return await relayError(ctx, up, headersFrom(picked), idle_ms, spec);
   if (!g.stream) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
-    const { bytes, json } = await readUpstreamJson(up, idle_ms, ctx.gw.secrets);
+    const { bytes, json } = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
     ctx.trace.reportUsage(other ? other.usage(json) : usageOf(g.ingress, json));
     return respond(bytes, up.res.status, picked);
   }
@@ -378,7 +381,7 @@ async function convert(
   const up = await callConverted(ctx, r, key, req);
   const dctx = decodeContext(ctx, req);
   if (!g.stream) {
-    const { json } = await readUpstreamJson(up, r.provider.timeouts.idle_ms, ctx.gw.secrets);
+    const { json } = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
     return reportDropped(
       jsonToClient(ctx, g, client, up.target.decodeResponse(json, dctx)),
       up.dropped,

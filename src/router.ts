@@ -2,6 +2,7 @@
 import type { Config, ProviderConfig, RouteConfig } from "./config.ts";
 import type { DefaultVendor } from "./format.ts";
 import { GatewayError } from "./errors.ts";
+import { clip } from "./model_name.ts";
 import { Health } from "./failover.ts";
 
 /** One deployment of a route, as configured. */
@@ -100,7 +101,7 @@ export class Router {
     const enable = hints.length
       ? ` For the real providers set ${hints.join(" or ")} (built-in config) or add a route.`
       : "";
-    return `model "${model}" is not served by this gateway (no route matches it). ` +
+    return `model "${clip(model)}" is not served by this gateway (no route matches it). ` +
       `Served: ${served.join(", ")}.${enable}`;
   }
 

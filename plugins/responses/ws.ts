@@ -15,6 +15,7 @@ import { Deadline } from "../../src/deadline.ts";
 import { clientClosed, ClientGone, openUpstreamSocket } from "../../src/relay.ts";
 import { failureMessage, IrWatch, localIr } from "../../src/client_stream.ts";
 import { localEvents, resolveRoute, upstreamEvents } from "../../src/pipeline.ts";
+import { checkNesting } from "../../src/nesting.ts";
 import type { SseEvent } from "../../src/sse.ts";
 import { type Resolved, retarget } from "../../src/router.ts";
 import { failover } from "../../src/failover.ts";
@@ -311,6 +312,7 @@ class ResponsesSocket {
     const store = json.store !== false;
     const keep = keeper(ctx, input, store);
     const { previous_response_id: _, ...rest } = json;
+    checkNesting(rest);
     const req = responsesCodec.decodeRequest({ ...rest, input, stream: true }, ctx.trace.model!);
     ctx.trace.compaction = req.compaction === true;
     if (json.generate === false) ctx.trace.routed("local");
