@@ -224,3 +224,128 @@ Deno.test("a deep input over a converted Responses WebSocket is an error frame n
     assert.match(JSON.stringify(error), /nested more than 128 levels deep/);
   });
 });
+
+/**
+ * A WebSocket client over a raw TCP connection, so that it can stop reading (a `WebSocket`
+ * always reads): the handshake, then masked text frames (a zero mask leaves the text as is).
+ */
+async function rawSocket(url: string, path = "/v1/responses") {
+  const { hostname, port } = new URL(url);
+  const conn = await Deno.connect({ hostname, port: Number(port) });
+  const head = `GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\nUpgrade: websocket\r\n` +
+    "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" +
+    `Sec-WebSocket-Version: 13\r\nAuthorization: Bearer ${KEY}\r\n\r\n`;
+  await conn.write(new TextEncoder().encode(head));
+  // The 101 response only (the gateway sends nothing else before a frame).
+  const buf = new Uint8Array(4096);
+  const n = await conn.read(buf);
+  assert.match(new TextDecoder().decode(buf.subarray(0, n!)), /^HTTP\/1.1 101/);
+  return {
+    async send(text: string) {
+      const payload = new TextEncoder().encode(text);
+      const len = payload.length;
+      const header = len < 126
+        ? [0x81, 0x80 | len]
+        : len < 65536
+        ? [0x81, 0x80 | 126, len >> 8, len & 255]
+        : [
+          0x81,
+          0x80 | 127,
+          0,
+          0,
+          0,
+          0,
+          (len >>> 24) & 255,
+          (len >> 16) & 255,
+          (len >> 8) & 255,
+          len & 255,
+        ];
+      const frame = new Uint8Array(header.length + 4 + len);
+      frame.set(header);
+      frame.set(payload, header.length + 4);
+      for (let at = 0; at < frame.length;) at += await conn.write(frame.subarray(at));
+    },
+    /** Reads everything the gateway sent until it closed: bytes in all, and its close frame. */
+    async drain(): Promise<{ bytes: number; close?: { code: number; reason: string } }> {
+      let all = new Uint8Array(0);
+      const chunk = new Uint8Array(1024 * 1024);
+      for (;;) {
+        const n = await conn.read(chunk);
+        if (n === null) break;
+        const next = new Uint8Array(all.length + n);
+        next.set(all);
+        next.set(chunk.subarray(0, n), all.length);
+        all = next;
+        const close = closeFrame(all);
+        if (close) {
+          conn.close();
+          return { bytes: all.length, close };
+        }
+      }
+      conn.close();
+      return { bytes: all.length };
+    },
+    close: () => conn.close(),
+  };
+}
+
+/** The close frame at the end of a server's frames, if they end with one. */
+function closeFrame(bytes: Uint8Array): { code: number; reason: string } | undefined {
+  let at = 0;
+  while (at + 2 <= bytes.length) {
+    const op = bytes[at] & 15;
+    let len = bytes[at + 1] & 127;
+    let start = at + 2;
+    if (len === 126) {
+      len = (bytes[at + 2] << 8) | bytes[at + 3];
+      start = at + 4;
+    } else if (len === 127) {
+      len = Number(new DataView(bytes.buffer, at + 2, 8).getBigUint64(0));
+      start = at + 10;
+    }
+    if (start + len > bytes.length) return undefined;
+    if (op === 8) {
+      const payload = bytes.subarray(start, start + len);
+      return {
+        code: (payload[0] << 8) | payload[1],
+        reason: new TextDecoder().decode(payload.subarray(2)),
+      };
+    }
+    at = start + len;
+  }
+}
+
+const create = (model: string, input: string) =>
+  JSON.stringify({ type: "response.create", model, input });
+
+Deno.test("a Responses WebSocket that floods frames is closed with 1008 past the bounds", async () => {
+  await withHarness(async (h) => {
+    // The first response stalls (the mock goes quiet after its first events): the rest wait.
+    // Past 8 frames waiting (the running one included), or past 32 MiB of them, the socket
+    // closes; exactly that many are sent, so the close frame is read before anything else.
+    for (const [count, size] of [[9, 1024], [4, 12 * 1024 * 1024]]) {
+      const ws = await rawSocket(h.url);
+      await ws.send(create("chat-stall", "hi"));
+      const filler = "x".repeat(size);
+      for (let i = 1; i < count; i++) await ws.send(create("chat-text", filler));
+      const { close } = await ws.drain();
+      assert.equal(close?.code, 1008, `${count} × ${size}`);
+      assert.equal(close?.reason, "too many messages waiting");
+    }
+  });
+});
+
+Deno.test("a passthrough WebSocket whose client does not read is closed once 16 MiB wait", async () => {
+  await withHarness(async (h) => {
+    const ws = await rawSocket(h.url);
+    // Each `huge` response is over 2 MiB of frames from the provider's socket.
+    for (let i = 0; i < 7; i++) await ws.send(create("pt-huge", "hi"));
+    // Let the provider answer them all while the client reads nothing.
+    await new Promise((r) => setTimeout(r, 2000));
+    const { bytes, close } = await ws.drain();
+    assert.equal(close?.code, 1008);
+    assert.match(close!.reason, /^the client is not reading: over \d+ bytes unsent$/);
+    // Bounded: what reached the client is the backlog bound plus at most a frame or two.
+    assert.ok(bytes < 16 * 1024 * 1024 + 4 * 1024 * 1024, `${bytes} bytes`);
+  });
+});
