@@ -349,3 +349,87 @@ Deno.test("a passthrough WebSocket whose client does not read is closed once 16 
     assert.ok(bytes < 16 * 1024 * 1024 + 4 * 1024 * 1024, `${bytes} bytes`);
   });
 });
+
+/**
+ * A chat-completions provider whose stream never ends: it makes each event when the gateway
+ * pulls one, and counts the bytes each stream was pulled.
+ */
+function endlessProvider() {
+  const pulled: number[] = [];
+  const chunk = (delta: Record<string, unknown>) =>
+    new TextEncoder().encode(`data: ${
+      JSON.stringify({
+        id: "c",
+        object: "chat.completion.chunk",
+        created: 1,
+        model: "m",
+        choices: [{ index: 0, delta, finish_reason: null }],
+      })
+    }\n\n`);
+  const opening = chunk({ role: "assistant", content: "" });
+  const text = chunk({ content: "x".repeat(16 * 1024) });
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    await req.text();
+    const i = pulled.push(0) - 1;
+    let next = opening;
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        pulled[i] += next.length;
+        c.enqueue(next);
+        next = text;
+      },
+    }, { highWaterMark: 0 });
+    return new Response(body, { headers: { "content-type": "text/event-stream" } });
+  });
+  return { url: `http://127.0.0.1:${server.addr.port}`, pulled, close: () => server.shutdown() };
+}
+
+Deno.test("streams stop pulling from the provider while their client does not read", async () => {
+  const provider = endlessProvider();
+  const streams = 4;
+  await withHarness(async (h) => {
+    const { hostname, port } = new URL(h.url);
+    const conns: Deno.Conn[] = [];
+    const requests = [
+      ["/v1/chat/completions", `authorization: Bearer ${KEY}`, bodies.chat("endless-x", true)],
+      ["/v1/messages", `x-api-key: ${KEY}\r\nanthropic-version: 2023-06-01`, bodies.messages("endless-x", true)],
+      ["/v1/responses", `authorization: Bearer ${KEY}`, bodies.responses("endless-x", true)],
+    ] as const;
+    // Relayed (chat), and converted to Anthropic and Responses: each client sends its request
+    // and never reads a byte.
+    for (const [path, auth, body] of requests) {
+      for (let i = 0; i < streams; i++) {
+        const text = JSON.stringify(body);
+        const conn = await Deno.connect({ hostname, port: Number(port) });
+        await conn.write(new TextEncoder().encode(
+          `POST ${path} HTTP/1.1\r\nhost: x\r\n${auth}\r\ncontent-type: application/json\r\n` +
+            `content-length: ${text.length}\r\n\r\n${text}`,
+        ));
+        conns.push(conn);
+      }
+    }
+    const settled = async () => {
+      let last = -1;
+      for (;;) {
+        await new Promise((r) => setTimeout(r, 500));
+        const now = provider.pulled.reduce((a, b) => a + b, 0);
+        for (const bytes of provider.pulled) assert.ok(bytes < 32 * 1024 * 1024, `${bytes} pulled`);
+        if (now === last) return [...provider.pulled];
+        last = now;
+      }
+    };
+    // Each stream stops once the socket buffers between provider and client are full: what was
+    // pulled then stays put (an unbounded buffer anywhere would keep pulling the endless stream).
+    const pulled = await settled();
+    assert.equal(pulled.length, requests.length * streams);
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.deepEqual(provider.pulled, pulled, "pulled more while nobody read");
+    for (const conn of conns) conn.close();
+  }, {
+    tweak: (c) => {
+      c.providers.push({ ...c.providers[1], name: "endless", base_url: `${provider.url}/v1` });
+      c.routes.unshift({ ...c.routes[2], models: ["endless-*"], provider: undefined, targets: [{ provider: "endless", weight: 1 }] });
+    },
+  });
+  await provider.close();
+});
