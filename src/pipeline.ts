@@ -330,6 +330,8 @@ async function callConverted(
   r: Resolved,
   key: PoolKey | undefined,
   req: ir.Request,
+  /** A large request: other requests run between encoding it and serializing it. */
+  large = false,
 ): Promise<UpstreamResponse & { dropped: string[]; target: Codec; framing: UpstreamFraming }> {
   const target = ctx.gw.formats.codec(r.provider.api);
   const spec = ctx.gw.formats.upstream(r.provider.api)!;
@@ -342,6 +344,9 @@ async function callConverted(
     hostedTools: r.route.hosted_tools,
   });
   if (dropped.length) ctx.trace.dropped = [...new Set(dropped)];
+  if (large) await breather();
+  const text = JSON.stringify(body);
+  if (large) await breather();
   ctx.trace.routed("convert");
   ctx.trace.attempt();
   const up = await callUpstream({
@@ -349,7 +354,7 @@ async function callConverted(
     spec,
     key: key?.value,
     path: target.path(r.upstreamModel, req.stream),
-    body: JSON.stringify(body),
+    body: text,
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,
   });
@@ -378,7 +383,7 @@ async function convert(
   last: boolean,
   req: ir.Request,
 ): Promise<Response> {
-  const up = await callConverted(ctx, r, key, req);
+  const up = await callConverted(ctx, r, key, req, isLarge(g.body.raw.length));
   const dctx = decodeContext(ctx, req);
   if (!g.stream) {
     const { json } = await readUpstreamJson(up, r.provider, ctx.gw.secrets);

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { MAX_MODEL_CHARS } from "../src/model_name.ts";
 import { MAX_NESTING } from "../src/nesting.ts";
+import { breather } from "../src/http.ts";
 import { Metrics } from "../src/metrics.ts";
 import {
   anthropicHeaders,
@@ -392,7 +393,11 @@ Deno.test("streams stop pulling from the provider while their client does not re
     const conns: Deno.Conn[] = [];
     const requests = [
       ["/v1/chat/completions", `authorization: Bearer ${KEY}`, bodies.chat("endless-x", true)],
-      ["/v1/messages", `x-api-key: ${KEY}\r\nanthropic-version: 2023-06-01`, bodies.messages("endless-x", true)],
+      [
+        "/v1/messages",
+        `x-api-key: ${KEY}\r\nanthropic-version: 2023-06-01`,
+        bodies.messages("endless-x", true),
+      ],
       ["/v1/responses", `authorization: Bearer ${KEY}`, bodies.responses("endless-x", true)],
     ] as const;
     // Relayed (chat), and converted to Anthropic and Responses: each client sends its request
@@ -428,8 +433,38 @@ Deno.test("streams stop pulling from the provider while their client does not re
   }, {
     tweak: (c) => {
       c.providers.push({ ...c.providers[1], name: "endless", base_url: `${provider.url}/v1` });
-      c.routes.unshift({ ...c.routes[2], models: ["endless-*"], provider: undefined, targets: [{ provider: "endless", weight: 1 }] });
+      c.routes.unshift({
+        ...c.routes[2],
+        models: ["endless-*"],
+        provider: undefined,
+        targets: [{ provider: "endless", weight: 1 }],
+      });
     },
   });
   await provider.close();
+});
+
+Deno.test("concurrent large bodies take turns: other work runs between any two of their steps", async () => {
+  const log: string[] = [];
+  const busy = (ms: number) => {
+    const end = performance.now() + ms;
+    while (performance.now() < end) { /* a synchronous step, as a large parse or conversion */ }
+  };
+  const ticker = setInterval(() => log.push("tick"), 1);
+  // Three large requests, each three synchronous steps with a breather before each.
+  await Promise.all(["a", "b", "c"].map(async (name) => {
+    for (let i = 0; i < 3; i++) {
+      await breather();
+      log.push(name);
+      busy(5);
+    }
+  }));
+  clearInterval(ticker);
+  const steps = log.filter((e) => e !== "tick");
+  assert.equal(steps.length, 9);
+  // No two steps back to back: the event loop (here a timer) got a turn between them.
+  const backToBack = log.findIndex((e, i) =>
+    e !== "tick" && log[i + 1] !== undefined && log[i + 1] !== "tick"
+  );
+  assert.equal(backToBack, -1, log.join(" "));
 });
