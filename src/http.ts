@@ -1,6 +1,6 @@
 /** HTTP helpers shared by the endpoints: body parsing and header allow-lists. */
 import { badRequest, GatewayError } from "./errors.ts";
-import { checkModelName } from "./model_name.ts";
+import { MAX_MODEL_CHARS } from "./model_name.ts";
 
 /** Matches Anthropic's documented request limit; Kong may enforce a smaller one. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -187,6 +187,17 @@ export function modelOf(json: Record<string, unknown>): string {
     throw badRequest("model: required, expected a non-empty string", "model");
   }
   return checkModelName(json.model);
+}
+
+/** `model`, or a 400 naming it when it is over the bound (see model_name.ts). */
+export function checkModelName(model: string): string {
+  if (model.length > MAX_MODEL_CHARS) {
+    throw badRequest(
+      `model: ${model.length} characters is longer than the limit of ${MAX_MODEL_CHARS}`,
+      "model",
+    );
+  }
+  return model;
 }
 
 /** A boolean flag that may be absent. */

@@ -8,6 +8,7 @@ import type { RequestContext } from "./context.ts";
 import { demoResponse, demoStream } from "./demo.ts";
 import {
   breather,
+  checkModelName,
   headersFrom,
   isLarge,
   type JsonBody,
@@ -39,7 +40,6 @@ import {
   type PoolKey,
   ProviderFailure,
 } from "./failover.ts";
-import { checkModelName } from "./model_name.ts";
 import { checkNesting } from "./nesting.ts";
 import { formatSse, type SseEvent } from "./sse.ts";
 import { EventReader, relayStream, sseFraming, type UpstreamFraming } from "./stream_stage.ts";

@@ -1,8 +1,7 @@
 /** POST /v1beta/models/{model}:generateContent | :streamGenerateContent */
 import type { Handler } from "../../src/context.ts";
 import { badRequest } from "../../src/errors.ts";
-import { readJsonBody } from "../../src/http.ts";
-import { checkModelName } from "../../src/model_name.ts";
+import { checkModelName, readJsonBody } from "../../src/http.ts";
 import { generate } from "../../src/pipeline.ts";
 import { JSON_ARRAY } from "./framing.ts";
 import { geminiCodec } from "./codec.ts";
