@@ -22,6 +22,9 @@ export const NOT_READING = "the client is not reading";
 export class SendBacklog {
   private timer?: ReturnType<typeof setTimeout>;
   private given = false;
+  private stopped = false;
+  /** Ends a waiting response's current poll at once. */
+  private wake?: () => void;
 
   constructor(
     private readonly socket: WebSocket,
@@ -49,19 +52,29 @@ export class SendBacklog {
   async drained(): Promise<boolean> {
     const since = Date.now();
     while (this.socket.bufferedAmount > BACKLOG_BYTES) {
-      if (this.socket.readyState !== WebSocket.OPEN) return false;
+      if (this.stopped || this.socket.readyState !== WebSocket.OPEN) return false;
       if (Date.now() - since > this.graceMs) {
         this.stuck();
         return false;
       }
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      await new Promise<void>((resolve) => {
+        const poll = setTimeout(resolve, POLL_MS);
+        this.wake = () => {
+          clearTimeout(poll);
+          resolve();
+        };
+      });
+      this.wake = undefined;
     }
-    return this.socket.readyState === WebSocket.OPEN;
+    return !this.stopped && this.socket.readyState === WebSocket.OPEN;
   }
 
+  /** The socket closed (or was given up): timers end, and a waiting response stops waiting. */
   stop(): void {
+    this.stopped = true;
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.wake?.();
   }
 
   private stuck() {

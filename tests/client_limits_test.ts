@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { MAX_MODEL_CHARS } from "../src/model_name.ts";
 import { MAX_NESTING } from "../src/nesting.ts";
 import { breather } from "../src/http.ts";
+import type { Config } from "../src/config.ts";
 import { Metrics } from "../src/metrics.ts";
 import {
   anthropicHeaders,
@@ -286,6 +287,16 @@ async function rawSocket(url: string, path = "/v1/responses") {
       conn.close();
       return { bytes: all.length };
     },
+    /** Reads at least `bytes` bytes of what the gateway sent. */
+    async read(bytes: number): Promise<Uint8Array> {
+      const out = new Uint8Array(bytes);
+      for (let at = 0; at < bytes;) {
+        const n = await conn.read(out.subarray(at));
+        if (n === null) return out.subarray(0, at);
+        at += n;
+      }
+      return out;
+    },
     close: () => conn.close(),
   };
 }
@@ -357,6 +368,7 @@ Deno.test("a passthrough WebSocket whose client does not read is closed once 16 
  */
 function endlessProvider() {
   const pulled: number[] = [];
+  let cancelled = 0;
   const chunk = (delta: Record<string, unknown>) =>
     new TextEncoder().encode(`data: ${
       JSON.stringify({
@@ -379,10 +391,39 @@ function endlessProvider() {
         c.enqueue(next);
         next = text;
       },
+      cancel: () => void cancelled++,
     }, { highWaterMark: 0 });
     return new Response(body, { headers: { "content-type": "text/event-stream" } });
   });
-  return { url: `http://127.0.0.1:${server.addr.port}`, pulled, close: () => server.shutdown() };
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    pulled,
+    cancelled: () => cancelled,
+    close: () => server.shutdown(),
+  };
+}
+
+/** Routes `endless-*` to the endless provider (a chat provider, like the mock's `oai-chat`). */
+const endlessRoute = (url: string) => (c: Config) => {
+  c.providers.push({ ...c.providers[1], name: "endless", base_url: `${url}/v1` });
+  c.routes.unshift({
+    ...c.routes[2],
+    models: ["endless-*"],
+    provider: undefined,
+    targets: [{ provider: "endless", weight: 1 }],
+  });
+};
+
+/** What each stream was pulled once no more is pulled (checked every 500 ms, each < 32 MiB). */
+async function settled(pulled: number[]): Promise<number[]> {
+  let last = -1;
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 500));
+    for (const bytes of pulled) assert.ok(bytes < 32 * 1024 * 1024, `${bytes} pulled`);
+    const now = pulled.reduce((a, b) => a + b, 0);
+    if (now === last) return [...pulled];
+    last = now;
+  }
 }
 
 Deno.test("streams stop pulling from the provider while their client does not read", async () => {
@@ -413,34 +454,12 @@ Deno.test("streams stop pulling from the provider while their client does not re
         conns.push(conn);
       }
     }
-    const settled = async () => {
-      let last = -1;
-      for (;;) {
-        await new Promise((r) => setTimeout(r, 500));
-        const now = provider.pulled.reduce((a, b) => a + b, 0);
-        for (const bytes of provider.pulled) assert.ok(bytes < 32 * 1024 * 1024, `${bytes} pulled`);
-        if (now === last) return [...provider.pulled];
-        last = now;
-      }
-    };
-    // Each stream stops once the socket buffers between provider and client are full: what was
-    // pulled then stays put (an unbounded buffer anywhere would keep pulling the endless stream).
-    const pulled = await settled();
+    const pulled = await settled(provider.pulled);
     assert.equal(pulled.length, requests.length * streams);
     await new Promise((r) => setTimeout(r, 1000));
     assert.deepEqual(provider.pulled, pulled, "pulled more while nobody read");
     for (const conn of conns) conn.close();
-  }, {
-    tweak: (c) => {
-      c.providers.push({ ...c.providers[1], name: "endless", base_url: `${provider.url}/v1` });
-      c.routes.unshift({
-        ...c.routes[2],
-        models: ["endless-*"],
-        provider: undefined,
-        targets: [{ provider: "endless", weight: 1 }],
-      });
-    },
-  });
+  }, { tweak: endlessRoute(provider.url) });
   await provider.close();
 });
 
@@ -467,4 +486,27 @@ Deno.test("concurrent large bodies take turns: other work runs between any two o
     e !== "tick" && log[i + 1] !== undefined && log[i + 1] !== "tick"
   );
   assert.equal(backToBack, -1, log.join(" "));
+});
+
+Deno.test("a converted WebSocket response stops pulling its provider while the client does not read", async () => {
+  const provider = endlessProvider();
+  await withHarness(async (h) => {
+    const ws = await rawSocket(h.url);
+    await ws.send(create("endless-x", "hi"));
+    const [pulled] = await settled(provider.pulled);
+    // Paused under the backlog bound (1 MiB unsent, plus the sockets' buffers), not closed at
+    // the 16 MiB one: reading resumes the response.
+    assert.ok(pulled < 16 * 1024 * 1024, `${pulled} bytes pulled`);
+    const more = await ws.read(4 * 1024 * 1024);
+    assert.equal(closeFrame(more), undefined);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(provider.pulled[0] > pulled, "reading did not resume the response");
+    ws.close();
+    // The client left: the provider's stream is cancelled (and the socket's timers end).
+    for (let i = 0; i < 100 && provider.cancelled() === 0; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(provider.cancelled(), 1);
+  }, { tweak: endlessRoute(provider.url) });
+  await provider.close();
 });
