@@ -383,7 +383,11 @@ class ResponsesSocket {
           await encoder.transform(e, frames);
         }
         // The provider's stream is not read while the client leaves frames unread.
-        if (!await this.backlog.drained()) throw new ClientGone(NOT_READING);
+        if (!await this.backlog.drained()) {
+          const gone = new ClientGone(NOT_READING);
+          await events.cancel(gone); // its deadline and connection go with it
+          throw gone;
+        }
       }
     } catch (e) {
       if (this.closed.signal.aborted) return;
