@@ -47,6 +47,8 @@ export interface EndpointSpec {
   upgrade?: boolean;
   /** Infrastructure (health): not routed through Kong, needs no key. */
   internal?: boolean;
+  /** Routed through Kong but answered without a key (`GET /`, which reveals nothing). */
+  keyless?: boolean;
   /** `gen_ai.operation.name` of a generation endpoint (`chat`); absent: not a GenAI call. */
   operation?: string;
   /** Its tokens are not billed (compaction, token counting). */
@@ -85,6 +87,16 @@ export interface UpstreamSpec {
   responseHeaders?: readonly string[];
   /** Why a model name cannot be sent to this format's providers (e.g. it goes in a URL). */
   unsafeModel?(model: string): string | undefined;
+  /** The providers' own model list, read for the gateway's lists (src/provider_models.ts). */
+  models?: ProviderModelList;
+}
+
+/** A provider's model list endpoint (`GET /v1/models`), read page by page. */
+export interface ProviderModelList {
+  /** Appended to the provider's `base_url`: the first page, its query included. */
+  path: string;
+  /** A page's model ids, and the query parameters of the next page when there is one. */
+  page(body: Record<string, unknown>): { ids: string[]; next?: Record<string, string> };
 }
 
 /** The model list in this format's shape. The core supplies the models; the plugin the shape. */

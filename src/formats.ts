@@ -13,7 +13,7 @@ import type {
   ModelListing,
   UpstreamSpec,
 } from "./format.ts";
-import { healthz, modelById, modelList, readyz } from "./ops.ts";
+import { healthz, modelById, modelList, readyz, root } from "./ops.ts";
 
 /** The core's own provider api: answers locally, no upstream (src/demo.ts). */
 export const DEMO_API = "demo";
@@ -63,6 +63,16 @@ export class Formats {
         p.endpoints.map((e) => ({ ...e, dialect: p.dialect, keyDialects: [p.dialect] }))
       ),
       ...this.modelListEndpoints(),
+      {
+        name: "root",
+        method: "GET",
+        pattern: /^\/$/,
+        example: "/",
+        handler: root,
+        keyless: true,
+        dialect: this.defaultDialect,
+        keyDialects: [],
+      },
       ...[["healthz", healthz], ["readyz", readyz]].map(([name, handler]) => ({
         name: name as string,
         method: "GET" as const,

@@ -1,5 +1,14 @@
 /** HTTP helpers shared by the endpoints: body parsing and header allow-lists. */
+import {
+  codingsOf,
+  concat,
+  decode,
+  DecodedTooLarge,
+  isSupported,
+  SUPPORTED_CODINGS,
+} from "./content_encoding.ts";
 import { badRequest, GatewayError } from "./errors.ts";
+import { MAX_MODEL_CHARS } from "./model_name.ts";
 
 /** Matches Anthropic's documented request limit; Kong may enforce a smaller one. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -13,13 +22,36 @@ export interface JsonBody {
 const tooLarge = () =>
   new GatewayError(413, "request_too_large", `request body exceeds ${MAX_BODY_BYTES} bytes`);
 
-/** The body as text, refusing (without buffering further) once it passes the limit. */
+/**
+ * The body as text, refusing (without buffering further) once it passes the limit. A compressed
+ * body is decoded first, and the limit applies to what it decodes to.
+ */
 function readLimited(req: Request): Promise<string> {
   const length = req.headers.get("content-length");
   if (Number(length ?? 0) > MAX_BODY_BYTES) throw tooLarge();
+  const encoding = req.headers.get("content-encoding");
+  if (encoding !== null) return readEncoded(req.body, codingsOf(encoding));
   // A declared length is enforced by Deno: the whole-body read is its fast native path (and
   // `req.body` is not touched: that would make it a JS stream, read chunk by chunk).
   return length !== null ? req.text() : readChunked(req);
+}
+
+/** A compressed body, decoded; the limit counts the decoded bytes. */
+async function readEncoded(body: ReadableStream<Uint8Array> | null, codings: string[]) {
+  const unknown = codings.find((c) => !isSupported(c));
+  if (unknown !== undefined) {
+    throw new GatewayError(
+      415,
+      "invalid_request",
+      `Content-Encoding "${unknown}" is not supported (send ${SUPPORTED_CODINGS} or none)`,
+    );
+  }
+  try {
+    return new TextDecoder().decode(await decode(body, codings, MAX_BODY_BYTES));
+  } catch (e) {
+    if (e instanceof DecodedTooLarge) throw tooLarge();
+    throw badRequest(`request body is not valid ${codings.join(", ")}: ${(e as Error).message}`);
+  }
 }
 
 /** A body of undeclared length (chunked), counted as it arrives. */
@@ -32,13 +64,7 @@ async function readChunked(req: Request): Promise<string> {
     if (size > MAX_BODY_BYTES) throw tooLarge();
     chunks.push(chunk);
   }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    bytes.set(c, at);
-    at += c.byteLength;
-  }
-  return new TextDecoder().decode(bytes);
+  return new TextDecoder().decode(concat(chunks, size));
 }
 
 /** Where a JSON.parse error is, never its message: that quotes the text (it may hold a prompt). */
@@ -57,8 +83,34 @@ const LARGE_BODY_CHARS = 1024 * 1024;
  */
 export const isLarge = (chars: number) => chars > LARGE_BODY_CHARS;
 
-/** Lets the event loop serve others before a large body's next synchronous step. */
-export const breather = () => new Promise((resolve) => setTimeout(resolve, 0));
+/** Large bodies waiting for their next synchronous step, in the order they asked. */
+const breathing: (() => void)[] = [];
+/** A step is running (until its first await), or the timer of the next one is set. */
+let busy = false;
+
+/**
+ * Lets the event loop serve others before a large body's next synchronous step. Concurrent
+ * large bodies take turns, one step per timer turn, and the next turn is set only once a step
+ * has run: with a timer each, their timers fell due together and their steps ran back to back,
+ * one stall as long as all of them.
+ */
+export function breather(): Promise<void> {
+  const { promise, resolve } = Promise.withResolvers<void>();
+  breathing.push(resolve);
+  if (!busy) nextTurn();
+  return promise;
+}
+
+function nextTurn() {
+  busy = breathing.length > 0;
+  if (busy) setTimeout(step, 0);
+}
+
+function step() {
+  breathing.shift()!();
+  // Queued after the step's own continuation: runs once the step reached its next await.
+  queueMicrotask(nextTurn);
+}
 
 export async function readJsonBody(req: Request): Promise<JsonBody> {
   const raw = await readLimited(req);
@@ -154,12 +206,35 @@ export const STREAM_HEADERS = {
   "x-accel-buffering": "no",
 } as const;
 
+/**
+ * A path segment, percent-decoded; a malformed escape (`%ZZ`, a lone `%E2`) is the client's 400
+ * naming `field`, not an internal error. The segment is not quoted: it may be any length.
+ */
+export function decodePathSegment(segment: string, field: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw badRequest(`${field}: malformed percent-encoding in the request path`, field);
+  }
+}
+
 /** The `model` field every generation body must carry. */
 export function modelOf(json: Record<string, unknown>): string {
   if (typeof json.model !== "string" || json.model === "") {
     throw badRequest("model: required, expected a non-empty string", "model");
   }
-  return json.model;
+  return checkModelName(json.model);
+}
+
+/** `model`, or a 400 naming it when it is over the bound (see model_name.ts). */
+export function checkModelName(model: string): string {
+  if (model.length > MAX_MODEL_CHARS) {
+    throw badRequest(
+      `model: ${model.length} characters is longer than the limit of ${MAX_MODEL_CHARS}`,
+      "model",
+    );
+  }
+  return model;
 }
 
 /** A boolean flag that may be absent. */

@@ -1,4 +1,5 @@
 /** Structured logs: one JSON line per request or reload on stdout. Never a key or a prompt. */
+import { clip } from "./model_name.ts";
 import type { Secrets } from "./secrets.ts";
 import type { Observer, Trace } from "./trace.ts";
 
@@ -32,6 +33,9 @@ function tokens(t: Trace) {
   };
 }
 
+/** The longest path an access line quotes. */
+const MAX_PATH_CHARS = 1024;
+
 /** The access-log line of a finished request. */
 function line(t: Trace) {
   return {
@@ -42,7 +46,8 @@ function line(t: Trace) {
     key: t.key,
     method: t.method,
     endpoint: t.endpoint,
-    path: t.path,
+    // A path may carry a model name (Gemini's) the route lookup never bounded.
+    path: clip(t.path, MAX_PATH_CHARS),
     model: t.model,
     route: t.route,
     provider: t.provider,
@@ -62,16 +67,29 @@ function line(t: Trace) {
   };
 }
 
+/**
+ * Line and paragraph separators and bidirectional controls: JSON leaves them raw, but a log
+ * viewer may break a line at them or show its text reordered, as a raw CR or LF would.
+ */
+const DECEPTIVE = /[\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16)}`;
+
+/** One JSON log line: scrubbed of provider keys, with nothing that could fake a line break. */
+function logLine(record: Record<string, unknown>, secrets: Secrets): string {
+  return secrets.scrub(JSON.stringify(record)).replace(DECEPTIVE, escaped);
+}
+
 /** The access log as an observer: one line when a request ends, scrubbed of provider keys. */
 export function accessLog(secrets: Secrets): Observer {
   return {
     ended(t) {
-      if (sink !== NO_LOG) sink(secrets.scrub(JSON.stringify(line(t))));
+      if (sink !== NO_LOG) sink(logLine(line(t), secrets));
     },
   };
 }
 
 /** Writes one line about the gateway itself (a reload) among the access lines, scrubbed. */
 export function logEvent(event: Record<string, unknown>, secrets: Secrets): void {
-  sink(secrets.scrub(JSON.stringify({ time: new Date().toISOString(), ...event })));
+  sink(logLine({ time: new Date().toISOString(), ...event }, secrets));
 }

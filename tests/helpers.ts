@@ -77,6 +77,8 @@ export interface HarnessOptions {
   extraRoutes?: Config["routes"];
   /** Changes the config before the gateway starts (response store, catalog). */
   tweak?: (config: Config) => void;
+  /** Treat the config as the built-in default (its 404 hints name the vendor keys). */
+  builtInConfig?: boolean;
 }
 
 /** The formats the gateway serves (main.ts hands the same plugins over). */
@@ -90,7 +92,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   // Metrics on, as with the built-in config (no listener here: tests read `gw.metrics`).
   config.metrics = { hostname: "127.0.0.1", port: 0, max_label_values: 1000 };
   opts.tweak?.(config);
-  const gw = await createGateway(config, FORMATS);
+  const gw = await createGateway(config, FORMATS, { builtInConfig: opts.builtInConfig });
   const logs: Record<string, unknown>[] = [];
   const previous = setAccessLogSink((line) => logs.push(JSON.parse(line)));
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, createHandler(gw));
@@ -101,6 +103,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     logs,
     async close() {
       await server.shutdown();
+      await gw.providerModels.stop();
       await gw.store.close();
       await upstream.close();
       setAccessLogSink(previous);

@@ -21,6 +21,8 @@ const withCatalog = () =>
   startHarness({
     extraRoutes: [{ models: ["claude-fixed"], provider: "anthropic", passthrough: false }],
     tweak: (c) => {
+      // The demo provider lists its own models (tests/model_lists_test.ts): not these lists'.
+      c.routes = c.routes.filter((r) => r.provider !== "demo");
       c.catalog = [
         {
           id: "msg-sonnet",
@@ -151,8 +153,19 @@ Deno.test("models: Codex settings for a route carry the catalog's window", async
   assert.match(toml, /^openai_base_url = "https:\/\/llm.example.com\/v1"$/m);
   assert.match(toml, /^model_context_window = 200000$/m);
   assert.match(toml, /^model_auto_compact_token_limit = 180000$/m);
-  assert.match(toml, /^web_search = "disabled"/m);
+  // Hosted web search is mapped on converted routes: Codex keeps it.
+  assert.doesNotMatch(toml, /web_search/);
   const passthrough = codexConfig(withCatalog, "pt-x", "http://gw");
   assert.doesNotMatch(passthrough, /web_search|model_context_window =/);
+  // Where it cannot run, Codex is told to leave it off, and why.
+  assert.match(codexConfig(withCatalog, "chat-x", "http://gw"), /^web_search = "disabled" # chat/m);
+  const rejecting = validateConfig({
+    ...config,
+    routes: [{ models: ["msg-*"], provider: "anthropic", hosted_tools: "reject" }],
+  });
+  assert.match(
+    codexConfig(rejecting, "msg-x", "http://gw"),
+    /^web_search = "disabled" # the route rejects hosted tools/m,
+  );
   assert.throws(() => codexConfig(withCatalog, "nope", "http://gw"), /no route matches/);
 });

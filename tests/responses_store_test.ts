@@ -203,7 +203,7 @@ Deno.test("store: a response over max_item_mb is answered, not kept, and logged 
 Deno.test("store: the embedded store evicts the oldest by size, and expires by age", () => {
   let now = 0;
   const store = new MemoryStore(
-    { max_mb: 3000 / 1024 / 1024, max_item_mb: 1, ttl_s: 10 },
+    { max_mb: 3000 / 1024 / 1024, max_mb_per_key: 3000 / 1024 / 1024, max_item_mb: 1, ttl_s: 10 },
     () => now,
   );
   const rec = (id: string, owner = "a"): StoredResponse => ({
@@ -299,7 +299,13 @@ Deno.test("store: a Responses provider without passthrough relays what it need n
 
 Deno.test("store: small limits over HTTP: the oldest goes first, and responses expire", async () => {
   const h = await startHarness({
-    tweak: (c) => Object.assign(c.response_store, { max_mb: 5_000 / 1024 / 1024, ttl_s: 1 }),
+    // One key may fill the whole store here: the share per key is tests/identity_test.ts's.
+    tweak: (c) =>
+      Object.assign(c.response_store, {
+        max_mb: 5_000 / 1024 / 1024,
+        max_mb_per_key: 5_000 / 1024 / 1024,
+        ttl_s: 1,
+      }),
   });
   try {
     const ids: string[] = [];

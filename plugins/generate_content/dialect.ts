@@ -61,3 +61,19 @@ export const geminiModels: ModelListing = {
   listedAt: "/v1/models",
   one: geminiModel,
 };
+
+/**
+ * A page of a Gemini provider's model list: the models that generate content (embedding models
+ * are listed too), by id without `models/`; the next page by `nextPageToken`.
+ */
+export function geminiModelPage(body: Record<string, unknown>) {
+  const models = Array.isArray(body.models) ? body.models : [];
+  const ids = models.flatMap((m) =>
+    typeof m?.name === "string" && Array.isArray(m.supportedGenerationMethods) &&
+      m.supportedGenerationMethods.includes("generateContent")
+      ? [m.name.replace(/^models\//, "")]
+      : []
+  );
+  const token = body.nextPageToken;
+  return { ids, next: typeof token === "string" && token ? { pageToken: token } : undefined };
+}

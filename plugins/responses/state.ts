@@ -8,6 +8,7 @@
 import type { ClientContext } from "../../src/codec.ts";
 import type { Handler, RequestContext } from "../../src/context.ts";
 import { badRequest, GatewayError } from "../../src/errors.ts";
+import { decodePathSegment } from "../../src/http.ts";
 import type { Resolved } from "../../src/router.ts";
 import type { StoredResponse } from "../../src/store.ts";
 import { itemId } from "./output.ts";
@@ -114,7 +115,7 @@ export function keeper(
 }
 
 function idFromPath(ctx: RequestContext): string {
-  const id = decodeURIComponent(ctx.url.pathname.split("/")[3] ?? "");
+  const id = decodePathSegment(ctx.url.pathname.split("/")[3] ?? "", "response_id");
   if (!ID.test(id)) {
     throw badRequest(
       `response_id: expected a response id ("resp_…"), got "${id.slice(0, 64)}"`,
