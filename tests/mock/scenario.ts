@@ -3,7 +3,7 @@
  * reply (reasoning, text or tool call, usage) that each vendor module renders in its format.
  */
 
-export type VendorName = "chat" | "responses" | "messages" | "gemini";
+export type VendorName = "chat" | "responses" | "messages" | "gemini" | "interactions";
 
 /** Milliseconds a `stall` stream goes quiet after its first event(s). */
 export const STALL_MS = 60_000;

@@ -13,9 +13,12 @@
  * - POST /v1/responses/compact | /input_tokens
  * - POST /v1/messages | /v1/messages/count_tokens     Anthropic (JSON or `event:` SSE)
  * - POST /v1beta/models/{model}:generateContent | :streamGenerateContent[?alt=sse] | :countTokens
+ * - POST /v1beta/interactions                         Gemini Interactions (JSON or `event:` SSE)
+ * - GET|DELETE /v1beta/interactions/{id}              an interaction the mock answered
  */
 import { chat } from "./chat.ts";
 import { gemini } from "./gemini.ts";
+import { interactionResource, interactions } from "./interactions.ts";
 import { messages } from "./messages.ts";
 import { compactJson, responses } from "./responses.ts";
 import { parseScenario, type Scenario, STALL_MS } from "./scenario.ts";
@@ -139,6 +142,7 @@ const ENDPOINTS: Endpoint[] = [
     model: geminiModel,
     framing: (c) => c.url.searchParams.get("alt") === "sse" ? GEMINI_SSE : GEMINI_ARRAY,
   },
+  { path: /^\/v1beta\/interactions$/, vendor: interactions, framing: bodyStream(TYPED_SSE) },
   {
     path: /^\/v1beta\/models\/([^/:]+):countTokens$/,
     vendor: gemini,
@@ -247,6 +251,8 @@ class Upstream implements MockUpstream {
       });
     }
     if (isResponsesUpgrade(req, url)) return this.#upgrade(req);
+    const stored = interactionResource(req.method, url.pathname);
+    if (stored) return stored;
     for (const endpoint of ENDPOINTS) {
       const match = req.method === "POST" ? url.pathname.match(endpoint.path) : null;
       if (!match) continue;
