@@ -12,6 +12,7 @@ import { validateRequest } from "../plugins/interactions/schema.ts";
 import { interactionsDialect } from "../plugins/interactions/dialect.ts";
 import { GoogleGenAI } from "./sdk/deps.ts";
 import { startMockUpstream, TOKENS } from "./mock/upstream.ts";
+import { SEARCH_CITED, SEARCH_RESULTS } from "./mock/scenario.ts";
 import { pipe, rejects } from "./codec_helpers.ts";
 
 const ENCODE = {
@@ -466,6 +467,49 @@ Deno.test("interactions: @google/genai create, stream, get and delete against th
       type: "finish",
       reason: "tool_calls",
       usage: { inputTokens: 11, cacheReadTokens: 3, outputTokens: 12, reasoningTokens: 5 },
+    });
+
+    // A hosted search: one IR part for the call and its result, and the answer's citation.
+    const searched = await client.interactions.create({
+      model: "gem-text",
+      input: "Déjà vu: deno 3?",
+      tools: [{ type: "google_search" }],
+    });
+    const found = codec.decodeResponse(searched as unknown as Record<string, unknown>, DECODE);
+    const text = `Results for "Déjà vu: deno 3?": ${SEARCH_CITED}.`;
+    const start = text.indexOf(SEARCH_CITED);
+    const [run] = found.parts as ir.HostedCallPart[];
+    assert.match(run.id, /^fc_/);
+    assert.deepEqual(found.parts, [
+      { type: "hosted_call", id: run.id, kind: "web_search", queries: ["Déjà vu: deno 3?"] },
+      {
+        type: "text",
+        text,
+        citations: [{
+          url: SEARCH_RESULTS[0].url,
+          title: SEARCH_RESULTS[0].title,
+          start,
+          end: start + SEARCH_CITED.length,
+        }],
+      },
+    ]);
+
+    // The vendor's in-stream error ends the stream; the codec reads it as an upstream error.
+    const failing = await Array.fromAsync(
+      await client.interactions.create({ model: "gem-errevent", input: "hi", stream: true }),
+    );
+    const last = failing.at(-1)!;
+    assert.equal(last.event_type, "error");
+    const [failed] = await pipe(
+      [{ event: "error", data: JSON.stringify(last) }],
+      codec.decodeStream(DECODE),
+    );
+    assert.deepEqual(failed, {
+      type: "error",
+      status: 500,
+      kind: "upstream",
+      message:
+        "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting",
     });
 
     await client.interactions.delete(created.id);

@@ -141,6 +141,15 @@ const CUSTOM_TOOL_SCHEMA = {
   required: [CUSTOM_INPUT_KEY],
 };
 
+/** Each hosted kind's built-in tool, and the options it has no field for (reported dropped). */
+const BUILT_IN: Record<ir.HostedKind, { type: string; unsupported: (keyof ir.HostedTool)[] }> = {
+  web_search: {
+    type: "google_search",
+    unsupported: ["maxUses", "allowedDomains", "blockedDomains", "userLocation", "contextSize"],
+  },
+  web_fetch: { type: "url_context", unsupported: ["maxUses", "allowedDomains", "blockedDomains"] },
+};
+
 function tools(req: ir.Request, ctx: EncodeContext): Obj {
   // Interactions takes built-in tools beside function declarations.
   const hosted = planHosted(req, ctx, () => true);
@@ -151,19 +160,9 @@ function tools(req: ir.Request, ctx: EncodeContext): Obj {
     parameters: t.kind === "custom" ? CUSTOM_TOOL_SCHEMA : t.parameters ?? { type: "object" },
   }));
   for (const t of hosted.tools) {
-    if (t.kind === "web_fetch") {
-      dropOptions(t, ctx, ["maxUses", "allowedDomains", "blockedDomains"]);
-      list.push({ type: "url_context" });
-    } else {
-      dropOptions(t, ctx, [
-        "maxUses",
-        "allowedDomains",
-        "blockedDomains",
-        "userLocation",
-        "contextSize",
-      ]);
-      list.push({ type: "google_search" });
-    }
+    const { type, unsupported } = BUILT_IN[t.kind!];
+    dropOptions(t, ctx, unsupported);
+    list.push({ type });
   }
   return list.length ? { tools: list } : {};
 }
