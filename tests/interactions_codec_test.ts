@@ -319,6 +319,45 @@ Deno.test("interactions: the stream's events, and the codec's decoder reads them
   assert.ok(codec.watch().inspect(sse.at(-1)!), "interaction.completed ends a relayed stream");
 });
 
+Deno.test("interactions: a signature that reaches a started step follows it as a thought step", async () => {
+  const sse = await pipe([
+    { type: "start", id: "r", model: "m", created: 0 },
+    { type: "part_start", index: 0, part: { type: "tool_call", id: "c1", name: "f" } },
+    { type: "signature", index: 0, signature: sig("gemini", "LATE") },
+    { type: "part_stop", index: 0 },
+    { type: "finish", reason: "tool_calls" },
+  ], codec.encodeStream(CLIENT));
+  const steps = sse.map((e) => JSON.parse(e.data)).filter((d) => d.event_type.startsWith("step."));
+  assert.deepEqual(steps.map((d) => [d.event_type, d.index, d.step?.type ?? d.delta?.type]), [
+    ["step.start", 0, "function_call"],
+    ["step.stop", 0, undefined],
+    ["step.start", 1, "thought"],
+    ["step.stop", 1, undefined],
+  ]);
+  assert.equal(steps[2].step.signature, "LATE");
+});
+
+Deno.test("interactions upstream: an answer's input steps and non-text outputs are skipped", () => {
+  const res = codec.decodeResponse({
+    id: "v1_a",
+    status: "completed",
+    steps: [
+      { type: "user_input", content: [{ type: "text", text: "draw" }] },
+      {
+        type: "model_output",
+        content: [{ type: "image", data: "AAAA", mime_type: "image/png" }, {
+          type: "text",
+          text: "Here.",
+        }],
+      },
+      { type: "code_execution_call", id: "x", arguments: {} },
+    ],
+  }, DECODE);
+  assert.deepEqual(res.parts, [{ type: "text", text: "Here." }]);
+  assert.equal(res.finish, "stop");
+  assert.equal(res.created, DECODE.now);
+});
+
 Deno.test("interactions: errors are error events; a cut stream ends with upstream_interrupted", async () => {
   const [event] = await pipe(
     [{ type: "error", status: 429, kind: "rate_limit", message: "slow down" }],

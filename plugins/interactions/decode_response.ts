@@ -18,13 +18,18 @@ const ANSWER_STEPS = new Set([
   "url_context_result",
 ]);
 
-/** The steps after the last input step: a resource may repeat its input before its answer. */
+/**
+ * The steps after the last input step (a resource may repeat its input before its answer), and
+ * of the model's outputs their text: the gateway asks for no other modality.
+ */
 function answerSteps(steps: unknown): Obj[] {
   const all = (Array.isArray(steps) ? steps : []) as Obj[];
-  const lastInput = all.findLastIndex((s) =>
-    s.type === "user_input" || s.type === "function_result"
-  );
-  return all.slice(lastInput + 1).filter((s) => ANSWER_STEPS.has(String(s.type)));
+  const isInput = (s: Obj) => s.type === "user_input" || s.type === "function_result";
+  return all.slice(all.findLastIndex(isInput) + 1).flatMap((s) => {
+    if (!ANSWER_STEPS.has(String(s.type))) return [];
+    if (s.type !== "model_output" || !Array.isArray(s.content)) return [s];
+    return [{ ...s, content: (s.content as Obj[]).filter((c) => c.type === "text") }];
+  });
 }
 
 export function decodeResponse(body: Obj, ctx: DecodeContext): ir.Response {

@@ -33,9 +33,14 @@ export function errorEvent(e: Extract<ir.StreamEvent, { type: "error" }>): SseEv
 
 interface OpenStep {
   step: number;
-  /** Text so far (citations are placed by UTF-8 offsets into it). */
+  /** Only a `thought` step holds a signature of its own. */
+  thought: boolean;
+  /** A text step's text so far (citations are placed by UTF-8 offsets into it). */
   text?: string;
-  /** A text part's signature, sent as a thought step once the text step stops. */
+  /**
+   * The signature of a text part, or of a tool call that got it late (after its step began):
+   * sent as a thought step once the step stops.
+   */
   signature?: string;
 }
 
@@ -56,7 +61,11 @@ export function encodeStream(ctx: ClientContext): StreamStep<ir.StreamEvent, Sse
   };
   const start = (irIndex: number, step: Obj, text?: string): SseEvent => {
     const index = steps++;
-    open.set(irIndex, { step: index, ...(text !== undefined && { text }) });
+    open.set(irIndex, {
+      step: index,
+      thought: step.type === "thought",
+      ...(text !== undefined && { text }),
+    });
     return interactionEvent("step.start", { index, step });
   };
   const delta = (irIndex: number, delta: Obj): SseEvent[] => {
@@ -100,11 +109,9 @@ export function encodeStream(ctx: ClientContext): StreamStep<ir.StreamEvent, Sse
       case "signature": {
         const o = open.get(e.index);
         const signature = carried(e.signature)!;
-        if (o?.text !== undefined) {
-          o.signature = signature;
-          return [];
-        }
-        return delta(e.index, { type: "thought_signature", signature });
+        if (o?.thought) return delta(e.index, { type: "thought_signature", signature });
+        if (o) o.signature = signature;
+        return [];
       }
       case "arguments_delta":
         return delta(e.index, { type: "arguments_delta", arguments: e.json });
