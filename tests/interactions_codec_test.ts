@@ -316,7 +316,9 @@ Deno.test("interactions: the stream's events, and the codec's decoder reads them
   }
   assert.deepEqual(parts, answer.parts);
   assert.deepEqual(events.at(-1), { type: "finish", reason: "tool_calls", usage: answer.usage });
-  assert.ok(codec.watch().inspect(sse.at(-1)!), "interaction.completed ends a relayed stream");
+  const watch = codec.watch();
+  assert.deepEqual(sse.map((e) => watch.inspect(e)), sse.map((_, i) => i === sse.length - 1));
+  assert.deepEqual(watch.usage(), answer.usage);
 });
 
 Deno.test("interactions: a signature that reaches a started step follows it as a thought step", async () => {
