@@ -431,7 +431,6 @@ Deno.test("interactions upstream: history as steps, only Gemini's signatures, st
     model: "gemini-x",
     input: [
       { type: "user_input", content: [{ type: "text", text: "go" }] },
-      { type: "thought", summary: [{ type: "text", text: "t" }] },
       { type: "thought", signature: "G" },
       { type: "function_call", id: "toolu_1", name: "f", arguments: { a: 1 } },
       { type: "function_result", call_id: "toolu_1", result: "42" },

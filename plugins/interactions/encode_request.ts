@@ -65,7 +65,10 @@ const SYSTEM_NOTE = "Note from the operator, not the user: a system instruction 
 function messageSteps(msg: ir.Message, ctx: EncodeContext): Obj[] {
   switch (msg.role) {
     case "assistant":
-      return msg.parts.flatMap((p) => modelSteps(p, own));
+      // Thought text goes back only with Gemini's signature: another family's is not Gemini's.
+      return msg.parts.flatMap((p) =>
+        p.type === "thinking" && own(p.signature) === undefined ? [] : modelSteps(p, own)
+      );
     case "system": {
       const text = msg.parts.flatMap((p) => (p.type === "text" && p.text ? [p.text] : []));
       return text.length ? [userInput([SYSTEM_NOTE, ...text].map(textBlock))] : [];
