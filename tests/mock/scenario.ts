@@ -3,7 +3,7 @@
  * reply (reasoning, text or tool call, usage) that each vendor module renders in its format.
  */
 
-export type VendorName = "chat" | "responses" | "messages" | "gemini" | "converse";
+export type VendorName = "chat" | "responses" | "messages" | "gemini" | "converse" | "interactions";
 
 /** Milliseconds a `stall` stream goes quiet after its first event(s). */
 export const STALL_MS = 60_000;

@@ -14,9 +14,12 @@
  * - POST /v1/messages | /v1/messages/count_tokens     Anthropic (JSON or `event:` SSE)
  * - POST /v1beta/models/{model}:generateContent | :streamGenerateContent[?alt=sse] | :countTokens
  * - GET  /v1/models (OpenAI's, or Anthropic's with x-api-key), GET /v1beta/models: model_lists.ts
+ * - POST /v1beta/interactions                         Gemini Interactions (JSON or `event:` SSE)
+ * - GET|DELETE /v1beta/interactions/{id}              an interaction the mock answered
  */
 import { chat } from "./chat.ts";
 import { gemini } from "./gemini.ts";
+import { interactionResource, interactions } from "./interactions.ts";
 import { messages } from "./messages.ts";
 import { type ListedModels, listedModels, modelList } from "./model_lists.ts";
 import { compactJson, responses } from "./responses.ts";
@@ -162,6 +165,7 @@ const ENDPOINTS: Endpoint[] = [
     model: geminiModel,
     framing: (c) => c.url.searchParams.get("alt") === "sse" ? GEMINI_SSE : GEMINI_ARRAY,
   },
+  { path: /^\/v1beta\/interactions$/, vendor: interactions, framing: bodyStream(TYPED_SSE) },
   {
     path: /^\/v1beta\/models\/([^/:]+):countTokens$/,
     vendor: gemini,
@@ -281,6 +285,8 @@ class Upstream implements MockUpstream {
         ? jsonResponse(list.vendor, list.body)
         : errorResponse(list.vendor, list.error, list.detail);
     }
+    const stored = this.platform ? undefined : interactionResource(req.method, url.pathname);
+    if (stored) return stored;
     for (const endpoint of this.platform?.endpoints ?? ENDPOINTS) {
       const match = req.method === "POST" ? url.pathname.match(endpoint.path) : null;
       if (!match) continue;

@@ -1,0 +1,26 @@
+/**
+ * The Gemini Interactions format (`POST /v1beta/interactions`): @google/genai's
+ * `client.interactions` as a client, Gemini's Interactions endpoint as an upstream.
+ */
+import type { Codec } from "../../src/codec.ts";
+import { decodeRequest } from "./decode_request.ts";
+import { encodeResponse } from "./encode_response.ts";
+import { encodeStream } from "./encode_stream.ts";
+import { encodeRequest, path } from "./encode_request.ts";
+import { decodeResponse } from "./decode_response.ts";
+import { decodeStream } from "./decode_stream.ts";
+import { decodeUsage } from "./steps.ts";
+import { watch } from "./watch.ts";
+
+export const interactionsCodec: Codec = {
+  api: "interactions",
+  decodeRequest,
+  encodeResponse,
+  encodeStream,
+  path,
+  encodeRequest,
+  decodeResponse,
+  usage: (body) => decodeUsage(body.usage),
+  decodeStream,
+  watch,
+};
