@@ -3,7 +3,8 @@
  * dialect and key, and how their providers are credentialed. Not a plugin of its own.
  */
 import type { ErrorKind, GatewayError } from "../src/errors.ts";
-import type { Dialect, UpstreamSpec } from "../src/format.ts";
+import type { Dialect, RateLimitState, UpstreamSpec } from "../src/format.ts";
+import { goDuration } from "../src/limits/windows.ts";
 import type { ListedModel } from "../src/router.ts";
 import { bearer, overloadedError } from "./shared.ts";
 
@@ -31,6 +32,19 @@ const CODE: Partial<Record<ErrorKind, string>> = {
 /** An OpenAI error `code` for a kind (its type where OpenAI has no code): stream error events. */
 export const openAiErrorCode = (kind: ErrorKind): string => CODE[kind] ?? TYPE[kind];
 
+/** OpenAI's `x-ratelimit-*` headers: limit, remaining, and the reset as a duration (`6m0s`). */
+function openAiRateLimitHeaders(state: RateLimitState, now: number): [string, string][] {
+  return Object.entries(state).flatMap(([kind, w]) =>
+    w
+      ? [
+        [`x-ratelimit-limit-${kind}`, String(w.limit)],
+        [`x-ratelimit-remaining-${kind}`, String(w.remaining)],
+        [`x-ratelimit-reset-${kind}`, goDuration(w.reset - now)],
+      ] as [string, string][]
+      : []
+  );
+}
+
 export const openAiDialect: Dialect = {
   id: "openai",
   presentedKey: (req) => bearer(req.headers),
@@ -45,6 +59,7 @@ export const openAiDialect: Dialect = {
   }),
   // Anthropic's 529 is unknown to OpenAI SDKs; 503 is what they retry.
   status: (status) => (status === 529 ? 503 : status),
+  rateLimitHeaders: openAiRateLimitHeaders,
   interruption: (message) => {
     const error = { type: "upstream_interrupted", message };
     return `data: ${JSON.stringify({ type: "upstream_interrupted", error })}\n\n`;

@@ -299,6 +299,21 @@ export class Metrics implements Observer {
     "Streamed answers (HTTP and WebSocket responses) sending now.",
   );
   readonly activeWebSockets = new Gauge("gateway_active_websockets", "Client WebSockets open now.");
+  readonly limitRejections = new Counter(
+    "gateway_limit_rejections_total",
+    "Requests refused by an identity's limit (key: the identity's name), by limit name.",
+    ["key", "limit"],
+  );
+  readonly spend = new Counter(
+    "gateway_spend_usd_total",
+    "USD spent by identity, provider and upstream model, from the configured prices.",
+    ["key", "provider", "model"],
+  );
+  readonly limitsStoreErrors = new Counter(
+    "gateway_limits_store_errors_total",
+    "Calls to the limits store that failed (the store unreachable or too slow).",
+    ["store"],
+  );
   private readonly models: BoundedValues;
   /** Traces counted in a gauge, so `ended` takes back exactly what `firstByte` added. */
   private readonly active = new WeakMap<Trace, Gauge>();
@@ -308,6 +323,11 @@ export class Metrics implements Observer {
   constructor(opts: { maxLabelValues?: number; systems?: GenAiSystems } = {}) {
     this.systems = opts.systems ?? {};
     this.models = new BoundedValues(opts.maxLabelValues ?? 1000);
+  }
+
+  /** A model label value, bounded like every model label (past the bound: `other`). */
+  modelLabel(model: string): string {
+    return this.models.value(model);
   }
 
   firstByte(t: Trace): void {
@@ -371,6 +391,9 @@ export class Metrics implements Observer {
       this.interruptions,
       this.activeStreams,
       this.activeWebSockets,
+      this.limitRejections,
+      this.spend,
+      this.limitsStoreErrors,
     ].map((f) => f.expose()).join("");
   }
 }

@@ -1,6 +1,6 @@
 /** Anthropic's error envelope, where its clients put their key, and its model list. */
 import type { ErrorKind, GatewayError } from "../../src/errors.ts";
-import type { Dialect, ModelListing } from "../../src/format.ts";
+import type { Dialect, ModelListing, RateLimitState } from "../../src/format.ts";
 import type { ListedModel } from "../../src/router.ts";
 import { bearer } from "../shared.ts";
 
@@ -18,11 +18,28 @@ const TYPE: Record<ErrorKind, string> = {
   upstream_interrupted: "upstream_interrupted",
 };
 
+/** Anthropic's `anthropic-ratelimit-*` headers: limit, remaining, and the reset (RFC 3339). */
+function anthropicRateLimitHeaders(state: RateLimitState): [string, string][] {
+  return Object.entries(state).flatMap(([kind, w]) =>
+    w
+      ? [
+        [`anthropic-ratelimit-${kind}-limit`, String(w.limit)],
+        [`anthropic-ratelimit-${kind}-remaining`, String(w.remaining)],
+        [
+          `anthropic-ratelimit-${kind}-reset`,
+          new Date(w.reset).toISOString().replace(/\.\d+Z$/, "Z"),
+        ],
+      ] as [string, string][]
+      : []
+  );
+}
+
 export const anthropicDialect: Dialect = {
   id: "anthropic",
   // The Anthropic SDK 1.x authenticates with a Bearer token; older ones and curl x-api-key.
   presentedKey: (req) => req.headers.get("x-api-key") ?? bearer(req.headers),
   keyLocations: ["x-api-key: <key>", "Authorization: Bearer <key>"],
+  rateLimitHeaders: anthropicRateLimitHeaders,
   errorBody: (err: GatewayError, requestId?: string) => ({
     type: "error",
     error: { type: TYPE[err.kind], message: err.message },
