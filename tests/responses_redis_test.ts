@@ -8,57 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { type Harness, HASHED_KEY, openaiHeaders, post, startHarness } from "./helpers.ts";
-
-const REDIS = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].find((p) => {
-  try {
-    return Deno.statSync(p).isFile;
-  } catch {
-    return false;
-  }
-});
-const MISSING = "redis-server not installed: run .ci/install-redis.sh";
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
-
-interface RedisServer {
-  port: number;
-  stop(): Promise<void>;
-}
-
-async function startRedis(port: number): Promise<RedisServer> {
-  const child = new Deno.Command(REDIS!, {
-    args: ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  for (let i = 0; i < 100; i++) {
-    try {
-      const c = await Deno.connect({ hostname: "127.0.0.1", port });
-      c.close();
-      break;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  return {
-    port,
-    async stop() {
-      child.kill("SIGTERM");
-      await child.status;
-    },
-  };
-}
-
-async function redisCli(port: number, ...args: string[]): Promise<string> {
-  const out = await new Deno.Command("redis-cli", { args: ["-p", String(port), ...args] })
-    .output();
-  return new TextDecoder().decode(out.stdout).trim();
-}
+import { freePort, MISSING, REDIS, redisCli, startRedis } from "./redis_server.ts";
 
 const gatewayOn = (port: number) =>
   startHarness({
