@@ -299,6 +299,11 @@ export class Metrics implements Observer {
     "Streamed answers (HTTP and WebSocket responses) sending now.",
   );
   readonly activeWebSockets = new Gauge("gateway_active_websockets", "Client WebSockets open now.");
+  readonly identityRequests = new Counter(
+    "gateway_identity_requests_total",
+    "Requests answered, by identity (key: a client key's name or a Kong consumer).",
+    ["key"],
+  );
   readonly limitRejections = new Counter(
     "gateway_limit_rejections_total",
     "Requests refused by an identity's limit (key: the identity's name), by limit name.",
@@ -349,6 +354,7 @@ export class Metrics implements Observer {
     // Only names a provider accepted become series; made-up ones that fail upstream do not.
     const model = status >= 200 && status < 300 && t.model ? this.models.value(t.model) : "";
     this.requests.add([t.endpoint, t.routeName ?? "", provider, String(status), t.mode ?? ""]);
+    if (t.key) this.identityRequests.add([t.key]);
     if (t.attempts > 0) this.attempts.add([provider, attemptOutcome(t)]);
     if (t.interrupted) this.interruptions.add([provider, t.dialect]);
     const operation = t.operation;
@@ -391,6 +397,7 @@ export class Metrics implements Observer {
       this.interruptions,
       this.activeStreams,
       this.activeWebSockets,
+      this.identityRequests,
       this.limitRejections,
       this.spend,
       this.limitsStoreErrors,
