@@ -1,14 +1,8 @@
 /** A real Prometheus (Debian's) scraping a gateway's metrics listener every second. */
 import assert from "node:assert/strict";
-import { type Child, freePort, spawn } from "./process.ts";
+import { type Child, freePort, installed, spawn } from "./process.ts";
 
-export const PROMETHEUS = ["/usr/bin/prometheus", "/usr/local/bin/prometheus"].find((p) => {
-  try {
-    return Deno.statSync(p).isFile;
-  } catch {
-    return false;
-  }
-});
+export const PROMETHEUS = installed(["/usr/bin/prometheus", "/usr/local/bin/prometheus"]);
 export const MISSING = "prometheus not installed: run .ci/install-prometheus.sh";
 
 /** One instant query against Prometheus's HTTP API: each series' labels and value. */
