@@ -10,6 +10,9 @@ import { type Harness, KEY, mockConfig, openaiHeaders, post, startHarness } from
 import { startMockUpstream } from "./mock/upstream.ts";
 import { startGateway } from "./process.ts";
 import { freePort, MISSING, REDIS, startRedis } from "./redis_server.ts";
+import { RedisLimitStore } from "../src/limits/redis.ts";
+import { type LimitStore, MemoryLimitStore } from "../src/limits/store.ts";
+import { limitsStoreSchema } from "../src/limits/schema.ts";
 
 const CHAT = { model: "chat-text", messages: [{ role: "user", content: "hi" }] };
 
@@ -118,6 +121,46 @@ Deno.test({
       await allow.close();
       await deny.close();
       if (!stopped) await redis.stop();
+    }
+  },
+});
+
+/** One history of checks and counts at given times; every answer, in order. */
+async function history(store: LimitStore) {
+  const limits = { requests_per_minute: 3, tokens_per_minute: 100, tokens_per_day: 150 };
+  const t0 = Date.parse("2026-11-26T23:59:00Z");
+  const out: unknown[] = [];
+  for (const [dt, tokens] of [[0, 60], [10_000, 30], [20_000, 30], [30_000, 0], [60_000, 10]]) {
+    out.push(await store.admit("team-a", limits, t0 + dt));
+    if (tokens) out.push(await store.record("team-a", limits, tokens, 0.25, t0 + dt + 1));
+  }
+  out.push(await store.read("team-a", limits, t0 + 61_000));
+  return out;
+}
+
+Deno.test({
+  name: "limits in redis: the Lua script answers exactly as the in-memory store",
+  ignore: REDIS === undefined,
+  async fn() {
+    const redis = await startRedis(freePort());
+    const cfg = limitsStoreSchema.parse({ redis_url: `redis://127.0.0.1:${redis.port}` });
+    const store = RedisLimitStore.connect(cfg, () => {});
+    try {
+      for (let i = 0; i < 100; i++) {
+        try {
+          await store.read("probe", {}, Date.now());
+          break;
+        } catch {
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+      const expected = await history(new MemoryLimitStore());
+      assert.deepEqual(await history(store), expected);
+      // The history crosses midnight UTC and refuses on the way.
+      assert.ok(expected.some((a) => (a as { refused?: string }).refused === "tokens_per_minute"));
+    } finally {
+      await store.close();
+      await redis.stop();
     }
   },
 });

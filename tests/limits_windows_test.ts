@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { MemoryLimitStore } from "../src/limits/store.ts";
-import { day, goDuration, month, sliding } from "../src/limits/windows.ts";
+import { day, goDuration, month, SlidingWindow } from "../src/limits/windows.ts";
 
 const at = (iso: string) => Date.parse(iso);
 
@@ -52,11 +52,14 @@ Deno.test("windows: a sliding tokens window frees when enough of the oldest leav
   assert.equal((await store.admit("b", limits, t0 + 30_000)).refused, undefined);
 });
 
-Deno.test("windows: sliding state and durations", () => {
-  const entries = [{ at: 0, n: 5 }, { at: 10, n: 5 }, { at: 20, n: 5 }];
-  assert.deepEqual(sliding(entries, 10, 30, 100), { used: 15, reset: 110 });
-  assert.deepEqual(sliding(entries, 20, 30, 100), { used: 15, reset: 100 });
-  assert.deepEqual(sliding([], 20, 30, 100), { used: 0, reset: 30 });
+Deno.test("windows: a sliding window's state, pruning, and durations", () => {
+  const w = new SlidingWindow(100);
+  assert.deepEqual(w.state(20, 30), { used: 0, reset: 30 });
+  for (const at of [0, 10, 20]) w.add(at, 5);
+  assert.deepEqual(w.state(10, 30), { used: 15, reset: 110 });
+  assert.deepEqual(w.state(20, 30), { used: 15, reset: 100 });
+  w.prune(105);
+  assert.deepEqual(w.state(undefined, 105), { used: 10, reset: 110 });
   assert.deepEqual(
     [0, 1, 999, 1000, 59_001, 60_000, 360_000, 3_723_000].map(goDuration),
     ["0s", "1s", "1s", "1s", "1m0s", "1m0s", "6m0s", "1h2m3s"],

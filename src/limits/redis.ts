@@ -1,81 +1,83 @@
 /**
  * Limit windows in Redis (`limits_store.redis_url`), shared by every instance behind one Kong
  * upstream. Each call is one Lua script, so a check and its count are atomic across instances.
- * Sliding windows are sorted sets (score: time; member: amount and a unique suffix); calendar
- * windows are counters under the day's or month's key, expiring after it ends.
+ * Sliding windows are sorted sets (score: time; member: amount and a unique suffix) with a
+ * running sum beside each, so a check reads no more than the oldest entry unless the limit is
+ * reached; calendar windows are counters under the day's or month's key, expiring after it ends.
  */
 import { createClient } from "redis";
 import { type Admitted, limitsStoreUnavailable, type LimitStore } from "./store.ts";
 import type { Limits, LimitsStoreConfig } from "./schema.ts";
-import {
-  day,
-  type Entry,
-  LIMIT_NAMES,
-  MINUTE_MS,
-  month,
-  sliding,
-  type Windows,
-} from "./windows.ts";
+import { day, LIMIT_NAMES, MINUTE_MS, month, type Windows } from "./windows.ts";
 
 /** Longest wait between reconnect attempts while Redis is down. */
 const RETRY_MAX_MS = 1000;
 
 /**
- * KEYS: requests zset, tokens zset, day counter, month counter.
+ * KEYS: requests zset, tokens zset, their running sums, day counter, month counter.
  * ARGV: now, window ms, mode (admit | record | read), limits (4, 0 = none), tokens, spend,
  * unique member suffix, day ttl s, month ttl s.
- * Returns: refused limit index (0 = none), requests entries, tokens entries, day, month.
+ * Returns: refused limit index (0 = none), then used and reset of the requests and the tokens
+ * window, the day's tokens, the month's spend (text: Lua would truncate it to an integer).
  */
 const SCRIPT = `
 local now, win, mode = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local lim = {tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])}
-for i = 1, 2 do redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - win) end
-local function used(i)
-  if i <= 2 then
+local function amount(member) return tonumber(string.match(member, '^[^:]+')) end
+for i = 1, 2 do
+  local old = redis.call('ZRANGEBYSCORE', KEYS[i], '-inf', now - win)
+  if #old > 0 then
     local n = 0
-    for _, m in ipairs(redis.call('ZRANGE', KEYS[i], 0, -1)) do n = n + tonumber(string.match(m, '^[^:]+')) end
-    return n
+    for _, m in ipairs(old) do n = n + amount(m) end
+    redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - win)
+    redis.call('DECRBY', KEYS[i + 2], n)
   end
-  return tonumber(redis.call('GET', KEYS[i]) or '0')
 end
+-- Used, and when it frees: enough of the oldest gone to be under the limit (else the oldest).
+local function sliding(i)
+  local used = tonumber(redis.call('GET', KEYS[i + 2]) or '0')
+  local full = lim[i] > 0 and used >= lim[i]
+  local walk = redis.call('ZRANGE', KEYS[i], 0, full and -1 or 0, 'WITHSCORES')
+  local left = used
+  for j = 1, #walk, 2 do
+    left = left - amount(walk[j])
+    if not full or left < lim[i] then return used, tonumber(walk[j + 1]) + win end
+  end
+  return used, now
+end
+local function add(i, n)
+  redis.call('ZADD', KEYS[i], now, n .. ':' .. ARGV[10])
+  redis.call('INCRBY', KEYS[i + 2], n)
+  redis.call('PEXPIRE', KEYS[i], win)
+  redis.call('PEXPIRE', KEYS[i + 2], win)
+end
+local function used(i) return tonumber(redis.call('GET', KEYS[i]) or '0') end
 local refused = 0
 if mode == 'admit' then
+  local counts = {(sliding(1)), (sliding(2)), used(5), used(6)}
   for i = 1, 4 do
-    if refused == 0 and lim[i] > 0 and used(i) >= lim[i] then refused = i end
+    if refused == 0 and lim[i] > 0 and counts[i] >= lim[i] then refused = i end
   end
-  if refused == 0 then
-    redis.call('ZADD', KEYS[1], now, '1:' .. ARGV[10])
-    redis.call('PEXPIRE', KEYS[1], win)
-  end
+  if refused == 0 then add(1, 1) end
 elseif mode == 'record' then
-  local tokens, spend = tonumber(ARGV[8]), tonumber(ARGV[9])
+  local tokens = tonumber(ARGV[8])
   if tokens > 0 then
-    redis.call('ZADD', KEYS[2], now, tokens .. ':' .. ARGV[10])
-    redis.call('PEXPIRE', KEYS[2], win)
-    redis.call('INCRBY', KEYS[3], tokens)
-    redis.call('EXPIRE', KEYS[3], ARGV[11])
+    add(2, tokens)
+    redis.call('INCRBY', KEYS[5], tokens)
+    redis.call('EXPIRE', KEYS[5], ARGV[11])
   end
-  if spend > 0 then
-    redis.call('INCRBYFLOAT', KEYS[4], ARGV[9])
-    redis.call('EXPIRE', KEYS[4], ARGV[12])
+  if tonumber(ARGV[9]) > 0 then
+    redis.call('INCRBYFLOAT', KEYS[6], ARGV[9])
+    redis.call('EXPIRE', KEYS[6], ARGV[12])
   end
 end
-return {refused, redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES'),
-  redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES'),
-  redis.call('GET', KEYS[3]) or '0', redis.call('GET', KEYS[4]) or '0'}
+local ru, rr = sliding(1)
+local tu, tr = sliding(2)
+return {refused, ru, rr, tu, tr, used(5), redis.call('GET', KEYS[6]) or '0'}
 `;
 
 type Client = ReturnType<typeof createClient>;
-type Reply = [number, string[], string[], string, string];
-
-/** A sorted set's `member, score` pairs as entries (the member starts with the amount). */
-function entries(pairs: string[]): Entry[] {
-  const out: Entry[] = [];
-  for (let i = 0; i < pairs.length; i += 2) {
-    out.push({ n: Number(pairs[i].slice(0, pairs[i].indexOf(":"))), at: Number(pairs[i + 1]) });
-  }
-  return out;
-}
+type Reply = [number, number, number, number, number, number, string];
 
 export class RedisLimitStore implements LimitStore {
   readonly name = "redis";
@@ -105,7 +107,7 @@ export class RedisLimitStore implements LimitStore {
 
   async admit(identity: string, limits: Limits, now: number): Promise<Admitted> {
     const [refused, windows] = await this.run("admit", identity, limits, now, 0, 0);
-    return { refused: refused ? LIMIT_NAMES[refused - 1] : undefined, windows };
+    return refused ? { refused: LIMIT_NAMES[refused - 1], windows } : { windows };
   }
 
   async record(identity: string, limits: Limits, tokens: number, spend: number, now: number) {
@@ -128,7 +130,14 @@ export class RedisLimitStore implements LimitStore {
     const d = day(now);
     const m = month(now);
     const base = this.cfg.redis_prefix + identity;
-    const keys = [`${base}:rq`, `${base}:tk`, `${base}:d:${d.key}`, `${base}:m:${m.key}`];
+    const keys = [
+      `${base}:rq`,
+      `${base}:tk`,
+      `${base}:rq:sum`,
+      `${base}:tk:sum`,
+      `${base}:d:${d.key}`,
+      `${base}:m:${m.key}`,
+    ];
     const args = [
       now,
       this.slidingMs,
@@ -143,11 +152,11 @@ export class RedisLimitStore implements LimitStore {
     const reply = await this.withTimeout(
       this.client.eval(SCRIPT, { keys, arguments: args }) as Promise<Reply>,
     );
-    const [refused, rq, tk, used, spent] = reply;
+    const [refused, requests, requestsReset, tokensUsed, tokensReset, used, spent] = reply;
     return [refused, {
-      requests_per_minute: sliding(entries(rq), limits.requests_per_minute, now, this.slidingMs),
-      tokens_per_minute: sliding(entries(tk), limits.tokens_per_minute, now, this.slidingMs),
-      tokens_per_day: { used: Number(used), reset: d.end },
+      requests_per_minute: { used: requests, reset: requestsReset },
+      tokens_per_minute: { used: tokensUsed, reset: tokensReset },
+      tokens_per_day: { used, reset: d.end },
       spend_per_month_usd: { used: Number(spent), reset: m.end },
     }];
   }

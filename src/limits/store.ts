@@ -6,12 +6,11 @@ import { GatewayError } from "../errors.ts";
 import type { Limits } from "./schema.ts";
 import {
   day,
-  type Entry,
   type LimitName,
   MINUTE_MS,
   month,
   reached,
-  sliding,
+  SlidingWindow,
   type Windows,
 } from "./windows.ts";
 
@@ -44,14 +43,15 @@ export function limitsStoreUnavailable(name: string): GatewayError {
   return new GatewayError(503, "overloaded", `the limits store (${name}) is unavailable`);
 }
 
+/** A calendar window's count, until `end`. */
 interface Calendar {
-  key: string;
+  end: number;
   used: number;
 }
 
 interface State {
-  requests: Entry[];
-  tokens: Entry[];
+  requests: SlidingWindow;
+  tokens: SlidingWindow;
   day: Calendar;
   month: Calendar;
 }
@@ -68,14 +68,14 @@ export class MemoryLimitStore implements LimitStore {
     const before = this.windows(s, limits, now);
     const refused = reached(limits, before);
     if (refused) return Promise.resolve({ refused, windows: before });
-    s.requests.push({ at: now, n: 1 });
+    s.requests.add(now, 1);
     return Promise.resolve({ windows: this.windows(s, limits, now) });
   }
 
   record(identity: string, limits: Limits, tokens: number, spend: number, now: number) {
     const s = this.state(identity, now);
     if (tokens > 0) {
-      s.tokens.push({ at: now, n: tokens });
+      s.tokens.add(now, tokens);
       s.day.used += tokens;
     }
     s.month.used += spend;
@@ -94,27 +94,27 @@ export class MemoryLimitStore implements LimitStore {
   private state(identity: string, now: number): State {
     let s = this.states.get(identity);
     if (!s) {
-      s = { requests: [], tokens: [], day: { key: "", used: 0 }, month: { key: "", used: 0 } };
+      s = {
+        requests: new SlidingWindow(this.slidingMs),
+        tokens: new SlidingWindow(this.slidingMs),
+        day: { end: 0, used: 0 },
+        month: { end: 0, used: 0 },
+      };
       this.states.set(identity, s);
     }
-    const since = now - this.slidingMs;
-    for (const list of [s.requests, s.tokens]) {
-      const keep = list.findIndex((e) => e.at > since);
-      list.splice(0, keep < 0 ? list.length : keep);
-    }
-    const d = day(now).key;
-    if (s.day.key !== d) s.day = { key: d, used: 0 };
-    const m = month(now).key;
-    if (s.month.key !== m) s.month = { key: m, used: 0 };
+    s.requests.prune(now);
+    s.tokens.prune(now);
+    if (now >= s.day.end) s.day = { end: day(now).end, used: 0 };
+    if (now >= s.month.end) s.month = { end: month(now).end, used: 0 };
     return s;
   }
 
   private windows(s: State, limits: Limits, now: number): Windows {
     return {
-      requests_per_minute: sliding(s.requests, limits.requests_per_minute, now, this.slidingMs),
-      tokens_per_minute: sliding(s.tokens, limits.tokens_per_minute, now, this.slidingMs),
-      tokens_per_day: { used: s.day.used, reset: day(now).end },
-      spend_per_month_usd: { used: s.month.used, reset: month(now).end },
+      requests_per_minute: s.requests.state(limits.requests_per_minute, now),
+      tokens_per_minute: s.tokens.state(limits.tokens_per_minute, now),
+      tokens_per_day: { used: s.day.used, reset: s.day.end },
+      spend_per_month_usd: { used: s.month.used, reset: s.month.end },
     };
   }
 }

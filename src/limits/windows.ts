@@ -38,30 +38,51 @@ export function month(now: number): { key: string; end: number } {
 }
 
 /** One counted event of a sliding window: its time and amount. */
-export interface Entry {
+interface Entry {
   at: number;
   n: number;
 }
 
-/**
- * A sliding window's state over its entries (oldest first, none older than the window): it
- * frees when enough of the oldest leave to bring it under `limit` (without a limit, when the
- * oldest leaves).
- */
-export function sliding(
-  entries: readonly Entry[],
-  limit: number | undefined,
-  now: number,
-  length: number,
-): WindowState {
-  let used = 0;
-  for (const e of entries) used += e.n;
-  let left = used;
-  for (const e of entries) {
-    left -= e.n;
-    if (limit === undefined || left < limit) return { used, reset: e.at + length };
+/** A sliding window in memory: its entries, oldest first, and their running sum. */
+export class SlidingWindow {
+  private entries: Entry[] = [];
+  /** Entries before `head` have left the window (dropped in batches, not one shift each). */
+  private head = 0;
+  private sum = 0;
+
+  constructor(private readonly length: number) {}
+
+  /** Drops what has left the window by `now`. */
+  prune(now: number): void {
+    const since = now - this.length;
+    while (this.head < this.entries.length && this.entries[this.head].at <= since) {
+      this.sum -= this.entries[this.head++].n;
+    }
+    if (this.head > 1024 && this.head * 2 > this.entries.length) {
+      this.entries = this.entries.slice(this.head);
+      this.head = 0;
+    }
   }
-  return { used, reset: now };
+
+  add(at: number, n: number): void {
+    this.entries.push({ at, n });
+    this.sum += n;
+  }
+
+  /**
+   * What it counts, and when it frees: when enough of the oldest entries leave to bring it
+   * under `limit` (without a limit, or under it, when the oldest leaves; empty: now).
+   */
+  state(limit: number | undefined, now: number): WindowState {
+    let left = this.sum;
+    for (let i = this.head; i < this.entries.length; i++) {
+      left -= this.entries[i].n;
+      if (limit === undefined || left < limit) {
+        return { used: this.sum, reset: this.entries[i].at + this.length };
+      }
+    }
+    return { used: this.sum, reset: now };
+  }
 }
 
 /** The first of `limits` whose window has reached it, if any. */
