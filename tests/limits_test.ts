@@ -74,6 +74,7 @@ Deno.test("limits: requests_per_minute refuses the third chat request in OpenAI'
     assert.equal(refused.headers.get("x-ratelimit-remaining-requests"), "0");
     assert.equal(refused.headers.get("x-ratelimit-reset-requests"), goDuration(retry * 1000));
     assert.equal(upstreamCalls(h), calls, "no upstream call for a refused request");
+    assert.equal(refused.headers.get("x-should-retry"), null);
     // Another identity is not limited by team-a's window.
     const other = await post(`${h.url}/v1/chat/completions`, openaiHeaders(HASHED_KEY), CHAT);
     assert.equal(other.status, 200);
@@ -119,6 +120,8 @@ Deno.test("limits: tokens_per_day refuses in Anthropic's dialect once two answer
     const untilMidnight = Math.ceil((Date.parse(`${tomorrow}T00:00:00Z`) - Date.now()) / 1000);
     assert.ok(Math.abs(Number(refused.headers.get("retry-after")) - untilMidnight) <= 2);
     assert.equal(refused.headers.get("anthropic-ratelimit-tokens-remaining"), "0");
+    // Hours away: the SDKs are told not to retry in vain.
+    assert.equal(refused.headers.get("x-should-retry"), "false");
     // The same identity is refused in every dialect, here OpenAI's: a spent budget.
     const openai = await json(await post(`${h.url}/v1/chat/completions`, openaiHeaders(), CHAT));
     assert.equal(openai.status, 429);

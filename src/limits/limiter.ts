@@ -106,6 +106,9 @@ export class Limiter implements Observer {
       dialect.rateLimitHeaders?.(headerState(identity.limits!, windows), now),
     );
     headers.set("retry-after", String(seconds));
+    // The SDKs honour a retry-after of a minute at most, and retry sooner by themselves: past
+    // that, such retries cannot succeed, so they are told not to (OpenAI's and Anthropic's read it).
+    if (seconds > 60) headers.set("x-should-retry", "false");
     const message = `${identity.name} has reached its limit ${name} (${identity.limits![name]} ${
       UNITS[name]
     }); it frees at ${new Date(reset).toISOString()} (in ${seconds}s)`;
