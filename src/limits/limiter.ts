@@ -10,7 +10,7 @@ import type { Metrics } from "../metrics.ts";
 import type { Observer, Trace } from "../trace.ts";
 import type { Identity, LimitPolicy } from "./policy.ts";
 import type { Limits, LimitsStoreConfig } from "./schema.ts";
-import { limitsStoreUnavailable, type LimitStore } from "./store.ts";
+import type { LimitStore } from "./store.ts";
 import type { LimitName, Windows } from "./windows.ts";
 
 /** Limits whose refusal means a budget is spent, not a pace exceeded (OpenAI's code differs). */
@@ -22,6 +22,11 @@ const UNITS: Record<LimitName, string> = {
   tokens_per_day: "tokens per day (UTC)",
   spend_per_month_usd: "USD per month (UTC)",
 };
+
+/** The store could not be reached: a 503 naming it (`on_error: deny`, the usage endpoint). */
+function limitsStoreUnavailable(name: string): GatewayError {
+  return new GatewayError(503, "overloaded", `the limits store (${name}) is unavailable`);
+}
 
 /** Distinct unpriced models logged; past it, new ones are not (model names come from clients). */
 const MAX_UNPRICED_LOGGED = 1000;

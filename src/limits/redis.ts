@@ -6,7 +6,7 @@
  * reached; calendar windows are counters under the day's or month's key, expiring after it ends.
  */
 import { createClient } from "redis";
-import { type Admitted, limitsStoreUnavailable, type LimitStore } from "./store.ts";
+import type { Admitted, LimitStore } from "./store.ts";
 import type { Limits, LimitsStoreConfig } from "./schema.ts";
 import { day, LIMIT_NAMES, MINUTE_MS, month, type Windows } from "./windows.ts";
 
@@ -126,7 +126,7 @@ export class RedisLimitStore implements LimitStore {
     tokens: number,
     spend: number,
   ): Promise<[number, Windows]> {
-    if (!this.client.isReady) throw limitsStoreUnavailable(this.name);
+    if (!this.client.isReady) throw new Error("not connected to Redis");
     const d = day(now);
     const m = month(now);
     const base = this.cfg.redis_prefix + identity;
@@ -165,15 +165,12 @@ export class RedisLimitStore implements LimitStore {
   private async withTimeout<T>(command: Promise<T>): Promise<T> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(limitsStoreUnavailable(this.name)), this.cfg.timeout_ms);
+      const why = `Redis did not answer within ${this.cfg.timeout_ms} ms`;
+      timer = setTimeout(() => reject(new Error(why)), this.cfg.timeout_ms);
     });
     command.catch(() => {}); // a late failure after the timeout is already answered
     try {
       return await Promise.race([command, late]);
-    } catch (e) {
-      throw e instanceof Error && e.message.startsWith("the limits store")
-        ? e
-        : limitsStoreUnavailable(this.name);
     } finally {
       clearTimeout(timer);
     }

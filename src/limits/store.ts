@@ -2,7 +2,6 @@
  * Where limit windows are counted: in memory (one instance; kept across reloads, keyed by
  * identity name) or in Redis (src/limits/redis.ts, shared by every instance).
  */
-import { GatewayError } from "../errors.ts";
 import type { Limits } from "./schema.ts";
 import {
   day,
@@ -36,11 +35,6 @@ export interface LimitStore {
   ): Promise<Windows>;
   read(identity: string, limits: Limits, now: number): Promise<Windows>;
   close(): Promise<void>;
-}
-
-/** The store could not be reached: a 503 naming it (`on_error: deny`). */
-export function limitsStoreUnavailable(name: string): GatewayError {
-  return new GatewayError(503, "overloaded", `the limits store (${name}) is unavailable`);
 }
 
 /** A calendar window's count, until `end`. */
