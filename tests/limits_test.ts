@@ -6,7 +6,7 @@
  * text answer (11 in, of which 3 cache reads and 2 cache writes; 7 out) and 23 with thinking.
  */
 import assert from "node:assert/strict";
-import type { Config } from "../src/config.ts";
+import { type Config, validateConfig } from "../src/config.ts";
 import { MemoryLimitStore } from "../src/limits/store.ts";
 import type { Limits } from "../src/limits/schema.ts";
 import { Reloader } from "../src/reload.ts";
@@ -493,4 +493,36 @@ Deno.test("limits: access log carries the agent session; no limits, no headers",
   } finally {
     await h.close();
   }
+});
+
+Deno.test("limits: config errors name the bad field; a config without limits is unlimited", () => {
+  const base = {
+    keys: [{ name: "team-a", key: KEY }],
+    providers: [{ name: "demo", api: "demo" }],
+    routes: [{ models: ["demo-*"], provider: "demo" }],
+  };
+  assert.deepEqual(validateConfig(base).keys[0], { name: "team-a", key: KEY });
+  assert.throws(
+    () =>
+      validateConfig({
+        ...base,
+        keys: [{ name: "team-a", key: KEY, limits: { requests_per_hour: 5, tokens_per_day: -1 } }],
+        prices: [{ models: ["x-*"], input: 1 }],
+        limits_store: { on_error: "maybe" },
+        identities: { kong_consumers: "yes" },
+      }),
+    (e: Error) => {
+      for (
+        const path of [
+          "keys[0].limits",
+          "keys[0].limits.tokens_per_day",
+          "prices[0].output",
+          "limits_store.on_error",
+          "identities.kong_consumers",
+        ]
+      ) assert.match(e.message, new RegExp(`\\n  ${path.replace(/[.[\]]/g, "\\$&")}: `), path);
+      assert.match(e.message, /requests_per_hour/);
+      return true;
+    },
+  );
 });
