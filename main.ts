@@ -26,6 +26,46 @@ function argValue(args: string[], flag: string): string | undefined {
   return args.find((a) => a.startsWith(`${flag}=`))?.slice(flag.length + 1);
 }
 
+/**
+ * Ends the gateway on a start-up failure, with one line saying why. Under `deno task dev` the
+ * `--watch` runner would wait for an edit instead: it stops on SIGINT, so it gets one.
+ */
+function startFailed(message: string, dev: boolean): never {
+  console.error(`gateway: ${message}`);
+  if (dev) Deno.kill(Deno.pid, "SIGINT");
+  Deno.exit(2);
+}
+
+/**
+ * Why a listener (`what`: "listen", "serve metrics") could not open at `address`, and what to
+ * change (`setting`: where its port is set).
+ */
+function cannotListen(e: unknown, what: string, address: string, setting: string): string {
+  const why = e instanceof Deno.errors.AddrInUse
+    ? "the address is already in use (another gateway?)"
+    : (e as Error).message;
+  return `cannot ${what} on ${address}: ${why}; ${setting}`;
+}
+
+/**
+ * The start-up lines: where it listens; its own pid and the reload command (under `npx` or
+ * `deno task` the pid a user sees is the wrapper's, which a SIGHUP would end); the dev key last,
+ * where a newcomer looks.
+ */
+function announce(devKey: string | undefined) {
+  return ({ hostname, port }: Deno.NetAddr) => {
+    console.error(`gateway listening on http://${hostname}:${port}`);
+    if (Deno.build.os !== "windows") {
+      console.error(`gateway pid ${Deno.pid}; reload the config with: kill -HUP ${Deno.pid}`);
+    }
+    if (devKey) {
+      console.error(
+        `dev mode: no GATEWAY_API_KEYS set; use this key: ${devKey} (kept in ${DEV_KEY_FILE})`,
+      );
+    }
+  };
+}
+
 async function main() {
   const path = argValue(Deno.args, "--config") ?? env("GATEWAY_CONFIG");
   const dev = Deno.args.includes("--dev");
@@ -57,7 +97,8 @@ async function main() {
     Deno.exit(0);
   }
   if (env("GATEWAY_ACCESS_LOG") === "off") setAccessLogSink(NO_LOG);
-  const gw = await createGateway(config, formats);
+  // A config file ignores the vendor keys the built-in config reads: no hint names them then.
+  const gw = await createGateway(config, formats, { builtInConfig: !path });
   // Its own listener: Kong routes the gateway's port only, so /metrics never reaches clients.
   let metrics: Deno.HttpServer | undefined;
   if (config.metrics) {
@@ -69,11 +110,15 @@ async function main() {
         (addr) => console.error(`metrics on http://${addr.hostname}:${addr.port}/metrics`),
       );
     } catch (e) {
-      console.error(
-        `gateway: cannot serve metrics on ${hostname}:${port}: ${(e as Error).message} ` +
-          "(set METRICS_PORT to another port, or to off)",
+      startFailed(
+        cannotListen(
+          e,
+          "serve metrics",
+          `${hostname}:${port}`,
+          "set METRICS_PORT to another port, or to off",
+        ),
+        dev,
       );
-      Deno.exit(2);
     }
   }
   // Set up before the listening line, so a change right after it is not missed.
@@ -83,18 +128,16 @@ async function main() {
     Deno.addSignalListener("SIGHUP", () => reloader.reload("SIGHUP"));
   }
   if (dev && path) watchConfigFile(path, () => reloader.reload("file changed"));
-  const server = Deno.serve({
-    hostname: config.listen.hostname,
-    port: config.listen.port,
-    onListen: ({ hostname, port }) => {
-      console.error(`gateway listening on http://${hostname}:${port}`);
-      if (devKey) {
-        console.error(
-          `dev mode: no GATEWAY_API_KEYS set; use this key: ${devKey} (kept in ${DEV_KEY_FILE})`,
-        );
-      }
-    },
-  }, createHandler(gw));
+  const { hostname, port } = config.listen;
+  let server: Deno.HttpServer;
+  try {
+    server = Deno.serve({ hostname, port, onListen: announce(devKey) }, createHandler(gw));
+  } catch (e) {
+    const setting = "set PORT to another port (or listen.port in the config file)";
+    startFailed(cannotListen(e, "listen", `${hostname}:${port}`, setting), dev);
+  }
+  // The providers' own model lists, read in the background for GET /v1/models.
+  gw.providerModels.start();
 
   let stopping = false;
   const sleep = (s: number) => new Promise((resolve) => setTimeout(resolve, s * 1000));
@@ -115,6 +158,7 @@ async function main() {
     gw.stopping.stop();
     await Promise.race([drained, sleep(FLUSH_S)]);
     await metrics?.shutdown();
+    await gw.providerModels.stop();
     Deno.exit(0);
   };
   // Under `deno run --watch` (the dev task) a SIGTERM would end only this program and leave the

@@ -87,7 +87,11 @@ export function startBareRelay(upstream: string, jsFloor = false): Promise<Serve
 /** The gateway itself (main.ts), configured for the mock, access log off. */
 export async function startGateway(upstream: string): Promise<Server> {
   const config = await Deno.makeTempFile({ suffix: ".json" });
-  await Deno.writeTextFile(config, JSON.stringify(await mockConfig(upstream)));
+  const doc = await mockConfig(upstream);
+  // Connections reused as with an https provider (HTTP/2): the bench measures the relay, not
+  // a TCP handshake per call (plain-http providers default to keep_alive: false).
+  for (const p of doc.providers) p.keep_alive = true;
+  await Deno.writeTextFile(config, JSON.stringify(doc));
   const server = await spawn(
     [
       "run",

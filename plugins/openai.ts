@@ -6,7 +6,7 @@ import type { ErrorKind, GatewayError } from "../src/errors.ts";
 import type { Dialect, RateLimitState, UpstreamSpec } from "../src/format.ts";
 import { goDuration } from "../src/limits/windows.ts";
 import type { ListedModel } from "../src/router.ts";
-import { bearer, overloadedError } from "./shared.ts";
+import { bearer, idPage, overloadedError } from "./shared.ts";
 
 const TYPE: Record<ErrorKind, string> = {
   invalid_request: "invalid_request_error",
@@ -67,12 +67,17 @@ export const openAiDialect: Dialect = {
 };
 
 /** OpenAI providers take the key as a Bearer token. */
-export const openAiUpstream: Pick<UpstreamSpec, "authorize" | "responseHeaders" | "readError"> = {
+export const openAiUpstream: Pick<
+  UpstreamSpec,
+  "authorize" | "responseHeaders" | "readError" | "models"
+> = {
   authorize(req, key) {
     if (key) req.headers.set("authorization", `Bearer ${key}`);
   },
   // OpenAI-compatible proxies in front of Anthropic models pass its overload through.
   readError: overloadedError,
+  // OpenAI answers one page; compatible servers that page do it the Anthropic way.
+  models: { path: "/models", page: (body) => idPage(body, "after") },
   responseHeaders: [
     "openai-processing-ms",
     "openai-version",

@@ -177,3 +177,15 @@ export function lastUsage(read: (json: Record<string, unknown>) => ir.Usage | un
     },
   };
 }
+
+/**
+ * A page of a `{data: [{id}], has_more, last_id}` model list (Anthropic's, and OpenAI-compatible
+ * servers that page), whose next page is asked for with `after` = the last id.
+ */
+export function idPage(body: Record<string, unknown>, after: string) {
+  const ids = Array.isArray(body.data)
+    ? body.data.flatMap((m) => typeof m?.id === "string" && m.id ? [m.id as string] : [])
+    : [];
+  const more = body.has_more === true && typeof body.last_id === "string";
+  return { ids, next: more ? { [after]: body.last_id as string } : undefined };
+}

@@ -3,11 +3,11 @@
  * key files read at every load, and a zod schema whose errors name the path of each bad field.
  */
 import { z } from "zod";
-import { parse as parseYaml } from "yaml";
 import { DEMO_API, type Formats } from "./formats.ts";
 import { isAddressOrCidr } from "./trusted_proxies.ts";
 import { globToRegExp } from "./router.ts";
 import { formatPath } from "./validate.ts";
+import { readYaml, YamlProblem } from "./yaml.ts";
 import {
   consumersSchema,
   identitiesSchema,
@@ -67,7 +67,15 @@ const providerSchema = z.strictObject({
   /** max_tokens sent to APIs that require one when the client gave none. */
   default_max_tokens: z.number().int().positive().default(8192),
   timeouts: timeoutsSchema.prefault({}),
-}).transform(({ api_key_file, ...p }, ctx) => {
+  /**
+   * Reuse upstream connections. Deno's fetch re-sends a request whose reused HTTP/1.1
+   * connection the provider closed after reading it, unseen by the gateway's retry policy; a
+   * fresh connection per call is never re-sent. Default: on for https (HTTP/2 in practice,
+   * whose replays are limited to streams the provider refused), off for plain http.
+   */
+  keep_alive: z.boolean().optional(),
+}).transform(({ api_key_file, keep_alive, ...raw }, ctx) => {
+  const p = { ...raw, keep_alive: keep_alive ?? raw.base_url?.startsWith("https:") ?? false };
   if (api_key_file === undefined) return p;
   if (p.api_key !== undefined) {
     const message = "give api_key or api_key_file, not both";
@@ -117,6 +125,8 @@ const cooldownSchema = z.strictObject({
   failures: z.number().int().positive().default(3),
   /** How long it stays out (it comes back by itself). */
   seconds: z.number().positive().default(30),
+  /** Longest a provider's retry-after may cool a target or pool key (a hint, not an order). */
+  max_seconds: z.number().positive().default(300),
 });
 
 const routeSchema = z.strictObject({
@@ -138,11 +148,22 @@ const routeSchema = z.strictObject({
   default_max_tokens: z.number().int().positive().optional(),
   passthrough: z.boolean().default(false),
   /**
+   * `false`: the gateway keeps no response of this route (zero retention): answers say
+   * `store: false` and `previous_response_id` is refused. Converted routes only; absent: true.
+   */
+  store: z.boolean().optional(),
+  /** `false`: POST /v1/responses/compact is refused on this converted route. Absent: true. */
+  compact: z.boolean().optional(),
+  /**
    * Hosted tools (web search, …) on converted routes: `map` to the target's own where it has
    * one (else drop and report), `drop` them all (reported), or `reject` them with a 400.
    * Absent: `map`.
    */
   hosted_tools: z.enum(["map", "drop", "reject"]).optional(),
+}).refine((r) => !r.passthrough || (r.store !== false && r.compact !== false), {
+  path: ["passthrough"],
+  message: "store: false and compact: false apply to converted routes; a passthrough route's " +
+    "provider keeps its own Responses state",
 });
 
 const plainKeySchema = z.strictObject({
@@ -164,7 +185,17 @@ const fileKeySchema = z.strictObject({
 const keySchema = z.union([plainKeySchema, hashedKeySchema, fileKeySchema]);
 
 /** Client keys as loaded: a `key_file` entry becomes one `key` entry per key in the file. */
-const keysSchema = z.array(keySchema).min(1).transform((entries, ctx) =>
+const keysSchema = z.array(keySchema).min(1).superRefine((entries, ctx) => {
+  // A name is an identity: stored responses belong to it, so two parties must not share one.
+  const seen = new Set<string>();
+  entries.forEach((k, i) => {
+    if (seen.has(k.name)) {
+      const message = `duplicate key name "${k.name}": a name is one client's identity`;
+      ctx.addIssue({ code: "custom", path: [i, "name"], message });
+    }
+    seen.add(k.name);
+  });
+}).transform((entries, ctx) =>
   entries.flatMap((k, i): z.infer<typeof plainKeySchema | typeof hashedKeySchema>[] => {
     if (!("key_file" in k)) return [k];
     const { key_file, ...entry } = k;
@@ -173,18 +204,45 @@ const keysSchema = z.array(keySchema).min(1).transform((entries, ctx) =>
   })
 );
 
+/**
+ * Whether the Redis client can read `url` (it decodes the user and password, and takes the path
+ * as a database number): else it throws at startup, its message quoting the URL.
+ */
+function usableRedisUrl(url: string): boolean {
+  try {
+    const { username, password, pathname } = new URL(url);
+    decodeURIComponent(username);
+    decodeURIComponent(password);
+    return /^\/?(\d+)?$/.test(pathname);
+  } catch {
+    return false; // not a URL (reported as such too), or a malformed % escape
+  }
+}
+
 /** Where stored Responses (for `previous_response_id` and GET /v1/responses/{id}) are kept. */
 const responseStoreSchema = z.strictObject({
+  /** `false`: no response is kept on any converted route (zero retention). */
+  enabled: z.boolean().default(true),
   /** Memory bound of the embedded store, oldest evicted first (MiB of JSON text). */
   max_mb: z.number().positive().default(256),
+  /**
+   * One client key's share of `max_mb` (default a quarter): past it, the key's own oldest
+   * responses are evicted, never another key's.
+   */
+  max_mb_per_key: z.number().positive().optional(),
   /** Seconds a stored response lives (default 30 days). */
   ttl_s: z.number().int().positive().default(2_592_000),
   /** A larger response is answered but not kept (MiB of JSON text). */
   max_item_mb: z.number().positive().default(16),
   /** Keep responses in Redis instead (shared by every instance; TTL set in Redis). */
-  redis_url: z.url({ protocol: /^rediss?$/ }).optional(),
+  redis_url: z.url({ protocol: /^rediss?$/ }).refine(
+    usableRedisUrl,
+    "expected redis[s]://[user:password@]host[:port][/database number], with valid % escapes",
+  ).optional(),
   /** Prefix of every Redis key the store writes. */
   redis_prefix: z.string().min(1).default("gateway:responses:"),
+  /** Longest wait for one Redis command: a stalled Redis fails the call, it never hangs it. */
+  redis_timeout_ms: z.number().int().positive().default(1000),
 });
 
 /** A concrete model id for the model lists (the names behind pattern routes). */
@@ -422,11 +480,10 @@ export function parseConfigText(
 ): Config {
   let doc: unknown;
   try {
-    doc = parseYaml(text.replace(ENV_REF, "\u00ab$1\u00bb"));
+    doc = readYaml(text.replace(ENV_REF, "\u00ab$1\u00bb"));
   } catch (e) {
-    // Only the first line: the rest quotes the document, which may hold a key.
-    const first = (e as Error).message.split("\n")[0].replace(/:$/, "");
-    throw new ConfigError(`config is not valid YAML: ${first}`);
+    if (!(e instanceof YamlProblem)) throw e;
+    throw new ConfigError(`config is not valid YAML: ${e.message}`);
   }
   return validateConfig(substituteEnv(doc, env), formats);
 }

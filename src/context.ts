@@ -1,6 +1,6 @@
 /** What a request handler gets: the gateway's shared state and this request's own. */
 import type { KeyStore } from "./auth.ts";
-import type { Config } from "./config.ts";
+import type { Config, ProviderConfig } from "./config.ts";
 import type { Dialect } from "./format.ts";
 import type { Formats } from "./formats.ts";
 import type { Limiter } from "./limits/limiter.ts";
@@ -27,6 +27,8 @@ export interface Gateway {
   policy: LimitPolicy;
   /** Counts and enforces limits; one for the gateway's life (counts survive reloads). */
   limiter: Limiter;
+  /** The models each provider reports, read in the background; shared by all snapshots. */
+  providerModels: ReportedModels;
   /** Stored Responses (previous_response_id, GET /v1/responses/{id}). */
   store: ResponseStore;
   /**
@@ -51,6 +53,22 @@ export interface Gateway {
   closingSockets: AbortController;
   /** The snapshot in force now, shared by all snapshots; a reload replaces `current`. */
   live: { current: Gateway };
+}
+
+/**
+ * The models providers report on their own list endpoints (src/provider_models.ts), for the
+ * model lists. Declared here so that the snapshot does not import the reader.
+ */
+export interface ReportedModels {
+  /** What `provider` reported last; undefined until a read succeeded. */
+  ids(provider: ProviderConfig): readonly string[] | undefined;
+  /** Reads every provider's list now, then periodically, until `stop`. */
+  start(): void;
+  /** Reads every list now (resolves once done; failures keep the last good lists). */
+  refresh(): Promise<void>;
+  /** The providers may have changed: read again, if reading at all. */
+  reloaded(): void;
+  stop(): Promise<void>;
 }
 
 export interface RequestContext {

@@ -5,6 +5,9 @@
  */
 import type * as ir from "./ir.ts";
 
+/** What the demo provider lists as its models (it answers any name its route sends). */
+export const DEMO_MODELS: readonly string[] = ["demo-1"];
+
 function lastUserText(req: ir.Request): string {
   for (let i = req.messages.length - 1; i >= 0; i--) {
     const m = req.messages[i];

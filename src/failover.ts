@@ -7,6 +7,7 @@ import { type CooldownConfig, DEFAULT_RETRY, type ProviderConfig } from "./confi
 import type { RequestContext } from "./context.ts";
 import { GatewayError, kindForStatus } from "./errors.ts";
 import type * as ir from "./ir.ts";
+import { logEvent } from "./log.ts";
 import { ClientGone } from "./relay.ts";
 import { type Resolved, retarget, type Target } from "./router.ts";
 
@@ -119,24 +120,37 @@ export class Health {
   }
 }
 
-/** How long a provider asked us to wait (retry-after-ms, retry-after seconds or date). */
-export function retryAfterMs(headers: Headers | undefined): number | undefined {
-  const ms = Number(headers?.get("retry-after-ms") ?? NaN);
-  if (ms >= 0) return ms;
-  const after = headers?.get("retry-after");
+/** An HTTP date in its one current form (IMF-fixdate, RFC 9110 section 5.6.7). */
+const HTTP_DATE = /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+
+/**
+ * How long a provider asked us to wait: `retry-after-ms` (a non-negative number), else
+ * `retry-after` as non-negative integer seconds or an HTTP date in the future. Anything else
+ * (`-5`, `1e308`, `Infinity`, a past date) is no hint at all. Not capped: callers cap it.
+ */
+export function retryAfterMs(headers: Headers | undefined, now = Date.now()): number | undefined {
+  const ms = headers?.get("retry-after-ms")?.trim();
+  if (ms && /^\d{1,15}(\.\d+)?$/.test(ms)) return Number(ms);
+  const after = headers?.get("retry-after")?.trim();
   if (!after) return undefined;
-  const seconds = Number(after);
-  if (seconds >= 0) return seconds * 1000;
-  const date = Date.parse(after);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+  if (/^\d{1,15}$/.test(after)) return Number(after) * 1000;
+  if (!HTTP_DATE.test(after)) return undefined;
+  const wait = Date.parse(after) - now;
+  return wait > 0 ? wait : undefined;
 }
+
+/** The pause before sending to a target again in the same request: 100–200 ms, jittered. */
+export const backoffMs = () => 100 + Math.random() * 100;
 
 /** What a failed attempt means for the request. */
 type Verdict = "retry" | "key" | "final";
 
+/** The provider refused the gateway's own credential (never the client's: it is not sent). */
+const refusedCredential = (e: GatewayError) => e.status === 401 || e.status === 403;
+
 function verdict(e: GatewayError, on: number[], transport: boolean): Verdict {
   if (transport) return "retry";
-  if (e.status === 401 || e.status === 403) return "key";
+  if (refusedCredential(e)) return "key";
   return on.includes(e.status) ? "retry" : "final";
 }
 
@@ -206,6 +220,8 @@ export async function failover<T>(
   let unexpressible: GatewayError | undefined;
   let waited = 0;
   let told: GatewayError | undefined;
+  /** Providers that answered 429 in this request: another 429 there is provider-wide. */
+  let limited: Set<string> | undefined;
   while (queue.length > 0 && trace.attempts < retry.attempts) {
     const t = queue.shift()!;
     // The failed attempt before this one is told now, under its own provider's name.
@@ -232,25 +248,36 @@ export async function failover<T>(
       const v = verdict(e, retry.on, !(e instanceof ProviderFailure));
       if (last instanceof ProviderFailure) await last.answer?.body?.cancel();
       last = e;
+      if (v === "key") keyRefused(ctx, t.provider.name, key, e.status);
       if (v === "final") break;
-      const wait = retryAfterMs(e.headers);
+      const hint = retryAfterMs(e.headers);
+      const wait = hint === undefined ? undefined : Math.min(hint, cooldown.max_seconds * 1000);
       if ((v === "key" || e.status === 429) && key) {
         health.coolKey(t.provider, key, wait ?? cooldown.seconds * 1000);
-        // Another key of the pool may well succeed on the same deployment.
-        if (health.hasOtherKey(t.provider, key)) {
+        // Another key of the pool may well succeed on the same deployment, unless a second key
+        // got a 429 too: then the limit is the provider's, not the key's.
+        const providerWide = e.status === 429 && !!limited?.has(t.provider.name);
+        if (e.status === 429) (limited ??= new Set()).add(t.provider.name);
+        if (!providerWide && health.hasOtherKey(t.provider, key)) {
+          await sleep(backoffMs(), ctx.req.signal);
           queue.unshift(t);
           continue;
         }
       }
       health.failed(t.provider.name, cooldown, wait);
-      if (queue.length === 0 && wait !== undefined && waited + wait <= retry.max_wait_s * 1000) {
-        waited += wait;
-        await sleep(wait, ctx.req.signal);
+      // Nothing else left: the same target again, after its retry-after (at least the backoff).
+      const pause = wait === undefined ? Infinity : Math.max(wait, backoffMs());
+      if (queue.length === 0 && waited + pause <= retry.max_wait_s * 1000) {
+        waited += pause;
+        await sleep(pause, ctx.req.signal);
         queue.push(t);
       }
     }
   }
-  const err = last ?? unexpressible!;
+  // A refused credential is the operator's to fix: the client must not hear "invalid API key".
+  const err = last instanceof ProviderFailure && refusedCredential(last)
+    ? await credentialRefused(last, trace.provider!)
+    : last ?? unexpressible!;
   // Said in the client's dialect when targets were left out, so the reason is not lost.
   if (last && skipped > 0) err.message += ` (${skipped} other target(s) skipped: ${attempt.bound})`;
   const relayed = err instanceof ProviderFailure && skipped === 0 ? err.answer : undefined;
@@ -259,6 +286,29 @@ export async function failover<T>(
   if (relayed) throw new ProviderFailure(err, relayed, headers);
   await (err as ProviderFailure).answer?.body?.cancel();
   throw new GatewayError(err.status, err.kind, err.message, err.param, headers, err.code);
+}
+
+/** Names the key the provider refused (by pool index, never its value) for the operator. */
+function keyRefused(
+  ctx: RequestContext,
+  provider: string,
+  key: PoolKey | undefined,
+  status: number,
+) {
+  logEvent({
+    msg: "provider_key_refused",
+    request_id: ctx.requestId,
+    provider,
+    provider_key: key?.name ?? null,
+    status,
+  }, ctx.gw.secrets);
+}
+
+/** The 502 a client gets when the provider refused every credential the gateway has. */
+async function credentialRefused(e: ProviderFailure, provider: string): Promise<GatewayError> {
+  await e.answer?.body?.cancel();
+  const message = `provider \`${provider}\` rejected the gateway's credential (HTTP ${e.status})`;
+  return new GatewayError(502, "upstream", message);
 }
 
 function gatewayHeaders(h: Headers, provider: string | undefined, attempts: number) {

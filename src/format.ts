@@ -63,6 +63,8 @@ export interface EndpointSpec {
   upgrade?: boolean;
   /** Infrastructure (health): not routed through Kong, needs no key. */
   internal?: boolean;
+  /** Routed through Kong but answered without a key (`GET /`, which reveals nothing). */
+  keyless?: boolean;
   /** `gen_ai.operation.name` of a generation endpoint (`chat`); absent: not a GenAI call. */
   operation?: string;
   /** Its tokens are not billed (compaction, token counting). */
@@ -101,6 +103,16 @@ export interface UpstreamSpec {
   responseHeaders?: readonly string[];
   /** Why a model name cannot be sent to this format's providers (e.g. it goes in a URL). */
   unsafeModel?(model: string): string | undefined;
+  /** The providers' own model list, read for the gateway's lists (src/provider_models.ts). */
+  models?: ProviderModelList;
+}
+
+/** A provider's model list endpoint (`GET /v1/models`), read page by page. */
+export interface ProviderModelList {
+  /** Appended to the provider's `base_url`: the first page, its query included. */
+  path: string;
+  /** A page's model ids, and the query parameters of the next page when there is one. */
+  page(body: Record<string, unknown>): { ids: string[]; next?: Record<string, string> };
 }
 
 /** The model list in this format's shape. The core supplies the models; the plugin the shape. */
@@ -115,7 +127,12 @@ export interface ModelListing {
   /** On a path several formats list at: whether the caller is this format's client. */
   claims?(req: Request): boolean;
   /** The list, paged as the format pages (query parameters in `url`). */
-  list(models: ListedModel[], url: URL): unknown;
+  list?(models: ListedModel[], url: URL): unknown;
+  /**
+   * Instead of `list`, where the interface has this format's clients list models: the list path
+   * refuses with a 404 that names it (one model at `${path}/{id}` is still answered).
+   */
+  listedAt?: string;
   one(model: ListedModel): unknown;
 }
 

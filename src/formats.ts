@@ -13,7 +13,7 @@ import type {
   ModelListing,
   UpstreamSpec,
 } from "./format.ts";
-import { healthz, modelById, modelList, readyz } from "./ops.ts";
+import { healthz, modelById, modelList, readyz, root } from "./ops.ts";
 import { gatewayUsage } from "./limits/usage.ts";
 
 /** The core's own provider api: answers locally, no upstream (src/demo.ts). */
@@ -73,6 +73,16 @@ export class Formats {
         dialect: this.dialectOf("/v1/gateway/usage"),
         // Any client auth the gateway accepts.
         keyDialects: [...new Set(plugins.map((p) => p.dialect))],
+      },
+      {
+        name: "root",
+        method: "GET",
+        pattern: /^\/$/,
+        example: "/",
+        handler: root,
+        keyless: true,
+        dialect: this.defaultDialect,
+        keyDialects: [],
       },
       ...[["healthz", healthz], ["readyz", readyz]].map(([name, handler]) => ({
         name: name as string,

@@ -1,4 +1,12 @@
 /** HTTP helpers shared by the endpoints: body parsing and header allow-lists. */
+import {
+  codingsOf,
+  concat,
+  decode,
+  DecodedTooLarge,
+  isSupported,
+  SUPPORTED_CODINGS,
+} from "./content_encoding.ts";
 import { badRequest, GatewayError } from "./errors.ts";
 
 /** Matches Anthropic's documented request limit; Kong may enforce a smaller one. */
@@ -13,13 +21,36 @@ export interface JsonBody {
 const tooLarge = () =>
   new GatewayError(413, "request_too_large", `request body exceeds ${MAX_BODY_BYTES} bytes`);
 
-/** The body as text, refusing (without buffering further) once it passes the limit. */
+/**
+ * The body as text, refusing (without buffering further) once it passes the limit. A compressed
+ * body is decoded first, and the limit applies to what it decodes to.
+ */
 function readLimited(req: Request): Promise<string> {
   const length = req.headers.get("content-length");
   if (Number(length ?? 0) > MAX_BODY_BYTES) throw tooLarge();
+  const encoding = req.headers.get("content-encoding");
+  if (encoding !== null) return readEncoded(req.body, codingsOf(encoding));
   // A declared length is enforced by Deno: the whole-body read is its fast native path (and
   // `req.body` is not touched: that would make it a JS stream, read chunk by chunk).
   return length !== null ? req.text() : readChunked(req);
+}
+
+/** A compressed body, decoded; the limit counts the decoded bytes. */
+async function readEncoded(body: ReadableStream<Uint8Array> | null, codings: string[]) {
+  const unknown = codings.find((c) => !isSupported(c));
+  if (unknown !== undefined) {
+    throw new GatewayError(
+      415,
+      "invalid_request",
+      `Content-Encoding "${unknown}" is not supported (send ${SUPPORTED_CODINGS} or none)`,
+    );
+  }
+  try {
+    return new TextDecoder().decode(await decode(body, codings, MAX_BODY_BYTES));
+  } catch (e) {
+    if (e instanceof DecodedTooLarge) throw tooLarge();
+    throw badRequest(`request body is not valid ${codings.join(", ")}: ${(e as Error).message}`);
+  }
 }
 
 /** A body of undeclared length (chunked), counted as it arrives. */
@@ -32,13 +63,7 @@ async function readChunked(req: Request): Promise<string> {
     if (size > MAX_BODY_BYTES) throw tooLarge();
     chunks.push(chunk);
   }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    bytes.set(c, at);
-    at += c.byteLength;
-  }
-  return new TextDecoder().decode(bytes);
+  return new TextDecoder().decode(concat(chunks, size));
 }
 
 /** Where a JSON.parse error is, never its message: that quotes the text (it may hold a prompt). */
@@ -153,6 +178,18 @@ export const STREAM_HEADERS = {
   "cache-control": "no-cache",
   "x-accel-buffering": "no",
 } as const;
+
+/**
+ * A path segment, percent-decoded; a malformed escape (`%ZZ`, a lone `%E2`) is the client's 400
+ * naming `field`, not an internal error. The segment is not quoted: it may be any length.
+ */
+export function decodePathSegment(segment: string, field: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw badRequest(`${field}: malformed percent-encoding in the request path`, field);
+  }
+}
 
 /** The `model` field every generation body must carry. */
 export function modelOf(json: Record<string, unknown>): string {

@@ -65,16 +65,29 @@ function line(t: Trace) {
   };
 }
 
+/**
+ * Line and paragraph separators and bidirectional controls: JSON leaves them raw, but a log
+ * viewer may break a line at them or show its text reordered, as a raw CR or LF would.
+ */
+const DECEPTIVE = /[\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16)}`;
+
+/** One JSON log line: scrubbed of provider keys, with nothing that could fake a line break. */
+function logLine(record: Record<string, unknown>, secrets: Secrets): string {
+  return secrets.scrub(JSON.stringify(record)).replace(DECEPTIVE, escaped);
+}
+
 /** The access log as an observer: one line when a request ends, scrubbed of provider keys. */
 export function accessLog(secrets: Secrets): Observer {
   return {
     ended(t) {
-      if (sink !== NO_LOG) sink(secrets.scrub(JSON.stringify(line(t))));
+      if (sink !== NO_LOG) sink(logLine(line(t), secrets));
     },
   };
 }
 
 /** Writes one line about the gateway itself (a reload) among the access lines, scrubbed. */
 export function logEvent(event: Record<string, unknown>, secrets: Secrets): void {
-  sink(secrets.scrub(JSON.stringify({ time: new Date().toISOString(), ...event })));
+  sink(logLine({ time: new Date().toISOString(), ...event }, secrets));
 }

@@ -1,6 +1,6 @@
 /**
  * Deno's built-in OpenTelemetry (`OTEL_DENO=true`, see docs/metrics.md): the request span Deno
- * opens for each request gets the GenAI attributes, and loses a `?key=` value from its URL
+ * opens for each request gets the GenAI attributes, and loses the query string of its URL
  * attributes. Without OTEL_DENO there is no active span and all of this does nothing.
  */
 import { genAiProvider, type GenAiSystems } from "./metrics.ts";
@@ -30,17 +30,16 @@ function activeSpan(): Span | undefined {
 }
 
 /**
- * Deno records the full URL, query included, on the request span before any handler runs; a
- * client key in `?key=` (Gemini clients), even a rejected one, is overwritten here.
+ * Deno records the full URL, query included, on the request span before any handler runs. A
+ * query may carry a credential under any name (Gemini clients send `?key=`, others `?api_key=`
+ * or `?token=`), so the whole of it is overwritten: `url.full` without it, `url.query` empty.
  */
-export function redactSpanUrl(url: URL): void {
-  if (!url.search || !url.searchParams.has("key")) return;
+export function dropSpanQuery(url: URL): void {
+  if (!url.search) return;
   const span = activeSpan();
   if (!span) return;
-  const safe = new URL(url);
-  safe.searchParams.set("key", "redacted");
-  span.setAttribute("url.full", safe.href);
-  span.setAttribute("url.query", safe.search.slice(1));
+  span.setAttribute("url.full", url.origin + url.pathname);
+  span.setAttribute("url.query", "");
 }
 
 /** Puts the GenAI attributes of each request on its span (OpenTelemetry's GenAI names). */

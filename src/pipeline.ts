@@ -28,6 +28,7 @@ import {
   sseEnd,
   type StreamEnd,
   upstreamError,
+  upstreamHeaders,
   type UpstreamResponse,
 } from "./relay.ts";
 import type { Resolved } from "./router.ts";
@@ -232,7 +233,7 @@ async function relayAttempt(
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,
   });
-  const picked = pickHeaders(up.res.headers, formats.responseHeaders(api));
+  const picked = upstreamHeaders(up.res, formats.responseHeaders(api), ctx.gw.secrets);
   const { idle_ms } = r.provider.timeouts;
   if (!up.res.ok) return await relayError(ctx, up, headersFrom(picked), idle_ms, spec);
   if (!g.stream) {

@@ -49,6 +49,13 @@ export interface UpstreamResponse {
   release: () => void;
 }
 
+/**
+ * A client that keeps no idle connection, for providers without `keep_alive`: each call opens
+ * its own, so Deno never replays a call on a reused connection behind the retry policy. Made at
+ * load, once: it lives as long as the process.
+ */
+const ONE_CALL_CONNECTIONS = Deno.createHttpClient({ poolMaxIdlePerHost: 0 });
+
 export function upstreamUrl(provider: ProviderConfig, path: string): string {
   return provider.base_url!.replace(/\/+$/, "") + path;
 }
@@ -83,7 +90,8 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
     if (signing) await signing;
     const { method, body } = out;
     const headers = pairsOf(out.headers);
-    const res = await fetch(out.url, { method, headers, body, signal: ctrl.signal });
+    const client = r.provider.keep_alive ? undefined : ONE_CALL_CONNECTIONS;
+    const res = await fetch(out.url, { method, headers, body, signal: ctrl.signal, client });
     return { res, provider: r.provider.name, deadline, abort, release };
   } catch (e) {
     release();
@@ -302,14 +310,43 @@ export async function readUpstreamJson(
 /** Error bodies are read this far at most; the rest is not needed for the message. */
 const MAX_ERROR_BYTES = 64 * 1024;
 
-/** A non-2xx upstream body as text: bounded, scrubbed of provider keys. */
+/**
+ * A non-2xx upstream body as text: bounded, scrubbed of provider keys. Scrubbed before it is
+ * cut, or a key straddling the cut would go out as its first characters: the read goes on past
+ * the bound by the longest form a key takes, and a body that long loses that much of its end.
+ */
 export async function readErrorText(
   up: UpstreamResponse,
   idleMs: number,
   secrets: Secrets,
 ): Promise<string> {
-  const bytes = await readBody(up, idleMs, MAX_ERROR_BYTES).catch(() => new Uint8Array());
-  return secrets.scrub(decoder.decode(bytes));
+  const limit = MAX_ERROR_BYTES + secrets.longest;
+  const bytes = await readBody(up, idleMs, limit).catch(() => new Uint8Array());
+  const text = secrets.scrub(decoder.decode(bytes));
+  // A body read to the limit may end in the first characters of a key: drop that many.
+  return bytes.byteLength < limit ? text : text.slice(0, text.length - secrets.longest);
+}
+
+/** Retry hints a client's SDK acts on: relayed only in the form it expects. */
+const WELL_FORMED: Record<string, RegExp> = {
+  "retry-after-ms": /^\d+(\.\d+)?$/,
+  "x-should-retry": /^(true|false)$/,
+};
+
+/**
+ * The provider's response headers a client sees: the allow-listed ones, values scrubbed of keys
+ * (a proxy may echo the credential into a request id), retry hints dropped unless well-formed.
+ */
+export function upstreamHeaders(
+  res: Response,
+  allow: readonly string[],
+  secrets: Secrets,
+): HeaderPairs {
+  const out = pickHeaders(res.headers, allow)
+    .filter(([name, value]) => WELL_FORMED[name]?.test(value) ?? true);
+  // One search over all the values: they almost never hold a key.
+  if (!secrets.found(out.map(([, value]) => value).join("\n"))) return out;
+  return out.map(([name, value]) => [name, secrets.scrub(value)]);
 }
 
 /** Reads an upstream error response and re-wraps it as a GatewayError (status kept). */
@@ -320,7 +357,7 @@ export async function upstreamError(
   spec: UpstreamSpec,
 ): Promise<GatewayError> {
   const text = await readErrorText(up, idleMs, secrets);
-  const headers = headersFrom(pickHeaders(up.res.headers, RETRY_HEADERS));
+  const headers = headersFrom(upstreamHeaders(up.res, RETRY_HEADERS, secrets));
   return fromProviderError(up.res.status, text, headers, spec.readError);
 }
 

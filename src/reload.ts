@@ -19,16 +19,24 @@ import {
 import type { Gateway } from "./context.ts";
 import { logEvent } from "./log.ts";
 import type { Health } from "./failover.ts";
+import type { DefaultVendor } from "./format.ts";
 import type { Formats } from "./formats.ts";
 import { LimitPolicy } from "./limits/policy.ts";
 import { Router } from "./router.ts";
 import { TrustedProxies } from "./trusted_proxies.ts";
 
-/** The parts of a snapshot built from the config alone: what a reload rebuilds. */
-export function configured(config: Config, formats: Formats, health?: Health) {
+/**
+ * The parts of a snapshot built from the config alone: what a reload rebuilds. `vendors`: the
+ * default vendors an unserved model's 404 suggests enabling (built-in config only).
+ */
+export function configured(
+  config: Config,
+  health?: Health,
+  vendors: readonly DefaultVendor[] = [],
+) {
   return {
     config,
-    router: new Router(config, health, formats.vendors),
+    router: new Router(config, health, vendors),
     keys: KeyStore.from(config),
     policy: new LimitPolicy(config),
     proxies: new TrustedProxies(config.trusted_proxies),
@@ -150,9 +158,11 @@ export class Reloader {
     );
     // Those stay as they run, so the snapshot describes the gateway as it is.
     for (const k of restart) config = { ...config, [k]: old.config[k] };
-    const next: Gateway = { ...old, ...configured(config, old.formats, old.router.health) };
+    const { health, vendors } = old.router;
+    const next: Gateway = { ...old, ...configured(config, health, vendors) };
     old.secrets.add(providerKeys(config));
     old.live.current = next;
+    old.providerModels.reloaded();
     return {
       outcome: "applied",
       trigger,

@@ -57,8 +57,11 @@ export class Router {
   constructor(
     private readonly config: Config,
     readonly health = new Health(),
-    /** The format plugins' default vendors, named in the hint of an unserved model's 404. */
-    private readonly vendors: readonly DefaultVendor[] = [],
+    /**
+     * The default vendors the hint of an unserved model's 404 names (their env keys): only under
+     * the built-in config, which reads those keys.
+     */
+    readonly vendors: readonly DefaultVendor[] = [],
   ) {
     const providers = new Map(config.providers.map((p) => [p.name, p]));
     this.table = config.routes.map((route, i) => {
@@ -99,36 +102,53 @@ export class Router {
       .map((v) => `${v.env}_API_KEY (${v.models.join(", ")})`);
     const enable = hints.length
       ? ` For the real providers set ${hints.join(" or ")} (built-in config) or add a route.`
+      : this.vendors.length === 0
+      ? " Add a route for it to the config file."
       : "";
     return `model "${model}" is not served by this gateway (no route matches it). ` +
       `Served: ${served.join(", ")}.${enable}`;
   }
 
   /**
-   * Concrete model ids for the model lists, in config order: route names without a `*`, then
-   * the `catalog` (the names behind pattern routes). A catalog entry adds its limits to the
-   * same id; the provider is the one that serves the id.
+   * The model lists, in config order: route names without a `*`; for a pattern route, the ids
+   * its providers report (`reported`; those every target's provider reports that the route's
+   * patterns match and no earlier route takes); then the `catalog` (a catalog entry adds its
+   * limits to the same id). A route that renames the model lists no provider ids: they are not
+   * what its clients call. The owner is the provider that serves the id.
    */
-  models(): ListedModel[] {
+  models(reported: (p: ProviderConfig) => readonly string[] | undefined): ListedModel[] {
     const out = new Map<string, ListedModel>();
-    for (const r of this.config.routes) {
-      for (const id of r.models) {
-        if (!id.includes("*") && !out.has(id)) {
-          out.set(id, { id, owned_by: r.provider ?? r.targets![0].provider });
-        }
+    const add = (id: string, owned_by: string) => {
+      if (!out.has(id)) out.set(id, { id, owned_by });
+    };
+    for (const { patterns, route, targets } of this.table) {
+      const owner = targets[0].provider.name;
+      for (const id of route.models) if (!id.includes("*")) add(id, owner);
+      if (targets.some((t) => t.model !== undefined)) continue;
+      for (const id of commonIds(targets.map((t) => reported(t.provider)))) {
+        if (patterns.some((p) => p.test(id)) && this.routeOf(id) === route) add(id, owner);
       }
     }
     for (const c of this.config.catalog) {
-      let owner: string;
-      try {
-        owner = this.resolve(c.id).provider.name;
-      } catch {
-        continue; // config validation already refuses a catalog id no route serves
-      }
-      out.set(c.id, { ...out.get(c.id), ...c, owned_by: owner });
+      const route = this.routeOf(c.id);
+      // config validation already refuses a catalog id no route serves
+      if (!route) continue;
+      out.set(c.id, { ...out.get(c.id), ...c, owned_by: this.resolve(c.id).provider.name });
     }
     return [...out.values()];
   }
+
+  /** The route a model name resolves to (the first whose patterns match), if any. */
+  private routeOf(model: string): RouteConfig | undefined {
+    return this.table.find(({ patterns }) => patterns.some((p) => p.test(model)))?.route;
+  }
+}
+
+/** The ids in every list that is known (none known: none). */
+function commonIds(lists: (readonly string[] | undefined)[]): string[] {
+  const known = lists.filter((l) => l !== undefined);
+  if (known.length === 0) return [];
+  return known[0].filter((id) => known.every((l) => l.includes(id)));
 }
 
 /** The resolution of a request's model sent to `target` of the same route. */

@@ -6,9 +6,52 @@
 
 const REDACTED = "[redacted]";
 
+/** JSON's two-character escapes, by the character they stand for. */
+const SHORT_ESCAPES: Record<string, string> = {
+  '"': '\\\\"',
+  "\\": "\\\\\\\\",
+  "/": "\\\\/",
+  "\b": "\\\\b",
+  "\f": "\\\\f",
+  "\n": "\\\\n",
+  "\r": "\\\\r",
+  "\t": "\\\\t",
+};
+
+/** `\uXXXX` for one UTF-16 unit, as a pattern taking its hex digits in either case. */
+function unicodeEscape(unit: number): string {
+  const hex = unit.toString(16).padStart(4, "0");
+  return "\\\\u" + [...hex].map((d) => (/[a-f]/.test(d) ? `[${d}${d.toUpperCase()}]` : d)).join("");
+}
+
+/**
+ * A pattern matching every JSON spelling of `key`: each character as itself, as `\uXXXX` (hex
+ * in either case) or as its short escape (`\/` for `/`), mixed freely. What a JSON parser, and
+ * so a client, would decode into the key.
+ */
+function jsonSpellings(key: string): string {
+  let out = "";
+  for (let i = 0; i < key.length; i++) {
+    const c = key[i];
+    const alternatives = [
+      c.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&"),
+      unicodeEscape(key.charCodeAt(i)),
+    ];
+    if (SHORT_ESCAPES[c]) alternatives.push(SHORT_ESCAPES[c]);
+    out += `(?:${alternatives.join("|")})`;
+  }
+  return out;
+}
+
 export class Secrets {
-  /** Every form a key may be echoed in, longest first (so a key's prefix never wins). */
+  /** The forms a key is echoed in as plain text, longest first (so a key's prefix never wins). */
   private forms: string[] = [];
+  private keys: string[] = [];
+  /** Every JSON spelling of every key (undefined: no keys). */
+  private spellings?: RegExp;
+  /** Whether some key holds a `/` (its `\/` spelling is then looked for too). */
+  private slash = false;
+  private longestForm = 0;
 
   constructor(keys: Iterable<string | undefined>) {
     this.add(keys);
@@ -20,32 +63,53 @@ export class Secrets {
    */
   add(keys: Iterable<string | undefined>): void {
     const forms = new Set(this.forms);
+    const all = new Set(this.keys);
     for (const key of keys) {
       // A key this short would redact ordinary words; no real provider key is.
       if (!key || key.length < 8) continue;
+      all.add(key);
       forms.add(key);
       forms.add(encodeURIComponent(key));
       forms.add(JSON.stringify(key).slice(1, -1));
     }
     this.forms = [...forms].sort((a, b) => b.length - a.length);
+    this.keys = [...all].sort((a, b) => b.length - a.length);
+    this.spellings = this.keys.length
+      ? new RegExp(this.keys.map(jsonSpellings).join("|"), "g")
+      : undefined;
+    this.slash = this.keys.some((k) => k.includes("/"));
+    // `\uXXXX` is the longest spelling of a character: six of them.
+    this.longestForm = Math.max(this.forms[0]?.length ?? 0, 6 * (this.keys[0]?.length ?? 0));
   }
 
   static none = new Secrets([]);
 
-  /** The longest form, so a stream scanner knows how much of a chunk's tail to hold. */
+  /** The longest text a key may be echoed as, so a scanner knows how much of a tail to hold. */
   get longest(): number {
-    return this.forms[0]?.length ?? 0;
+    return this.longestForm;
   }
 
   scrub(text: string): string {
     for (const form of this.forms) {
       if (text.includes(form)) text = text.replaceAll(form, REDACTED);
     }
-    return text;
+    return this.mayBeEscaped(text) ? text.replace(this.spellings!, REDACTED) : text;
   }
 
   /** Whether `text` holds any key (cheaper than scrubbing when it almost never does). */
   found(text: string): boolean {
-    return this.forms.some((form) => text.includes(form));
+    if (this.forms.some((form) => text.includes(form))) return true;
+    if (!this.mayBeEscaped(text)) return false;
+    this.spellings!.lastIndex = 0;
+    return this.spellings!.test(text);
+  }
+
+  /**
+   * Whether `text` could spell a key other than as one of the plain forms: every other JSON
+   * spelling uses a `\u` escape, or `\/`.
+   */
+  private mayBeEscaped(text: string): boolean {
+    return this.spellings !== undefined &&
+      (text.includes("\\u") || (this.slash && text.includes("\\/")));
   }
 }

@@ -10,8 +10,9 @@ import { type Endpoint, Formats } from "./formats.ts";
 import { errorResponse, GatewayError, notFound } from "./errors.ts";
 import { accessLog } from "./log.ts";
 import { Metrics } from "./metrics.ts";
-import { otelEnabled, redactSpanUrl, spanAttributes } from "./otel.ts";
+import { dropSpanQuery, otelEnabled, spanAttributes } from "./otel.ts";
 import { clientClosed, ClientGone, Stopping } from "./relay.ts";
+import { ProviderModels } from "./provider_models.ts";
 import { createStore } from "./store.ts";
 import { Secrets } from "./secrets.ts";
 import { Trace } from "./trace.ts";
@@ -30,8 +31,11 @@ export const REQUEST_ID_RESPONSE_HEADER = "x-gateway-request-id";
 export async function createGateway(
   config: Config,
   plugins: readonly FormatPlugin[] | Formats,
-  /** `limitStore`: where limits count instead of `config.limits_store`'s (tests shorten windows). */
-  opts: { limitStore?: LimitStore } = {},
+  /**
+   * `builtInConfig`: the config is the built-in default (its 404 hints name vendor keys);
+   * `limitStore`: where limits count instead of `config.limits_store`'s (tests shorten windows).
+   */
+  opts: { builtInConfig?: boolean; limitStore?: LimitStore } = {},
 ): Promise<Gateway> {
   const formats = plugins instanceof Formats ? plugins : new Formats(plugins);
   checkFormats(config, formats);
@@ -49,7 +53,7 @@ export async function createGateway(
     () => live.current.policy,
   );
   const gw: Gateway = {
-    ...configured(config, formats),
+    ...configured(config, undefined, opts.builtInConfig ? formats.vendors : []),
     formats,
     store: await createStore(config.response_store),
     secrets,
@@ -65,9 +69,11 @@ export async function createGateway(
     draining: false,
     stopping: new Stopping(),
     closingSockets: new AbortController(),
+    providerModels: undefined!,
     live,
   };
   gw.live.current = gw;
+  gw.providerModels = new ProviderModels(gw.live);
   return gw;
 }
 
@@ -88,9 +94,11 @@ function findEndpoint(formats: Formats, req: Request, path: string): Endpoint {
   if (matches.length === 0) throw notFound(`no such endpoint: ${req.method} ${path}`);
   // A WebSocket endpoint answers upgrades only; another on its path the plain requests.
   const upgrade = isWebSocketUpgrade(req);
-  const wanted = matches.find((e) => e.method === req.method && (e.upgrade === true) === upgrade);
+  // HEAD is GET without the body (Deno's server leaves the body out).
+  const method = req.method === "HEAD" ? "GET" : req.method;
+  const wanted = matches.find((e) => e.method === method && (e.upgrade === true) === upgrade);
   if (wanted) return wanted;
-  if (matches.some((e) => e.upgrade && e.method === req.method)) {
+  if (matches.some((e) => e.upgrade && e.method === method)) {
     throw new GatewayError(
       426,
       "invalid_request",
@@ -118,7 +126,7 @@ export function createHandler(
     // One snapshot for the whole request, whatever a reload does meanwhile.
     const gw = root.live.current;
     const url = new URL(req.url);
-    redactSpanUrl(url);
+    dropSpanQuery(url);
     const requestId = requestIdOf(req);
     const dialect = gw.formats.dialectOf(url.pathname);
     const trace = new Trace(gw.observers, {
@@ -137,14 +145,16 @@ export function createHandler(
         if (gw.draining) {
           throw new GatewayError(503, "overloaded", "the gateway is shutting down; retry");
         }
-        identity = identify(gw, endpoint.keyDialects, req, url, info);
-        trace.key = identity.name;
-        trace.consumer = identity.consumer;
-        trace.sessionId = sessionOf(req.headers);
-        trace.agentId = agentOf(req.headers);
-        // A WebSocket's responses are admitted one by one (the upgrade is not a request).
-        if (endpoint.operation && !endpoint.upgrade) {
-          await gw.limiter.admit(trace, identity, dialect);
+        if (!endpoint.keyless) {
+          identity = identify(gw, endpoint.keyDialects, req, url, info);
+          trace.key = identity.name;
+          trace.consumer = identity.consumer;
+          trace.sessionId = sessionOf(req.headers);
+          trace.agentId = agentOf(req.headers);
+          // A WebSocket's responses are admitted one by one (the upgrade is not a request).
+          if (endpoint.operation && !endpoint.upgrade) {
+            await gw.limiter.admit(trace, identity, dialect);
+          }
         }
       }
       const ctx: RequestContext = { gw, req, url, requestId, dialect, identity, trace };

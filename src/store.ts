@@ -1,7 +1,8 @@
 /**
  * Stored responses: what `previous_response_id` chains on and GET /v1/responses/{id} reads.
  * Each record belongs to the client key that made it; a lookup by another key finds nothing.
- * The embedded store keeps records in memory, bounded by size (oldest evicted first) and age;
+ * The embedded store keeps records in memory, bounded by size (oldest evicted first, and each
+ * key within its share: a key past it evicts its own oldest) and age;
  * `redis_url` puts them in Redis instead (src/store_redis.ts) so instances share them.
  * Nothing here logs a record's content.
  */
@@ -34,6 +35,18 @@ export interface ResponseStore {
 
 const MB = 1024 * 1024;
 
+/** The characters one client key may hold: `max_mb_per_key`, by default a quarter of `max_mb`. */
+export function keyShare(cfg: Pick<ResponseStoreConfig, "max_mb" | "max_mb_per_key">): number {
+  return Math.min(cfg.max_mb_per_key ?? cfg.max_mb / 4, cfg.max_mb) * MB;
+}
+
+/** The largest record kept: `max_item_mb`, and never more than a key's share. */
+export function maxItem(
+  cfg: Pick<ResponseStoreConfig, "max_mb" | "max_mb_per_key" | "max_item_mb">,
+) {
+  return Math.min(cfg.max_item_mb * MB, keyShare(cfg));
+}
+
 /** The store could not be reached: 503 in the client's dialect, naming the store. */
 export function storeUnavailable(name: string, cause?: unknown): GatewayError {
   const why = cause instanceof Error ? `: ${cause.message}` : "";
@@ -51,17 +64,21 @@ export class MemoryStore implements ResponseStore {
   readonly name = "memory";
   /** Insertion order is age order: the first entry is the oldest. */
   private readonly entries = new Map<string, Entry>();
+  /** Each owner's ids, oldest first, and the characters they hold. */
+  private readonly owners = new Map<string, { ids: Set<string>; size: number }>();
   private size = 0;
   private readonly maxSize: number;
+  private readonly maxPerKey: number;
   private readonly maxItem: number;
   private readonly ttlMs: number;
 
   constructor(
-    cfg: Pick<ResponseStoreConfig, "max_mb" | "max_item_mb" | "ttl_s">,
+    cfg: Pick<ResponseStoreConfig, "max_mb" | "max_mb_per_key" | "max_item_mb" | "ttl_s">,
     private readonly now: () => number = Date.now,
   ) {
     this.maxSize = cfg.max_mb * MB;
-    this.maxItem = Math.min(cfg.max_item_mb * MB, this.maxSize);
+    this.maxPerKey = keyShare(cfg);
+    this.maxItem = maxItem(cfg);
     this.ttlMs = cfg.ttl_s * 1000;
   }
 
@@ -76,8 +93,12 @@ export class MemoryStore implements ResponseStore {
     const before = this.live(record.id);
     if (before && before.owner !== record.owner) return Promise.resolve("taken");
     if (before) this.remove(record.id, before);
+    this.evictOwn(record.owner, json.length);
     this.evict(json.length);
     this.entries.set(record.id, { owner: record.owner, json, expires: this.now() + this.ttlMs });
+    const own = this.ownerOf(record.owner);
+    own.ids.add(record.id);
+    own.size += json.length;
     this.size += json.length;
     return Promise.resolve("kept");
   }
@@ -91,6 +112,7 @@ export class MemoryStore implements ResponseStore {
 
   close(): Promise<void> {
     this.entries.clear();
+    this.owners.clear();
     this.size = 0;
     return Promise.resolve();
   }
@@ -109,9 +131,28 @@ export class MemoryStore implements ResponseStore {
     return e;
   }
 
+  private ownerOf(owner: string) {
+    let own = this.owners.get(owner);
+    if (!own) this.owners.set(owner, own = { ids: new Set(), size: 0 });
+    return own;
+  }
+
   private remove(id: string, e: Entry) {
     this.entries.delete(id);
     this.size -= e.json.length;
+    const own = this.owners.get(e.owner)!;
+    own.ids.delete(id);
+    own.size -= e.json.length;
+    if (own.ids.size === 0) this.owners.delete(e.owner);
+  }
+
+  /** Drops the owner's oldest until its `incoming` more characters fit in its share. */
+  private evictOwn(owner: string, incoming: number) {
+    const own = this.owners.get(owner);
+    for (const id of own?.ids ?? []) {
+      if (own!.size + incoming <= this.maxPerKey) break;
+      this.remove(id, this.entries.get(id)!);
+    }
   }
 
   /** Drops expired entries, then the oldest, until `incoming` more characters fit. */
@@ -126,7 +167,8 @@ export class MemoryStore implements ResponseStore {
 
 /** The configured store: Redis when `redis_url` is set, else the embedded one. */
 export async function createStore(cfg: ResponseStoreConfig): Promise<ResponseStore> {
-  if (!cfg.redis_url) return new MemoryStore(cfg);
+  // Disabled, the store stays empty (nothing is put): no Redis connection either.
+  if (!cfg.redis_url || !cfg.enabled) return new MemoryStore(cfg);
   const { RedisStore } = await import("./store_redis.ts");
   return RedisStore.connect(cfg);
 }

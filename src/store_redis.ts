@@ -2,19 +2,79 @@
  * Stored responses in Redis (`response_store.redis_url`): one key per response under
  * `redis_prefix`, its TTL set in Redis, so every instance behind one Kong upstream sees the
  * same responses and they survive restarts. While Redis is unreachable, commands fail at once
- * (no offline queue) and callers answer 503 naming the store; the client reconnects by itself.
- * Errors are logged without content.
+ * (no offline queue), and a stalled Redis fails them after `redis_timeout_ms`: callers answer
+ * 503 naming the store; the client reconnects by itself. A value that is not a record is taken
+ * for missing. Errors are logged without content: at most the Redis key.
  */
 import { createClient } from "redis";
 import type { ResponseStoreConfig } from "./config.ts";
 import {
+  keyShare,
+  maxItem,
   type PutResult,
   type ResponseStore,
   type StoredResponse,
   storeUnavailable,
 } from "./store.ts";
 
-const MB = 1024 * 1024;
+/**
+ * Keeps a record (unless its id exists) and books it to its owner: a sorted set of the owner's
+ * ids by age and a hash of their sizes (field "" holds the total). An owner past its share loses
+ * its own oldest records. KEYS: record, owner's ids, owner's sizes; ARGV: json, ttl, id, now,
+ * size, share, prefix. Returns 1 when kept, 0 when the id was taken.
+ */
+const PUT = `
+if not redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2], 'NX') then return 0 end
+local id, size, share = ARGV[3], tonumber(ARGV[5]), tonumber(ARGV[6])
+redis.call('ZADD', KEYS[2], ARGV[4], id)
+redis.call('HSET', KEYS[3], id, size)
+local total = redis.call('HINCRBY', KEYS[3], '', size)
+while total > share do
+  local oldest = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  if not oldest or oldest == id then break end
+  local s = tonumber(redis.call('HGET', KEYS[3], oldest) or '0')
+  redis.call('DEL', ARGV[7] .. oldest)
+  redis.call('ZREM', KEYS[2], oldest)
+  redis.call('HDEL', KEYS[3], oldest)
+  total = redis.call('HINCRBY', KEYS[3], '', -s)
+end
+redis.call('EXPIRE', KEYS[2], ARGV[2])
+redis.call('EXPIRE', KEYS[3], ARGV[2])
+return 1`;
+
+/** Deletes a record and its booking. KEYS as PUT's; ARGV: id. Returns the records deleted. */
+const DELETE = `
+local n = redis.call('DEL', KEYS[1])
+local s = redis.call('HGET', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+if s then
+  redis.call('HDEL', KEYS[3], ARGV[1])
+  redis.call('HINCRBY', KEYS[3], '', -tonumber(s))
+end
+return n`;
+/** A key holding another Redis type (a hash, a list) has no record: GARBAGE, not an outage. */
+const GARBAGE = Symbol("garbage");
+
+function wrongTypeIsGarbage(e: unknown): typeof GARBAGE {
+  if (e instanceof Error && e.message.startsWith("WRONGTYPE")) return GARBAGE;
+  throw e;
+}
+
+/** A stored record, if `json` is one (parsed, and of the record's shape). */
+function recordOf(json: string): StoredResponse | undefined {
+  let v: unknown;
+  try {
+    v = JSON.parse(json);
+  } catch {
+    return undefined;
+  }
+  const r = v as Partial<StoredResponse> | null;
+  const ok = typeof r === "object" && r !== null && typeof r.id === "string" &&
+    typeof r.owner === "string" && Array.isArray(r.input) &&
+    typeof r.response === "object" && r.response !== null && !Array.isArray(r.response);
+  return ok ? r as StoredResponse : undefined;
+}
+
 /** Longest wait between reconnect attempts while Redis is down. */
 const RETRY_MAX_MS = 1000;
 type Client = ReturnType<typeof createClient>;
@@ -57,35 +117,70 @@ export class RedisStore implements ResponseStore {
     return this.cfg.redis_prefix + id;
   }
 
+  /** A record's key and its owner's booking keys (ids are `resp_…`: no clash with `owner…:`). */
+  private keys(id: string, owner: string): string[] {
+    const p = this.cfg.redis_prefix;
+    return [p + id, `${p}owner-ids:${owner}`, `${p}owner-sizes:${owner}`];
+  }
+
+  /** One command, within `redis_timeout_ms`; any failure is the store's 503. */
   private async run<T>(op: () => Promise<T>): Promise<T> {
     if (!this.client.isReady) throw storeUnavailable(this.name);
+    const ms = this.cfg.redis_timeout_ms;
+    const timeout = new Error(`no answer within ${ms} ms`);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(timeout), ms);
+    });
     try {
-      return await op();
+      return await Promise.race([op(), late]);
     } catch (e) {
       this.logError(e);
-      throw storeUnavailable(this.name);
+      // Said to the client when it timed out; Redis's own errors stay in the log.
+      throw storeUnavailable(this.name, e === timeout ? e : undefined);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
   async get(id: string, owner: string): Promise<StoredResponse | undefined> {
-    const json = await this.run(() => this.client.get(this.key(id)));
-    if (typeof json !== "string") return undefined;
-    const record = JSON.parse(json) as StoredResponse;
+    const key = this.key(id);
+    const json = await this.run(() => this.client.get(key).catch(wrongTypeIsGarbage));
+    if (json === null) return undefined;
+    const record = typeof json === "string" ? recordOf(json) : undefined;
+    if (!record) {
+      // Written by something else, or corrupted: missing. Its characters are never printed.
+      console.error(JSON.stringify({
+        level: "warn",
+        msg: "response store: unreadable record, taken for missing",
+        store: "redis",
+        key,
+      }));
+      return undefined;
+    }
     return record.owner === owner ? record : undefined;
   }
 
   async put(record: StoredResponse): Promise<PutResult> {
     const json = JSON.stringify(record);
-    if (json.length > this.cfg.max_item_mb * MB) return "too_large";
-    const ok = await this.run(() =>
-      this.client.set(this.key(record.id), json, { EX: this.cfg.ttl_s, NX: true })
+    if (json.length > maxItem(this.cfg)) return "too_large";
+    const { id, owner } = record;
+    const args = [json, this.cfg.ttl_s, id, Date.now(), json.length, keyShare(this.cfg)];
+    const kept = await this.run(() =>
+      this.client.eval(PUT, {
+        keys: this.keys(id, owner),
+        arguments: [...args.map(String), this.cfg.redis_prefix],
+      })
     );
-    return ok === "OK" ? "kept" : "taken";
+    return kept === 1 ? "kept" : "taken";
   }
 
   async delete(id: string, owner: string): Promise<boolean> {
     if (!(await this.get(id, owner))) return false;
-    return (await this.run(() => this.client.del(this.key(id)))) > 0;
+    const n = await this.run(() =>
+      this.client.eval(DELETE, { keys: this.keys(id, owner), arguments: [id] })
+    );
+    return Number(n) > 0;
   }
 
   /** Closes the connection; while reconnecting, also waits out the client's retry sleep. */

@@ -32,6 +32,8 @@ export interface Scan {
   cut: number;
   /** The complete events, parsed far enough for a watch. */
   events: SseEvent[];
+  /** The text of the bytes before `cut`, when the scan decoded it anyway. */
+  text?: string;
   /**
    * A complete event that is not a JSON payload: `at` is its index, `before` the framing's own
    * text of the events before it (relayed as received, then the stream ends).
@@ -119,7 +121,7 @@ export function sseFraming(interruption: (why: string) => string = () => ""): Up
         }
         events.push(e);
       }
-      return { cut, events };
+      return { cut, events, text };
     },
     complete: () => "",
     interrupted: (why) => interruption(why) + "data: [DONE]\n\n",
@@ -218,9 +220,14 @@ export class EventReader {
     }
     // The held tail was copied out, so the complete part can go out without a copy.
     const bytes = scan.cut === buf.length ? buf : buf.subarray(0, scan.cut);
-    const leaks = this.secrets.longest > 0 && scan.events.some((e) => this.secrets.found(e.data));
+    if (this.secrets.longest === 0) return { events: scan.events, bytes };
+    // Every byte is looked at, not only the events' data: `id:`, `event:`, `retry:` and comment
+    // lines, unknown fields, and whatever else lies between events are relayed too.
+    const text = scan.text ?? this.decode(bytes);
     // Scrubbing re-encodes; everything else goes out as the provider's own bytes.
-    return leaks ? this.scrubbed(scan.events, this.decode(bytes)) : { events: scan.events, bytes };
+    return this.secrets.found(text)
+      ? this.scrubbed(scan.events, text)
+      : { events: scan.events, bytes };
   }
 
   private scrubbed(events: SseEvent[], text: string): Batch {

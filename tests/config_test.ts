@@ -206,3 +206,57 @@ Deno.test("config: a YAML error does not quote the document (it may hold a key)"
   assert.match(msg, /not valid YAML: .* at line \d+, column \d+$/);
   assert.doesNotMatch(msg, /sk-secret-in-yaml/);
 });
+
+Deno.test("config: YAML problems and schema errors name a kind and a place, never a value", () => {
+  const secret = "sk-value-never-printed-0123";
+  const cases: [string, RegExp][] = [
+    // An unresolved tag (a warning to the parser) would use the text as the key: an error here.
+    [`api_key: !secret ${secret}`, /not valid YAML: TAG_RESOLVE_FAILED at line 7, column \d+$/],
+    // An unquoted `*…` is an alias; the parser's message quotes its name.
+    [`api_key: *${secret}`, /not valid YAML: an alias names no anchor before it at line 7/],
+    [`api_key: [${secret}]`, /providers\[1\]\.api_key: Invalid input: expected string/],
+    [`api_key: x, timeouts: {idle_ms: ${secret}}`, /providers\[1\]\.timeouts\.idle_ms: /],
+  ];
+  for (const [field, says] of cases) {
+    const text = VALID.replace("api_key: x", field);
+    const vars = env({ TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" });
+    const msg = configError(() => parseConfigText(text, vars));
+    assert.match(msg, says);
+    assert.ok(!msg.includes(secret) && !msg.includes("sk-value"), msg);
+  }
+});
+
+Deno.test("config: a redis_url the Redis client could not read is an error naming the field", () => {
+  const withUrl = (url: string) =>
+    parseConfigText(
+      `${VALID}response_store: {redis_url: "${url}"}\n`,
+      env({ TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" }),
+    );
+  for (const url of ["redis://:pa%ZZsecret@localhost:6379", "redis://localhost:6379/db-secret"]) {
+    const msg = configError(() => withUrl(url));
+    assert.match(msg, /response_store\.redis_url: expected redis\[s\]:\/\//);
+    assert.ok(!msg.includes("secret"), msg);
+  }
+  const ok = withUrl("rediss://user:p%40ss@localhost:6380/2");
+  assert.equal(ok.response_store.redis_url, "rediss://user:p%40ss@localhost:6380/2");
+});
+
+Deno.test("config: main.ts prints no value of a config it refuses (no parser warning either)", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/tagged.yaml`;
+  const secret = "sk-tagged-value-0123456789";
+  await Deno.writeTextFile(path, VALID.replace("api_key: x", `api_key: !secret ${secret}`));
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-env", "--allow-read", "--allow-net", "main.ts", "--config", path],
+    env: { TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" },
+    stdout: "piped",
+    stderr: "piped",
+    // A gateway that took the tagged text as its key would run on.
+    signal: AbortSignal.timeout(10_000),
+  }).output();
+  await Deno.remove(dir, { recursive: true });
+  const printed = new TextDecoder().decode(out.stderr) + new TextDecoder().decode(out.stdout);
+  assert.equal(out.code, 2, printed);
+  assert.match(printed, /TAG_RESOLVE_FAILED at line 7/);
+  assert.ok(!printed.includes(secret), printed);
+});

@@ -188,6 +188,42 @@ Deno.test("converted: the Responses WebSocket chains turns onto its own last res
   }
 });
 
+Deno.test("converted: a WebSocket continuation that fails evicts the response it continued", async () => {
+  const h = await startHarness();
+  try {
+    let called = "";
+    const [call, failed, after] = await wsExchange(h.url, [
+      { type: "response.create", model: "msg-tool", input: "weather?", store: false },
+      (done: WsEvent[][]) => {
+        called = lastResponseId(done);
+        // The provider refuses the turn (as it does a function_call_output matching no call).
+        return {
+          type: "response.create",
+          model: "msg-err400",
+          input: [{ type: "function_call_output", call_id: "call_nomatch", output: "x" }],
+          previous_response_id: called,
+          store: false,
+        };
+      },
+      () => ({
+        type: "response.create",
+        model: "msg-text",
+        input: "again",
+        previous_response_id: called,
+        store: false,
+      }),
+    ]);
+    assert.equal(call.at(-1)!.type, "response.completed");
+    assert.equal(failed.at(-1)!.type, "error");
+    assert.equal(failed.at(-1)!.status, 400);
+    assert.equal(after.at(-1)!.type, "error");
+    assert.equal((after.at(-1)!.error as { code: string }).code, "previous_response_not_found");
+    assert.equal(h.upstream.requests.filter((r) => r.path === "/v1/messages").length, 2);
+  } finally {
+    await h.close();
+  }
+});
+
 Deno.test("converted: sampling hints the target lacks are dropped and reported", async () => {
   const h = await startHarness();
   try {

@@ -29,7 +29,7 @@ Deno.test("failover through real SDKs (openai, anthropic, genai): the primary is
   const h = await startHarness({
     tweak(config) {
       // Every primary fails every time here; cooldown has tests of its own.
-      config.cooldown = { failures: 100, seconds: 30 };
+      config.cooldown = { failures: 100, seconds: 30, max_seconds: 300 };
       config.routes.unshift(...ROUTES.map((r) => ({
         models: r.models,
         passthrough: false,

@@ -16,7 +16,9 @@ import { PLUGINS } from "../plugins/mod.ts";
 import type { Codec } from "../src/codec.ts";
 import type { Api } from "../src/ir.ts";
 import { GatewayError } from "../src/errors.ts";
-import { EventSourceParserStream } from "eventsource-parser/stream";
+// Test-only, so not in the import map (which `deno task dev/start` installs whole).
+// deno-lint-ignore no-import-prefix
+import { EventSourceParserStream } from "npm:eventsource-parser@4.1.3/stream";
 import { formatSse, type SseEvent } from "../src/sse.ts";
 import { sseFraming } from "../src/stream_stage.ts";
 

@@ -80,6 +80,8 @@ export interface HarnessOptions {
   tweak?: (config: Config) => void;
   /** Where limits count (default: as the config says); tests shorten sliding windows. */
   limitStore?: LimitStore;
+  /** Treat the config as the built-in default (its 404 hints name the vendor keys). */
+  builtInConfig?: boolean;
 }
 
 /** The formats the gateway serves (main.ts hands the same plugins over). */
@@ -93,7 +95,10 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   // Metrics on, as with the built-in config (no listener here: tests read `gw.metrics`).
   config.metrics = { hostname: "127.0.0.1", port: 0, max_label_values: 1000 };
   opts.tweak?.(config);
-  const gw = await createGateway(config, FORMATS, { limitStore: opts.limitStore });
+  const gw = await createGateway(config, FORMATS, {
+    builtInConfig: opts.builtInConfig,
+    limitStore: opts.limitStore,
+  });
   const logs: Record<string, unknown>[] = [];
   const previous = setAccessLogSink((line) => logs.push(JSON.parse(line)));
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, createHandler(gw));
@@ -104,6 +109,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     logs,
     async close() {
       await server.shutdown();
+      await gw.providerModels.stop();
       await gw.store.close();
       await gw.limiter.store.close();
       await upstream.close();

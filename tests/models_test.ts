@@ -1,7 +1,8 @@
 /**
- * Model lists in every dialect: GET /v1/models answers in the shape of the credential sent
- * (Bearer → OpenAI, x-api-key → Anthropic), GET /v1beta/models in Gemini's; one model by id in
- * each; only concrete ids (route names without `*` and the `catalog`), never a pattern.
+ * Model lists: GET /v1/models answers in the shape of the credential sent (Bearer → OpenAI,
+ * x-api-key → Anthropic); GET /v1beta/models is no list (the interface lists at /v1/models
+ * only) but GET /v1beta/models/{id} answers one model in Gemini's shape; only concrete ids
+ * (route names without `*` and the `catalog`), never a pattern.
  */
 import assert from "node:assert/strict";
 import { codexConfig } from "../plugins/responses/codex.ts";
@@ -20,6 +21,8 @@ const withCatalog = () =>
   startHarness({
     extraRoutes: [{ models: ["claude-fixed"], provider: "anthropic", passthrough: false }],
     tweak: (c) => {
+      // The demo provider lists its own models (tests/model_lists_test.ts): not these lists'.
+      c.routes = c.routes.filter((r) => r.provider !== "demo");
       c.catalog = [
         {
           id: "msg-sonnet",
@@ -80,27 +83,23 @@ Deno.test("models: each dialect's list and model, concrete ids only", async (t) 
         assert.equal(page.body.has_more, true);
       },
     );
-    await t.step("/v1beta/models → Gemini list", async () => {
-      const { status, body } = await getJson(h, "/v1beta/models", googleHeaders());
-      assert.equal(status, 200);
-      assert.deepEqual(
-        body.models.map((m: { name: string }) => m.name),
-        ids.map((i) => `models/${i}`),
-      );
-      const flash = body.models[2];
-      assert.equal(flash.inputTokenLimit, 1_048_576);
-      assert.equal(flash.outputTokenLimit, 65_536);
-      assert.ok(flash.supportedGenerationMethods.includes("generateContent"));
-      const paged = await getJson(h, "/v1beta/models?pageSize=2", googleHeaders());
-      assert.equal(paged.body.models.length, 2);
-      const rest = await getJson(
-        h,
-        `/v1beta/models?pageSize=2&pageToken=${paged.body.nextPageToken}`,
-        googleHeaders(),
-      );
-      assert.deepEqual(rest.body.models.map((m: { name: string }) => m.name), ["models/gem-flash"]);
-      assert.equal(rest.body.nextPageToken, undefined);
-    });
+    await t.step(
+      "GET /v1beta/models (a listing) → Google 404 pointing at GET /v1/models",
+      async () => {
+        for (const query of ["", "?pageSize=2"]) {
+          const { status, body } = await getJson(h, `/v1beta/models${query}`, googleHeaders());
+          assert.equal(status, 404);
+          assert.deepEqual(body, {
+            error: {
+              code: 404,
+              message: "GET /v1beta/models (listing models) is not supported; " +
+                "list models with GET /v1/models",
+              status: "NOT_FOUND",
+            },
+          });
+        }
+      },
+    );
     await t.step("one model by id; unknown → 404 in each dialect", async () => {
       assert.equal(
         (await getJson(h, "/v1/models/msg-sonnet", openaiHeaders())).body.object,
@@ -154,8 +153,19 @@ Deno.test("models: Codex settings for a route carry the catalog's window", async
   assert.match(toml, /^openai_base_url = "https:\/\/llm.example.com\/v1"$/m);
   assert.match(toml, /^model_context_window = 200000$/m);
   assert.match(toml, /^model_auto_compact_token_limit = 180000$/m);
-  assert.match(toml, /^web_search = "disabled"/m);
+  // Hosted web search is mapped on converted routes: Codex keeps it.
+  assert.doesNotMatch(toml, /web_search/);
   const passthrough = codexConfig(withCatalog, "pt-x", "http://gw");
   assert.doesNotMatch(passthrough, /web_search|model_context_window =/);
+  // Where it cannot run, Codex is told to leave it off, and why.
+  assert.match(codexConfig(withCatalog, "chat-x", "http://gw"), /^web_search = "disabled" # chat/m);
+  const rejecting = validateConfig({
+    ...config,
+    routes: [{ models: ["msg-*"], provider: "anthropic", hosted_tools: "reject" }],
+  });
+  assert.match(
+    codexConfig(rejecting, "msg-x", "http://gw"),
+    /^web_search = "disabled" # the route rejects hosted tools/m,
+  );
   assert.throws(() => codexConfig(withCatalog, "nope", "http://gw"), /no route matches/);
 });

@@ -1,11 +1,17 @@
-/** A real redis-server from Debian on a free loopback port, for the Redis-backed stores' tests. */
+/**
+ * A real redis-server from Debian on a free loopback port, for the Redis store tests
+ * (.ci/install-redis.sh installs it; tests are ignored, saying MISSING, when it is absent).
+ */
 import { installed } from "./process.ts";
 export { freePort } from "./process.ts";
+
 export const REDIS = installed(["/usr/bin/redis-server", "/usr/local/bin/redis-server"]);
 export const MISSING = "redis-server not installed: run .ci/install-redis.sh";
 
 export interface RedisServer {
   port: number;
+  /** The redis-server process (SIGSTOP stalls it). */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -26,6 +32,7 @@ export async function startRedis(port: number): Promise<RedisServer> {
   }
   return {
     port,
+    pid: child.pid,
     async stop() {
       child.kill("SIGTERM");
       await child.status;

@@ -10,11 +10,12 @@ import assert from "node:assert/strict";
 import { type Harness, HASHED_KEY, openaiHeaders, post, startHarness } from "./helpers.ts";
 import { freePort, MISSING, REDIS, redisCli, startRedis } from "./redis_server.ts";
 
-const gatewayOn = (port: number) =>
+const gatewayOn = (port: number, timeoutMs?: number) =>
   startHarness({
     tweak: (c) => {
       c.response_store.redis_url = `redis://127.0.0.1:${port}`;
       c.response_store.ttl_s = 3600;
+      if (timeoutMs) c.response_store.redis_timeout_ms = timeoutMs;
     },
   });
 
@@ -121,6 +122,118 @@ Deno.test({
       await a.close();
       await b.close();
       if (!stopped) await redis.stop();
+    }
+  },
+});
+
+/** Lines the gateway writes to stderr while `fn` runs (the store logs there). */
+async function stderrOf(fn: () => Promise<void>): Promise<string[]> {
+  const lines: string[] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) => lines.push(args.map(String).join(" "));
+  try {
+    await fn();
+  } finally {
+    console.error = original;
+  }
+  return lines;
+}
+
+Deno.test({
+  name:
+    "redis store: a stalled (SIGSTOPped) Redis fails calls within redis_timeout_ms; garbage values are missing",
+  ignore: REDIS === undefined,
+  async fn(t) {
+    const redis = await startRedis(freePort());
+    const h = await gatewayOn(redis.port, 500);
+    let stalled = false;
+    // A hang fails the test instead of holding it.
+    const soon = () => AbortSignal.timeout(5000);
+    try {
+      await untilReady(h);
+      const kept = await create(h, { model: "msg-text", input: "kept before the stall" });
+      await t.step("garbage values are taken for missing; only the key is logged", async () => {
+        const garbage = [
+          "resp_" + "a".repeat(32),
+          "resp_" + "b".repeat(32),
+          "resp_" + "c".repeat(32),
+        ];
+        await redisCli(redis.port, "SET", `gateway:responses:${garbage[0]}`, "{not json: hunter2");
+        await redisCli(redis.port, "SET", `gateway:responses:${garbage[1]}`, '{"owner":"hunter2"}');
+        await redisCli(redis.port, "HSET", `gateway:responses:${garbage[2]}`, "f", "hunter2");
+        const lines = await stderrOf(async () => {
+          for (const id of garbage) {
+            const got = await get(h, id);
+            assert.equal(got.status, 404, `${id}: ${JSON.stringify(got.body)}`);
+          }
+          const res = await post(`${h.url}/v1/responses`, openaiHeaders(), {
+            model: "msg-text",
+            input: "x",
+            previous_response_id: garbage[0],
+          });
+          assert.equal(res.status, 400);
+          assert.equal((await res.json()).error.code, "previous_response_not_found");
+        });
+        assert.ok(lines.length >= 3, lines.join("\n"));
+        for (const line of lines) {
+          assert.ok(!line.includes("hunter2"), `no stored characters: ${line}`);
+          assert.match(line, /"key":"gateway:responses:resp_/);
+        }
+      });
+      Deno.kill(redis.pid, "SIGSTOP");
+      stalled = true;
+      await t.step(
+        "stalled: a JSON answer and a stream still come back, stored=failed",
+        async () => {
+          const started = performance.now();
+          const json = await fetch(`${h.url}/v1/responses`, {
+            method: "POST",
+            headers: openaiHeaders(),
+            body: JSON.stringify({ model: "msg-text", input: "hi" }),
+            signal: soon(),
+          });
+          assert.equal(json.status, 200);
+          assert.match(await json.text(), /mock: hi/);
+          const stream = await fetch(`${h.url}/v1/responses`, {
+            method: "POST",
+            headers: openaiHeaders(),
+            body: JSON.stringify({ model: "msg-text", input: "hi", stream: true }),
+            signal: soon(),
+          });
+          assert.match(await stream.text(), /response\.completed/);
+          const took = performance.now() - started;
+          assert.ok(took < 3000, `took ${took} ms`);
+          assert.deepEqual(h.logs.slice(-2).map((l) => l.stored), ["failed", "failed"]);
+        },
+      );
+      await t.step("stalled: GET and chaining answer 503 naming the store", async () => {
+        const started = performance.now();
+        const got = await fetch(`${h.url}/v1/responses/${kept.id}`, {
+          headers: openaiHeaders(),
+          signal: soon(),
+        });
+        assert.equal(got.status, 503);
+        assert.match((await got.json()).error.message, /response store \(redis\) is unavailable/);
+        const chained = await fetch(`${h.url}/v1/responses`, {
+          method: "POST",
+          headers: openaiHeaders(),
+          body: JSON.stringify({ model: "msg-text", input: "x", previous_response_id: kept.id }),
+          signal: soon(),
+        });
+        assert.equal(chained.status, 503);
+        assert.match((await chained.json()).error.message, /redis/);
+        const took = performance.now() - started;
+        assert.ok(took < 2500, `two calls of 500 ms at most: ${took} ms`);
+      });
+      Deno.kill(redis.pid, "SIGCONT");
+      stalled = false;
+      await t.step("resumed: the store answers again", async () => {
+        assert.equal((await get(h, kept.id)).status, 200);
+      });
+    } finally {
+      if (stalled) Deno.kill(redis.pid, "SIGCONT");
+      await h.close();
+      await redis.stop();
     }
   },
 });

@@ -1,5 +1,5 @@
 /**
- * The Open Responses specification's compliance cases (spec 2026-04-24, ../shared/specs/)
+ * The Open Responses specification's compliance cases (spec 2026-04-24, tests/specs/)
  * against every provider family the gateway converts to: chat, Anthropic messages, Gemini,
  * and a Responses provider without `passthrough`. Each JSON answer is validated against the
  * spec's `ResponseResource` and each stream event against its own streaming event schema, with
@@ -11,10 +11,7 @@ import assert from "node:assert/strict";
 import { Ajv2020 } from "npm:ajv@8.17.1/dist/2020.js";
 import { type Harness, KEY, openaiHeaders, post, startHarness } from "./helpers.ts";
 
-const SPEC_URL = new URL(
-  "../../shared/specs/openresponses-openapi-2026-04-24.json",
-  import.meta.url,
-);
+const SPEC_URL = new URL("./specs/openresponses-openapi-2026-04-24.json", import.meta.url);
 const spec = JSON.parse(Deno.readTextFileSync(SPEC_URL));
 
 // deno-lint-ignore no-explicit-any
@@ -392,6 +389,61 @@ Deno.test("Open Responses compliance: every request setting is echoed, JSON and 
     assert.deepEqual(r.text, {
       format: { ...schemaFormat, description: null, strict: false },
       verbosity: "medium",
+    });
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("Open Responses compliance: POST /responses/compact on every converted family, a CompactResource replayed as input", async (t) => {
+  const h = await startHarness();
+  const compactResource = schema("CompactResource");
+  assert.equal(compactResource({ id: "r", object: "response", created_at: 1, output: [] }), false);
+  try {
+    for (const [family, prefix] of Object.entries(FAMILIES)) {
+      await t.step(family, async () => {
+        const model = `${prefix}-text`;
+        const history = [
+          { type: "message", role: "user", content: "Build a landing page for a dog cafe." },
+          { type: "message", role: "assistant", content: "Done: index.html." },
+          { type: "message", role: "user", content: [{ type: "input_text", text: "Add a map." }] },
+        ];
+        const res = await post(`${h.url}/v1/responses/compact`, openaiHeaders(), {
+          model,
+          input: history,
+          instructions: "You are a web developer.",
+        });
+        const compacted = await res.json();
+        assert.equal(res.status, 200, JSON.stringify(compacted));
+        assertValid(compactResource, compacted, `${family} compact`);
+        const output = compacted.output as Json[];
+        assert.deepEqual(output.map((i) => [i.type, i.role]), [
+          ["message", "user"],
+          ["message", "user"],
+          ["compaction", undefined],
+        ]);
+        // The model was asked for the summary, with the whole history.
+        const asked = h.upstream.requests.at(-1)!.body;
+        assert.match(asked, /Write a concise summary of the conversation so far/);
+        assert.match(asked, /Done: index\.html/);
+        // Replayed as input (as Codex does), the item becomes the model's summary again.
+        const replay = await jsonResponse(
+          await post(`${h.url}/v1/responses`, openaiHeaders(), {
+            model,
+            input: [...output, { type: "message", role: "user", content: "Go on." }],
+          }),
+          `${family} replay`,
+        );
+        assert.equal(replay.status, "completed");
+        const sent = h.upstream.requests.at(-1)!.body;
+        assert.match(sent, /Summary of the earlier conversation/);
+        assert.match(sent, /Hello from \w+ mock/, "the summary the model wrote");
+      });
+    }
+    await t.step("not billed", () => {
+      const compacts = h.logs.filter((l) => l.endpoint === "responses_compact");
+      assert.equal(compacts.length, Object.keys(FAMILIES).length);
+      for (const l of compacts) assert.equal(l.billable, false, JSON.stringify(l));
     });
   } finally {
     await h.close();

@@ -1,15 +1,17 @@
 /**
  * Stored responses on routes where the gateway builds the response: chaining with
- * `previous_response_id`, GET / DELETE /v1/responses/{id}, input_items paging, `store: false`,
- * per-key isolation, the store's bounds (size, age, item size), and that nothing stored is
+ * `previous_response_id`, GET / DELETE /v1/responses/{id}, input_items paging, `store: false`
+ * (by the request, the route or `response_store.enabled`), per-key isolation, the store's bounds (size, age, item size), and that nothing stored is
  * ever logged.
  */
 import assert from "node:assert/strict";
+import { validateConfig } from "../src/config.ts";
 import { MemoryStore, type StoredResponse } from "../src/store.ts";
 import {
   type Harness,
   HASHED_KEY,
   lastResponseId,
+  mockConfig,
   openaiHeaders,
   post,
   startHarness,
@@ -201,7 +203,7 @@ Deno.test("store: a response over max_item_mb is answered, not kept, and logged 
 Deno.test("store: the embedded store evicts the oldest by size, and expires by age", () => {
   let now = 0;
   const store = new MemoryStore(
-    { max_mb: 3000 / 1024 / 1024, max_item_mb: 1, ttl_s: 10 },
+    { max_mb: 3000 / 1024 / 1024, max_mb_per_key: 3000 / 1024 / 1024, max_item_mb: 1, ttl_s: 10 },
     () => now,
   );
   const rec = (id: string, owner = "a"): StoredResponse => ({
@@ -297,7 +299,13 @@ Deno.test("store: a Responses provider without passthrough relays what it need n
 
 Deno.test("store: small limits over HTTP: the oldest goes first, and responses expire", async () => {
   const h = await startHarness({
-    tweak: (c) => Object.assign(c.response_store, { max_mb: 5_000 / 1024 / 1024, ttl_s: 1 }),
+    // One key may fill the whole store here: the share per key is tests/identity_test.ts's.
+    tweak: (c) =>
+      Object.assign(c.response_store, {
+        max_mb: 5_000 / 1024 / 1024,
+        max_mb_per_key: 5_000 / 1024 / 1024,
+        ttl_s: 1,
+      }),
   });
   try {
     const ids: string[] = [];
@@ -314,5 +322,133 @@ Deno.test("store: small limits over HTTP: the oldest goes first, and responses e
     assert.equal(await statusOf(get(h, ids.at(-1)!)), 404, "expired after ttl_s");
   } finally {
     await h.close();
+  }
+});
+
+const CHAINING_REFUSED = "previous_response_id requires a client1 passthrough route";
+
+/** A `previous_response_id` request refused with the interface's fixed text. */
+async function assertChainingRefused(h: Harness, model: string, previous: string) {
+  const res = await post(`${h.url}/v1/responses`, openaiHeaders(), {
+    model,
+    input: "x",
+    previous_response_id: previous,
+  });
+  const e = await error(res, 400);
+  assert.equal(e.message, CHAINING_REFUSED);
+  assert.equal(e.param, "previous_response_id");
+}
+
+/** The `response.completed` event's response of a streamed request. */
+async function streamedResponse(h: Harness, body: Json): Promise<Json> {
+  const res = await post(`${h.url}/v1/responses`, openaiHeaders(), { ...body, stream: true });
+  const events = (await res.text()).split("\n").filter((l) => l.startsWith("data: "))
+    .map((l) => JSON.parse(l.slice(6)));
+  return events.find((e) => e.type === "response.completed").response;
+}
+
+Deno.test("store: response_store.enabled: false keeps nothing, and refuses chaining with the interface's text", async () => {
+  const h = await startHarness({
+    tweak: (c) => Object.assign(c.response_store, { enabled: false }),
+  });
+  try {
+    for (const model of ["msg-text", "chat-text", "gem-text"]) {
+      const json = await create(h, { model, input: "hi" });
+      assert.equal(json.store, false, model);
+      await error(await get(h, json.id), 404);
+      const streamed = await streamedResponse(h, { model, input: "hi" });
+      assert.equal(streamed.store, false, model);
+      await error(await get(h, String(streamed.id)), 404);
+      await assertChainingRefused(h, model, String(json.id));
+    }
+    assert.ok(
+      h.logs.filter((l) => l.endpoint === "responses" && l.status === 200).every((l) =>
+        l.stored === "off"
+      ),
+    );
+    // A Responses provider without passthrough: converted, so the provider keeps nothing either.
+    const resp = await create(h, { model: "resp-text", input: "hi" });
+    assert.equal(resp.store, false);
+    const sent = h.upstream.requests.findLast((r) => r.path === "/v1/responses")!;
+    assert.equal(sent.json.store, false);
+    await assertChainingRefused(h, "resp-text", String(resp.id));
+    // A passthrough route's provider keeps its own state: chaining relays as before.
+    await post(`${h.url}/v1/responses`, openaiHeaders(), {
+      model: "pt-text",
+      input: "x",
+      previous_response_id: "resp_upstream1",
+    }).then((r) => r.body?.cancel());
+    const relayed = h.upstream.requests.at(-1)!;
+    assert.equal(relayed.json.previous_response_id, "resp_upstream1");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("store: a route with store: false keeps nothing; other routes still do; its WebSocket chains on the socket only", async () => {
+  const h = await startHarness({
+    extraRoutes: [{ models: ["zr-*"], provider: "anthropic", passthrough: false, store: false }],
+  });
+  try {
+    const unkept = await create(h, { model: "zr-text", input: "hi" });
+    assert.equal(unkept.store, false);
+    await error(await get(h, unkept.id), 404);
+    await assertChainingRefused(h, "zr-text", unkept.id as string);
+    const kept = await create(h, { model: "msg-text", input: "hi" });
+    assert.equal(kept.store, true);
+    assert.equal(await statusOf(get(h, kept.id)), 200);
+    // Chaining a stored response onto the zero-retention route is refused too.
+    await assertChainingRefused(h, "zr-text", kept.id as string);
+    const compact = (model: string) =>
+      post(`${h.url}/v1/responses/compact`, openaiHeaders(), {
+        model,
+        input: "compact it",
+        previous_response_id: kept.id,
+      });
+    assert.equal((await error(await compact("zr-text"), 400)).message, CHAINING_REFUSED);
+    // Where responses are kept, compact expands the chain: its user messages come first.
+    const compacted = await (await compact("msg-text")).json();
+    assert.deepEqual(
+      compacted.output.map((i: Json) => i.type === "message" ? i.content : i.type),
+      [
+        [{ type: "input_text", text: "hi" }],
+        [{ type: "input_text", text: "compact it" }],
+        "compaction",
+      ],
+    );
+
+    const [first, onSocket, stored] = await wsExchange(h.url, [
+      { type: "response.create", model: "zr-text", input: "one" },
+      (done: Json[][]) => ({
+        type: "response.create",
+        model: "zr-text",
+        input: "two",
+        previous_response_id: lastResponseId(done as never),
+      }),
+      { type: "response.create", model: "zr-text", input: "three", previous_response_id: kept.id },
+    ]);
+    assert.equal((first.at(-1)!.response as Json).store, false);
+    assert.equal(onSocket.at(-1)!.type, "response.completed", "chains on the socket's memory");
+    assert.match(JSON.stringify(h.upstream.requests.at(-1)!.json.messages), /one.*two/s);
+    await error(await get(h, String((onSocket.at(-1)!.response as Json).id)), 404);
+    assert.equal(stored.at(-1)!.type, "error");
+    assert.equal((stored.at(-1)!.error as Json).message, CHAINING_REFUSED);
+    assert.equal((stored.at(-1)!.error as Json).param, "previous_response_id");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("store: store: false or compact: false on a passthrough route is a config error", async () => {
+  const config = await mockConfig("http://127.0.0.1:9");
+  for (const off of [{ store: false }, { compact: false }]) {
+    assert.throws(
+      () =>
+        validateConfig({
+          ...config,
+          routes: [{ models: ["pt-*"], provider: "oai", passthrough: true, ...off }],
+        }),
+      /routes\[0\]\.passthrough: store: false and compact: false apply to converted routes/,
+    );
   }
 });

@@ -105,7 +105,14 @@ Deno.test("auth: each endpoint's key header, 401 in its own dialect", async (t) 
 });
 
 Deno.test("rules: fixed messages, verbatim", async (t) => {
-  const h = await startHarness();
+  const h = await startHarness({
+    extraRoutes: [{
+      models: ["nocompact-*"],
+      provider: "anthropic",
+      passthrough: false,
+      compact: false,
+    }],
+  });
   try {
     await t.step("background responses", async () => {
       const res = await post(`${h.url}/v1/responses`, openaiHeaders(), {
@@ -134,9 +141,9 @@ Deno.test("rules: fixed messages, verbatim", async (t) => {
         assert.match(await openaiError(res, 400), /previous_response_id/);
       }
     });
-    await t.step("compact off a passthrough route", async () => {
+    await t.step("compact on a converted route with compact: false", async () => {
       const res = await post(`${h.url}/v1/responses/compact`, openaiHeaders(), {
-        model: "msg-text",
+        model: "nocompact-text",
         input: [],
       });
       assert.equal(
@@ -205,6 +212,43 @@ Deno.test("rules: fixed messages, verbatim", async (t) => {
   }
 });
 
+Deno.test("rules: count_tokens on a route of several targets skips those that cannot count", async () => {
+  const h = await startHarness({
+    extraRoutes: [
+      // A chat target first: the counting one is second.
+      {
+        models: ["mixed-*"],
+        targets: [{ provider: "oai-chat", weight: 1 }, { provider: "anthropic", weight: 1 }],
+        passthrough: false,
+      },
+      {
+        models: ["nocount-*"],
+        targets: [{ provider: "oai-chat", weight: 1 }, { provider: "gemini", weight: 1 }],
+        passthrough: false,
+      },
+    ],
+  });
+  try {
+    const count = (model: string) =>
+      post(`${h.url}/v1/messages/count_tokens`, anthropicHeaders(), {
+        model,
+        messages: [{ role: "user", content: "count me" }],
+      });
+    const res = await count("mixed-text");
+    const body = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(body));
+    assert.equal(typeof body.input_tokens, "number");
+    assert.deepEqual(h.upstream.requests.map((r) => r.path), ["/v1/messages/count_tokens"]);
+    assert.equal(
+      await anthropicError(await count("nocount-text"), 400),
+      "messages token counting requires a family3-compatible upstream",
+    );
+    assert.equal(h.upstream.requests.length, 1, "nothing sent for a route that cannot count");
+  } finally {
+    await h.close();
+  }
+});
+
 Deno.test("errors: unknown model, bad JSON, bad field types, unknown paths", async (t) => {
   const h = await startHarness();
   try {
@@ -233,16 +277,30 @@ Deno.test("errors: unknown model, bad JSON, bad field types, unknown paths", asy
       ];
       for (const m of messages) {
         assert.match(m, /model "nope" is not served .* Served: pt-\*, resp-\*, .*demo-\*\./);
-        assert.match(m, /set OPENAI_API_KEY \(gpt-\*, o\*, codex-\*\) or ANTHROPIC_API_KEY/);
+        // A config file is in force: the vendor keys the built-in config reads would do nothing.
+        assert.match(m, /demo-\*\. Add a route for it to the config file\.$/);
+        assert.doesNotMatch(m, /_API_KEY/);
         assert.doesNotMatch(m, new RegExp(PROVIDER_KEY));
       }
-      // A model a real provider would serve: only that provider's key is suggested.
-      const claude = await anthropicError(
-        await post(`${h.url}/v1/messages`, anthropicHeaders(), bodies.messages("claude-x")),
-        404,
-      );
-      assert.match(claude, /set ANTHROPIC_API_KEY \(claude-\*\) \(built-in config\) or add/);
-      assert.doesNotMatch(claude, /OPENAI/);
+    });
+    await t.step("unknown model under the built-in config → the vendor keys to set", async () => {
+      const gw = await startHarness({ builtInConfig: true });
+      try {
+        const nope = await openaiError(
+          await post(`${gw.url}/v1/chat/completions`, openaiHeaders(), bodies.chat("nope")),
+          404,
+        );
+        assert.match(nope, /set OPENAI_API_KEY \(gpt-\*, o\*, codex-\*\) or ANTHROPIC_API_KEY/);
+        // A model a real provider would serve: only that provider's key is suggested.
+        const claude = await anthropicError(
+          await post(`${gw.url}/v1/messages`, anthropicHeaders(), bodies.messages("claude-x")),
+          404,
+        );
+        assert.match(claude, /set ANTHROPIC_API_KEY \(claude-\*\) \(built-in config\) or add/);
+        assert.doesNotMatch(claude, /OPENAI/);
+      } finally {
+        await gw.close();
+      }
     });
     await t.step("malformed JSON → 400", async () => {
       assert.match(
@@ -311,8 +369,10 @@ Deno.test("errors: unknown model, bad JSON, bad field types, unknown paths", asy
       await anthropicError(await fetch(`${h.url}/v1/messages/batches`), 404);
       await googleError(await fetch(`${h.url}/v1beta/other`), 404);
       await openaiError(await fetch(`${h.url}/v1/chat/completions`), 405);
-      const head = await fetch(`${h.url}/`, { method: "HEAD" });
+      const head = await fetch(`${h.url}/nothing`, { method: "HEAD" });
       assert.equal(head.status, 404);
+      const headPost = await fetch(`${h.url}/v1/chat/completions`, { method: "HEAD" });
+      assert.equal(headPost.status, 405);
     });
     await t.step("vendor query parameters do not break routing", async () => {
       const res = await post(
@@ -354,6 +414,28 @@ Deno.test("ops: /v1/models, /healthz, /readyz, request ids", async () => {
     const res = await post(`${h.url}/v1/chat/completions`, openaiHeaders(), bodies.chat("demo-x"));
     assert.match(res.headers.get("x-gateway-request-id") ?? "", /^[0-9a-f-]{36}$/);
     await res.body?.cancel();
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("ops: GET / and HEAD / name the service, need no key, reveal nothing else", async () => {
+  const h = await startHarness();
+  try {
+    const get = await fetch(`${h.url}/`);
+    assert.equal(get.status, 200);
+    assert.equal(get.headers.get("content-type"), "text/plain; charset=utf-8");
+    assert.equal(await get.text(), "LLM gateway\n");
+    // Claude Code's start-up probe: HEAD, with its key or none.
+    const probes: Record<string, string>[] = [{}, anthropicHeaders(), { "x-api-key": "not-a-key" }];
+    for (const headers of probes) {
+      const head = await fetch(`${h.url}/`, { method: "HEAD", headers });
+      assert.equal(head.status, 200);
+      assert.equal(await head.text(), "");
+    }
+    const post = await fetch(`${h.url}/`, { method: "POST" });
+    assert.equal(post.status, 405);
+    await post.body?.cancel();
   } finally {
     await h.close();
   }

@@ -54,21 +54,26 @@ const geminiModel = (m: ListedModel) => ({
   supportedGenerationMethods: ["generateContent", "streamGenerateContent", "countTokens"],
 });
 
-/** `pageSize`, and `pageToken` = the last id of the previous page. */
+/** One model's metadata; the interface lists models at GET /v1/models only. */
 export const geminiModels: ModelListing = {
   path: "/v1beta/models",
   name: "gemini_models",
-  list(all, url) {
-    const q = url.searchParams;
-    const size = Math.min(Math.max(Number(q.get("pageSize") ?? 50) || 50, 1), 1000);
-    let list = all;
-    const token = q.get("pageToken");
-    if (token) list = list.slice(list.findIndex((m) => m.id === token) + 1);
-    const page = list.slice(0, size);
-    return {
-      models: page.map(geminiModel),
-      ...(list.length > size && { nextPageToken: page.at(-1)!.id }),
-    };
-  },
+  listedAt: "/v1/models",
   one: geminiModel,
 };
+
+/**
+ * A page of a Gemini provider's model list: the models that generate content (embedding models
+ * are listed too), by id without `models/`; the next page by `nextPageToken`.
+ */
+export function geminiModelPage(body: Record<string, unknown>) {
+  const models = Array.isArray(body.models) ? body.models : [];
+  const ids = models.flatMap((m) =>
+    typeof m?.name === "string" && Array.isArray(m.supportedGenerationMethods) &&
+      m.supportedGenerationMethods.includes("generateContent")
+      ? [m.name.replace(/^models\//, "")]
+      : []
+  );
+  const token = body.nextPageToken;
+  return { ids, next: typeof token === "string" && token ? { pageToken: token } : undefined };
+}

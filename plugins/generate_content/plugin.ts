@@ -2,7 +2,7 @@
 import type { FormatPlugin } from "../../src/format.ts";
 import { unsafeSegmentReason } from "../../src/model_segment.ts";
 import { geminiCodec } from "./codec.ts";
-import { geminiModels, googleDialect } from "./dialect.ts";
+import { geminiModelPage, geminiModels, googleDialect } from "./dialect.ts";
 import { generateContent } from "./endpoints.ts";
 
 export const generateContentPlugin: FormatPlugin = {
@@ -28,6 +28,7 @@ export const generateContentPlugin: FormatPlugin = {
       if (key) req.headers.set("x-goog-api-key", key);
     },
     forwardHeaders: ["x-goog-api-client"],
+    models: { path: "/v1beta/models?pageSize=1000", page: geminiModelPage },
     // The model is a segment of the upstream URL.
     unsafeModel: (model) => {
       const why = unsafeSegmentReason(model, true);

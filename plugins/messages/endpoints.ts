@@ -37,11 +37,14 @@ export const messages: Handler = async (ctx) => {
   });
 };
 
-/** Token counts come from the provider itself, so only Anthropic-API routes can answer. */
+/**
+ * Token counts come from the provider itself: only a route with an Anthropic-API target can
+ * answer, and only such targets are tried (the relay skips the others).
+ */
 export const countTokens: Handler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
   const r = resolveRoute(ctx, modelOf(body.json));
-  if (r.provider.api !== "messages") {
+  if (!r.targets.some((t) => t.provider.api === messagesCodec.api)) {
     throw badRequest("messages token counting requires a family3-compatible upstream", "model");
   }
   return await passthrough(

@@ -3,7 +3,7 @@ import type { FormatPlugin } from "../../src/format.ts";
 import { messagesCodec } from "./codec.ts";
 import { anthropicDialect, anthropicModels } from "./dialect.ts";
 import { countTokens, messages } from "./endpoints.ts";
-import { overloadedError } from "../shared.ts";
+import { idPage, overloadedError } from "../shared.ts";
 
 /** The API version sent upstream when the client named none (converted calls). */
 const DEFAULT_VERSION = "2023-06-01";
@@ -42,6 +42,7 @@ export const messagesPlugin: FormatPlugin = {
       }
     },
     readError: overloadedError,
+    models: { path: "/v1/models?limit=1000", page: (body) => idPage(body, "after_id") },
     forwardHeaders: ["anthropic-beta", "anthropic-version", "x-stainless-"],
     responseHeaders: ["anthropic-ratelimit-"],
   },

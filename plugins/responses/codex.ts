@@ -6,6 +6,7 @@
  */
 import type { Config } from "../../src/config.ts";
 import { Router } from "../../src/router.ts";
+import { chatPlugin } from "../chat_completions/plugin.ts";
 
 export function codexConfig(config: Config, model: string, baseUrl: string): string {
   const r = new Router(config).resolve(model);
@@ -24,8 +25,16 @@ export function codexConfig(config: Config, model: string, baseUrl: string): str
   } else {
     lines.push(`# no catalog context_window for ${model}: Codex uses its fallback window`);
   }
-  if (r.provider.api !== "responses" || !r.route.passthrough) {
-    lines.push(`web_search = "disabled" # hosted web search needs a passthrough route`);
-  }
+  // Codex declares hosted web search on every turn: converted routes map it (docs/hosted-tools.md)
+  // unless the route or its provider cannot, and then it is better off.
+  const without = noWebSearch(r.route.hosted_tools ?? "map", r.provider.api);
+  if (without) lines.push(`web_search = "disabled" # ${without}`);
   return lines.join("\n") + "\n";
+}
+
+/** Why a route cannot run Codex's hosted web search, if it cannot. */
+function noWebSearch(hostedTools: "map" | "drop" | "reject", api: string): string | undefined {
+  if (hostedTools !== "map") return `the route ${hostedTools}s hosted tools (hosted_tools)`;
+  if (api === chatPlugin.id) return "chat providers have no hosted web search";
+  return undefined;
 }

@@ -29,7 +29,11 @@ function echoFormat(format: Record<string, unknown> | null | undefined): unknown
   return { ...format, description: format.description ?? null, strict: format.strict ?? false };
 }
 
-export function responseSettings(req: ResponsesRequest): ResponseSettings {
+/** `store`: whether the gateway keeps this response (default: as the request says). */
+export function responseSettings(
+  req: ResponsesRequest,
+  store = req.store ?? true,
+): ResponseSettings {
   const text = req.text ?? {};
   return {
     previous_response_id: req.previous_response_id ?? null,
@@ -51,7 +55,7 @@ export function responseSettings(req: ResponsesRequest): ResponseSettings {
     reasoning: { effort: req.reasoning?.effort ?? null, summary: req.reasoning?.summary ?? null },
     max_output_tokens: req.max_output_tokens ?? null,
     max_tool_calls: req.max_tool_calls ?? null,
-    store: req.store ?? true,
+    store,
     background: false,
     service_tier: "default",
     metadata: req.metadata ?? {},

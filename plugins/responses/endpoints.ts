@@ -1,4 +1,4 @@
-/** POST /v1/responses and /v1/responses/compact */
+/** POST /v1/responses and /v1/responses/compact (converted routes: compact.ts) */
 import type { Handler, RequestContext } from "../../src/context.ts";
 import type * as ir from "../../src/ir.ts";
 import { badRequest } from "../../src/errors.ts";
@@ -13,10 +13,11 @@ import {
 } from "../../src/pipeline.ts";
 import type { Resolved } from "../../src/router.ts";
 import { responsesCodec } from "./codec.ts";
+import { compactConverted } from "./compact.ts";
 import { responseSettings } from "./echo.ts";
 import { parseRequest, type ResponsesRequest } from "./schema.ts";
 import { fromWireUsage } from "./usage.ts";
-import { chainedItems, inputItems, keeper, newResponseId } from "./state.ts";
+import { inputItems, keeper, keepsResponses, newResponseId, storedChain } from "./state.ts";
 
 /** The answer to a warm-up (`generate: false`) on a converted route: completed, no output. */
 export function warmupResponse(ctx: RequestContext, model: string): ir.Response {
@@ -71,16 +72,21 @@ export const responses: Handler = async (ctx) => {
   // The provider keeps Responses state: relay verbatim, ids included.
   if (isPassthroughRoute(r)) return await generate(ctx, g);
   const chained = json.previous_response_id != null;
-  const store = json.store ?? true;
+  const keeps = keepsResponses(ctx, r);
+  const store = keeps && json.store !== false;
   // A Responses provider without `passthrough` relays stateless requests (and hosted tools);
-  // keeping or reading state needs the response built here, so those convert through the IR.
-  if (r.provider.api === "responses" && !chained && (!store || hostedTools(json))) {
+  // keeping or reading state needs the response built here, so those convert through the IR,
+  // as do requests a route that keeps nothing must answer (and send upstream) as `store: false`.
+  if (
+    r.provider.api === "responses" && !chained &&
+    (json.store === false || (keeps && hostedTools(json)))
+  ) {
     ctx.trace.stored = "relayed";
     return await generate(ctx, g);
   }
   const id = newResponseId();
   const input = [
-    ...(chained ? await chainedItems(ctx, json.previous_response_id!) : []),
+    ...await storedChain(ctx, r, json.previous_response_id),
     ...inputItems(json.input, id),
   ];
   const { previous_response_id: _, ...rest } = body.json;
@@ -91,7 +97,7 @@ export const responses: Handler = async (ctx) => {
     convert: true,
     providerState: undefined,
     client: {
-      settings: responseSettings(json),
+      settings: responseSettings(json, store),
       // A kept response gets an id of the gateway's; an unkept one keeps the upstream's.
       ...(store && { responseId: id }),
       onResponse: keep.onResponse,
@@ -109,7 +115,10 @@ export const compact: Handler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
   const r = resolveRoute(ctx, modelOf(body.json));
   if (!isPassthroughRoute(r)) {
-    throw badRequest("responses compact requires a client1 passthrough route", "model");
+    if (r.route.compact === false) {
+      throw badRequest("responses compact requires a client1 passthrough route", "model");
+    }
+    return await compactConverted(ctx, body, r);
   }
   return await passthrough(
     ctx,

@@ -1,6 +1,6 @@
 /**
  * Stored responses on routes where the gateway builds the Responses object itself: keeping a
- * finished response (unless `store: false`), expanding `previous_response_id` into the stored
+ * finished response (unless `store: false`, by the request, the route or the config), expanding `previous_response_id` into the stored
  * chain's items, and GET / DELETE /v1/responses/{id} and GET …/input_items. Every lookup is by
  * the calling client key, so a key never reads another key's responses. Nothing stored is
  * logged: the access log gets only the outcome (`stored`).
@@ -8,6 +8,8 @@
 import type { ClientContext } from "../../src/codec.ts";
 import type { Handler, RequestContext } from "../../src/context.ts";
 import { badRequest, GatewayError } from "../../src/errors.ts";
+import { decodePathSegment } from "../../src/http.ts";
+import type { Resolved } from "../../src/router.ts";
 import type { StoredResponse } from "../../src/store.ts";
 import { itemId } from "./output.ts";
 
@@ -32,6 +34,17 @@ const previousNotFound = (id: string) =>
     "previous_response_not_found",
   );
 
+/**
+ * Whether the gateway keeps responses of this (converted) route: off with `store: false` on
+ * the route or `response_store.enabled: false`, for operators bound to zero retention.
+ */
+export const keepsResponses = (ctx: RequestContext, r: Resolved): boolean =>
+  ctx.gw.config.response_store.enabled && r.route.store !== false;
+
+/** Chaining where the gateway keeps nothing: the interface's fixed text. */
+const chainingRefused = () =>
+  badRequest("previous_response_id requires a client1 passthrough route", "previous_response_id");
+
 /** The request's input as stored input items: typed, with content parts and ids. */
 export function inputItems(input: unknown, respId: string): Record<string, unknown>[] {
   const items = input == null
@@ -50,8 +63,17 @@ export function inputItems(input: unknown, respId: string): Record<string, unkno
   });
 }
 
-/** The stored chain before `previousId` as input items (its inputs, then its outputs). */
-export async function chainedItems(ctx: RequestContext, previousId: string): Promise<unknown[]> {
+/**
+ * The stored chain a request continues, as input items (its inputs, then its outputs); none
+ * without `previous_response_id`. Where the route keeps no response, the interface's 400.
+ */
+export async function storedChain(
+  ctx: RequestContext,
+  r: Resolved,
+  previousId: string | null | undefined,
+): Promise<unknown[]> {
+  if (previousId == null) return [];
+  if (!keepsResponses(ctx, r)) throw chainingRefused();
   const prev = await ctx.gw.store.get(previousId, ctx.trace.key ?? "");
   if (!prev) throw previousNotFound(previousId);
   return [...prev.input, ...(prev.response.output as unknown[] ?? [])];
@@ -93,7 +115,7 @@ export function keeper(
 }
 
 function idFromPath(ctx: RequestContext): string {
-  const id = decodeURIComponent(ctx.url.pathname.split("/")[3] ?? "");
+  const id = decodePathSegment(ctx.url.pathname.split("/")[3] ?? "", "response_id");
   if (!ID.test(id)) {
     throw badRequest(
       `response_id: expected a response id ("resp_…"), got "${id.slice(0, 64)}"`,

@@ -24,7 +24,7 @@ import { responsesCodec } from "./codec.ts";
 import { checkStatefulFields, isPassthroughRoute, warmupResponse } from "./endpoints.ts";
 import { responseSettings } from "./echo.ts";
 import { parseRequest, validateRequest } from "./schema.ts";
-import { chainedItems, inputItems, keeper, newResponseId } from "./state.ts";
+import { inputItems, keeper, keepsResponses, newResponseId, storedChain } from "./state.ts";
 
 const TERMINAL = ["response.completed", "response.incomplete", "response.failed"];
 
@@ -296,7 +296,8 @@ class ResponsesSocket {
 
   /**
    * Runs one response through the IR. `previous_response_id` chains on the socket's own last
-   * response (Codex chains its turn onto its `store: false` warm-up), else on a stored one.
+   * response (Codex chains its turn onto its `store: false` warm-up; kept in the socket's
+   * memory only, so also where the gateway keeps no response), else on a stored one.
    */
   private async convert(ctx: RequestContext, r: Resolved, json: Record<string, unknown>) {
     const id = newResponseId();
@@ -305,9 +306,11 @@ class ResponsesSocket {
     if (previous != null) {
       let chain: unknown[];
       try {
-        chain = this.last?.id === previous
-          ? [...this.last.input, ...this.last.output]
-          : await chainedItems(ctx, previous);
+        if (this.last?.id === previous) {
+          chain = [...this.last.input, ...this.last.output];
+          // Taken: a continuation that fails leaves nothing to chain on (OpenAI evicts it too).
+          this.last = undefined;
+        } else chain = await storedChain(ctx, r, previous);
       } catch (e) {
         ctx.trace.status = e instanceof GatewayError ? e.status : 500;
         const code = e instanceof GatewayError ? e.code : undefined;
@@ -315,7 +318,7 @@ class ResponsesSocket {
       }
       input = [...chain, ...input];
     }
-    const store = json.store !== false;
+    const store = keepsResponses(ctx, r) && json.store !== false;
     const keep = keeper(ctx, input, store);
     const { previous_response_id: _, ...rest } = json;
     const req = responsesCodec.decodeRequest({ ...rest, input, stream: true }, ctx.trace.model!);
@@ -338,7 +341,7 @@ class ResponsesSocket {
       model: ctx.trace.model!,
       compaction: req.compaction,
       tools: req.tools,
-      settings: responseSettings(parseRequest(json)),
+      settings: responseSettings(parseRequest(json), store),
       ...(store && { responseId: id }),
       onResponse: keep.onResponse,
     });

@@ -13,10 +13,12 @@
  * - POST /v1/responses/compact | /input_tokens
  * - POST /v1/messages | /v1/messages/count_tokens     Anthropic (JSON or `event:` SSE)
  * - POST /v1beta/models/{model}:generateContent | :streamGenerateContent[?alt=sse] | :countTokens
+ * - GET  /v1/models (OpenAI's, or Anthropic's with x-api-key), GET /v1beta/models: model_lists.ts
  */
 import { chat } from "./chat.ts";
 import { gemini } from "./gemini.ts";
 import { messages } from "./messages.ts";
+import { type ListedModels, listedModels, modelList } from "./model_lists.ts";
 import { compactJson, responses } from "./responses.ts";
 import { parseScenario, type Scenario, STALL_MS } from "./scenario.ts";
 import {
@@ -64,6 +66,10 @@ export interface MockUpstream {
   wsFrames: string[];
   /** HTTP requests whose client went away before the mock finished streaming. */
   aborted: number;
+  /** The models its list endpoints report (changeable). */
+  models: ListedModels;
+  /** Its list endpoints answer 503 while set. */
+  failModelLists: boolean;
   /** Shuts the server down, closing every socket and clearing every timer. */
   close(): Promise<void>;
 }
@@ -197,6 +203,8 @@ class Upstream implements MockUpstream {
   requests: RecordedRequest[] = [];
   wsFrames: string[] = [];
   aborted = 0;
+  models = listedModels();
+  failModelLists = false;
   #server?: Deno.HttpServer<Deno.NetAddr>;
   #closing = new AbortController();
   #deliveries = new Set<Promise<unknown>>();
@@ -247,6 +255,12 @@ class Upstream implements MockUpstream {
       });
     }
     if (isResponsesUpgrade(req, url)) return this.#upgrade(req);
+    const list = modelList(req, url, this.models, this.failModelLists);
+    if (list) {
+      return "body" in list
+        ? jsonResponse(list.vendor, list.body)
+        : errorResponse(list.vendor, list.error, list.detail);
+    }
     for (const endpoint of ENDPOINTS) {
       const match = req.method === "POST" ? url.pathname.match(endpoint.path) : null;
       if (!match) continue;

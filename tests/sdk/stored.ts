@@ -2,11 +2,12 @@
  * The published SDKs on stored responses and model lists: the `openai` SDK's
  * `responses.retrieve`, `responses.inputItems.list`, `responses.delete` and a chained
  * `previous_response_id` call on a Claude-routed (Anthropic messages) and a Gemini-routed
- * model; the Anthropic SDK's and the Gemini SDK's `models.list` against the gateway.
+ * model; the Anthropic SDK's `models.list` and the Gemini SDK's `models.get` against the gateway
+ * (its `models.list` is refused: the interface lists models at GET /v1/models only).
  */
 import assert from "node:assert/strict";
 import { GEMINI, KEY, MESSAGES, model, replyText, startHarness, step, USER } from "./common.ts";
-import { Anthropic, GoogleGenAI, OpenAI } from "./deps.ts";
+import { Anthropic, ApiError, GoogleGenAI, OpenAI } from "./deps.ts";
 
 const CATALOG = [
   {
@@ -78,7 +79,13 @@ Deno.test("sdk stored responses: retrieve, inputItems.list, delete, chaining", a
 });
 
 Deno.test("sdk model lists: Anthropic and Gemini SDKs", async (t) => {
-  const h = await startHarness({ tweak: (c) => (c.catalog = CATALOG) });
+  const h = await startHarness({
+    tweak: (c) => {
+      c.catalog = CATALOG;
+      // The demo provider lists its own models (tests/model_lists_test.ts): not these lists'.
+      c.routes = c.routes.filter((r) => r.provider !== "demo");
+    },
+  });
   try {
     await step(t, h, "@anthropic-ai/sdk models.list and retrieve", async () => {
       const anthropic = new Anthropic({ baseURL: h.url, apiKey: KEY, maxRetries: 0 });
@@ -88,15 +95,21 @@ Deno.test("sdk model lists: Anthropic and Gemini SDKs", async (t) => {
       const opus = await anthropic.models.retrieve("msg-opus");
       assert.equal(opus.display_name, "Opus (mock)");
     });
-    await step(t, h, "@google/genai models.list and get", async () => {
-      const genai = new GoogleGenAI({ apiKey: KEY, httpOptions: { baseUrl: h.url } });
-      const names = [];
-      for await (const m of await genai.models.list()) names.push(m.name);
-      assert.deepEqual(names, ["models/msg-opus", "models/gem-pro"]);
-      const pro = await genai.models.get({ model: "gem-pro" });
-      assert.equal(pro.inputTokenLimit, 1_048_576);
-      assert.equal(pro.outputTokenLimit, 65_536);
-    });
+    await step(
+      t,
+      h,
+      "@google/genai models.list refused (404 naming GET /v1/models), get",
+      async () => {
+        const genai = new GoogleGenAI({ apiKey: KEY, httpOptions: { baseUrl: h.url } });
+        const err = await genai.models.list().catch((e) => e);
+        assert.ok(err instanceof ApiError, String(err));
+        assert.equal(err.status, 404);
+        assert.match(err.message, /list models with GET \/v1\/models/);
+        const pro = await genai.models.get({ model: "gem-pro" });
+        assert.equal(pro.inputTokenLimit, 1_048_576);
+        assert.equal(pro.outputTokenLimit, 65_536);
+      },
+    );
   } finally {
     await h.close();
   }

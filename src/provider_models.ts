@@ -1,0 +1,97 @@
+/**
+ * The models each provider reports on its own list endpoint, for the gateway's model lists (what
+ * a pattern route can call). Read in the background — at start, then every REFRESH_S and after a
+ * reload — so a model list request never waits on a provider; a failed read keeps the last good
+ * list. See docs/endpoints-and-errors.md#model-lists.
+ */
+import type { ProviderConfig } from "./config.ts";
+import type { Gateway, ReportedModels } from "./context.ts";
+import { DEMO_MODELS } from "./demo.ts";
+import { DEMO_API } from "./formats.ts";
+import { logEvent } from "./log.ts";
+import { upstreamUrl } from "./relay.ts";
+
+/** Seconds between two reads of every provider's list. */
+export const REFRESH_S = 600;
+
+/** Pages read at most from one provider (a broken `next` must not loop). */
+const MAX_PAGES = 50;
+
+export class ProviderModels implements ReportedModels {
+  /** By provider name: the ids of its last good read. */
+  private readonly lists = new Map<string, readonly string[]>();
+  private timer?: ReturnType<typeof setInterval>;
+  private readonly stopping = new AbortController();
+  private running?: Promise<void>;
+
+  /** `live`: the snapshot in force, whose providers are read (a reload changes them). */
+  constructor(private readonly live: { current: Gateway }) {}
+
+  ids(provider: ProviderConfig): readonly string[] | undefined {
+    return provider.api === DEMO_API ? DEMO_MODELS : this.lists.get(provider.name);
+  }
+
+  start(): void {
+    this.refresh();
+    const timer = setInterval(() => this.refresh(), REFRESH_S * 1000);
+    // The listener keeps the process alive, not this.
+    Deno.unrefTimer(timer);
+    this.timer = timer;
+  }
+
+  reloaded(): void {
+    if (this.timer !== undefined) this.refresh();
+  }
+
+  /** A read already under way is not doubled. */
+  refresh(): Promise<void> {
+    return this.running ??= this.readAll().finally(() => this.running = undefined);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.stopping.abort();
+    await this.running;
+  }
+
+  private async readAll(): Promise<void> {
+    const { config } = this.live.current;
+    await Promise.all(config.providers.map((p) => this.read(p)));
+  }
+
+  private async read(provider: ProviderConfig): Promise<void> {
+    const { formats, router, secrets } = this.live.current;
+    const spec = formats.upstream(provider.api);
+    if (!spec?.models) return;
+    try {
+      const url = new URL(upstreamUrl(provider, spec.models.path));
+      const ids: string[] = [];
+      for (let page = 0; page < MAX_PAGES; page++) {
+        const out = { method: "GET", url, headers: new Headers(), body: "" };
+        await spec.authorize(out, router.health.key(provider)?.value);
+        const signal = AbortSignal.any([
+          this.stopping.signal,
+          AbortSignal.timeout(provider.timeouts.first_byte_ms),
+        ]);
+        const res = await fetch(out.url, { headers: out.headers, signal });
+        if (!res.ok) {
+          await res.body?.cancel();
+          throw new Error(`HTTP ${res.status}`);
+        }
+        const body = await res.json();
+        if (!body || typeof body !== "object") throw new Error("not a JSON object");
+        const { ids: more, next } = spec.models.page(body);
+        ids.push(...more);
+        if (!next) break;
+        for (const [k, v] of Object.entries(next)) url.searchParams.set(k, v);
+      }
+      this.lists.set(provider.name, ids);
+    } catch (e) {
+      if (this.stopping.signal.aborted) return;
+      // The last good list stays; the operator learns why this read failed.
+      const error = (e as Error).message;
+      logEvent({ msg: "provider_models_failed", provider: provider.name, error }, secrets);
+    }
+  }
+}

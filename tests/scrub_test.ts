@@ -1,0 +1,516 @@
+/**
+ * Every byte from upstream is scrubbed. A provider of this file's own (not the shared mock)
+ * echoes the credential it received everywhere it can: into every response header the gateway
+ * may pass on and the retry hints of errors; into every kind of stream line (`id:`, `event:`,
+ * `retry:`, comments, unknown fields, bare strings between Gemini's array elements); into error
+ * bodies where the 64 KiB cut falls; and JSON-escaped (`\uXXXX`, `\/`) in bodies and events.
+ * Every client format is tried against every provider format, relayed and converted; no key, raw
+ * or in any spelling that decodes to it, may reach the client, the access log or the metrics.
+ */
+import assert from "node:assert/strict";
+import { createGateway, createHandler } from "../src/server.ts";
+import { setAccessLogSink } from "../src/log.ts";
+import { FORMATS, INGRESS, type Ingress, mockConfig, wsExchange } from "./helpers.ts";
+
+/** A key with a `/` (spelled `\/` in JSON) and a `+` (percent-encoded in URLs). */
+const SECRET = "sk-echo/Key+xyzzy0123456789abcdef";
+
+/** The error body's cut: the key starts 10 bytes before it. */
+const ERROR_CUT = 64 * 1024;
+
+/** Every character as `\uXXXX` (upper-case hex). */
+const unicodeEscaped = (k: string) =>
+  [...k].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0").toUpperCase()}`).join("");
+
+/** Every other character as `\uxxxx` (lower-case hex), `/` as `\/`. */
+const mixedEscaped = (k: string) =>
+  [...k].map((c, i) =>
+    c === "/" ? "\\/" : i % 2 ? `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}` : c
+  ).join("");
+
+/** The key's JSON spellings a client would decode into it, and the raw key. */
+const spellings = (k: string) => [k, unicodeEscaped(k), mixedEscaped(k), k.replaceAll("/", "\\/")];
+
+/** Where a spelling goes in a JSON text the provider writes (replaced after stringifying). */
+const SLOT = "@@KEY@@";
+
+type Api = "chat" | "responses" | "messages" | "gemini";
+
+function apiOf(path: string): Api {
+  if (path.endsWith("/chat/completions")) return "chat";
+  if (path.endsWith("/responses")) return "responses";
+  if (path.endsWith("/messages")) return "messages";
+  return "gemini";
+}
+
+/** Each format's whole answer saying `text`. */
+function answer(api: Api, model: string, text: string): unknown {
+  const usage = { input_tokens: 1, output_tokens: 1 };
+  switch (api) {
+    case "chat":
+      return {
+        id: "chatcmpl-1",
+        object: "chat.completion",
+        created: 1,
+        model,
+        choices: [{
+          index: 0,
+          message: { role: "assistant", content: text },
+          finish_reason: "stop",
+        }],
+        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+      };
+    case "responses":
+      return {
+        id: "resp_1",
+        object: "response",
+        created_at: 1,
+        status: "completed",
+        model,
+        output: [{
+          type: "message",
+          id: "msg_1",
+          status: "completed",
+          role: "assistant",
+          content: [{ type: "output_text", text, annotations: [] }],
+        }],
+        usage: { ...usage, total_tokens: 2 },
+      };
+    case "messages":
+      return {
+        id: "msg_1",
+        type: "message",
+        role: "assistant",
+        model,
+        content: [{ type: "text", text }],
+        stop_reason: "end_turn",
+        stop_sequence: null,
+        usage,
+      };
+    case "gemini":
+      return {
+        candidates: [{
+          content: { role: "model", parts: [{ text }] },
+          finishReason: "STOP",
+          index: 0,
+        }],
+        usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1, totalTokenCount: 2 },
+        modelVersion: model,
+      };
+  }
+}
+
+/** Each format's stream saying `text`, as [event name, payload] pairs. */
+function events(api: Api, model: string, text: string): [string | undefined, unknown][] {
+  switch (api) {
+    case "chat": {
+      const chunk = (delta: unknown, finish: string | null) => ({
+        id: "chatcmpl-1",
+        object: "chat.completion.chunk",
+        created: 1,
+        model,
+        choices: [{ index: 0, delta, finish_reason: finish }],
+      });
+      return [
+        [undefined, chunk({ role: "assistant", content: text }, null)],
+        [undefined, chunk({}, "stop")],
+      ];
+    }
+    case "responses": {
+      const whole = answer(api, model, text) as Record<string, unknown>;
+      const item = (whole.output as unknown[])[0];
+      const typed = (type: string, rest: Record<string, unknown>) =>
+        [type, { type, ...rest }] as [string, unknown];
+      return [
+        typed("response.created", {
+          response: { ...whole, status: "in_progress", output: [], usage: null },
+        }),
+        typed("response.output_item.added", {
+          output_index: 0,
+          item: {
+            type: "message",
+            id: "msg_1",
+            status: "in_progress",
+            role: "assistant",
+            content: [],
+          },
+        }),
+        typed("response.content_part.added", {
+          item_id: "msg_1",
+          output_index: 0,
+          content_index: 0,
+          part: { type: "output_text", text: "", annotations: [] },
+        }),
+        typed("response.output_text.delta", {
+          item_id: "msg_1",
+          output_index: 0,
+          content_index: 0,
+          delta: text,
+        }),
+        typed("response.output_item.done", { output_index: 0, item }),
+        typed("response.completed", { response: whole }),
+      ];
+    }
+    case "messages": {
+      const typed = (type: string, rest: Record<string, unknown>) =>
+        [type, { type, ...rest }] as [string, unknown];
+      const start = { ...(answer(api, model, "") as object), content: [], stop_reason: null };
+      return [
+        typed("message_start", { message: start }),
+        typed("content_block_start", { index: 0, content_block: { type: "text", text: "" } }),
+        typed("content_block_delta", { index: 0, delta: { type: "text_delta", text } }),
+        typed("content_block_stop", { index: 0 }),
+        typed("message_delta", {
+          delta: { stop_reason: "end_turn", stop_sequence: null },
+          usage: { output_tokens: 1 },
+        }),
+        typed("message_stop", {}),
+      ];
+    }
+    case "gemini":
+      return [[undefined, answer(api, model, text)]];
+  }
+}
+
+/** Each format's error envelope saying `message`. */
+function errorBody(api: Api, status: number, message: string): unknown {
+  if (api === "messages") {
+    return { type: "error", error: { type: "authentication_error", message } };
+  }
+  if (api === "gemini") return { error: { code: status, message, status: "UNAUTHENTICATED" } };
+  return { error: { message, type: "invalid_request_error", code: "invalid_api_key" } };
+}
+
+/** Every header a relay may pass on, each holding the key. */
+function echoHeaders(key: string): Record<string, string> {
+  return Object.fromEntries(
+    [
+      "x-request-id",
+      "request-id",
+      "x-ratelimit-remaining-requests",
+      "openai-version",
+      "openai-model",
+      "anthropic-ratelimit-requests-remaining",
+      "x-codex-primary-used-percent",
+      "x-models-etag",
+    ].map((name, i) => [name, spellings(key)[i % 2 ? 1 : 0]]),
+  );
+}
+
+/** The faults, by the model name's last word. */
+type Fault = "headers" | "escaped" | "lines" | "errheaders" | "errgood" | "errcut" | "erresc";
+
+/**
+ * The echoing provider. `headers`: a success whose headers hold the key; `escaped`: a success
+ * (or stream) whose text holds every JSON spelling of it; `lines`: a stream with the key in
+ * every line kind besides `data:`; `errheaders`: a 429 whose retry hints hold it; `errgood`: a
+ * 429 with well-formed retry hints; `errcut`: an HTML error whose key straddles the 64 KiB cut;
+ * `erresc`: a JSON 401 quoting the escaped key.
+ */
+function startProvider() {
+  return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const url = new URL(req.url);
+    const key = req.headers.get("authorization")?.replace(/^Bearer /, "") ??
+      req.headers.get("x-api-key") ?? req.headers.get("x-goog-api-key") ?? "";
+    if (req.headers.get("upgrade") === "websocket") return echoingSocket(req, key);
+    const api = apiOf(url.pathname.replace(/:.*$/, ""));
+    const body = await req.json();
+    const model: string = body.model ?? url.pathname.match(/models\/([^:]+)/)?.[1] ?? "";
+    const fault = model.split("-").at(-1) as Fault;
+    const stream = body.stream === true || url.pathname.includes(":streamGenerateContent");
+    const fill = (json: unknown) => {
+      const all = spellings(key).join(" and ");
+      return JSON.stringify(json).replaceAll(SLOT, all);
+    };
+    switch (fault) {
+      case "errheaders":
+      case "errgood": {
+        const good = fault === "errgood";
+        const headers = {
+          "content-type": "application/json",
+          "x-request-id": key,
+          "retry-after": good ? "1" : key,
+          "retry-after-ms": good ? "250" : key,
+          "x-should-retry": good ? "false" : spellings(key)[1],
+        };
+        return new Response(fill(errorBody(api, 429, "slow down")), { status: 429, headers });
+      }
+      case "errcut": {
+        // The client's text (the padding) places the key across the cut; the tag goes, its text stays.
+        const open = `<html><body><p title="`;
+        const pad = "x".repeat(ERROR_CUT - 10 - open.length - 2);
+        const html = `${open}${pad}">${key} was refused</p></body></html>`;
+        return new Response(html, { status: 502, headers: { "content-type": "text/html" } });
+      }
+      case "erresc": {
+        const json = fill(errorBody(api, 401, `Incorrect API key provided: ${SLOT}`));
+        return new Response(json, { status: 401, headers: { "content-type": "application/json" } });
+      }
+    }
+    const headers = {
+      ...(fault === "headers" && echoHeaders(key)),
+      "content-type": stream
+        ? (api === "gemini" && !url.searchParams.has("alt")
+          ? "application/json"
+          : "text/event-stream")
+        : "application/json",
+    };
+    const text = fault === "escaped" ? `echo: ${SLOT}` : "hello";
+    if (!stream) return new Response(fill(answer(api, model, text)), { headers });
+    return new Response(streamText(api, model, text, key, fault, url), { headers });
+  });
+}
+
+/** A Responses WebSocket answering each `response.create` with the key in every spelling. */
+function echoingSocket(req: Request, key: string): Response {
+  const { socket, response } = Deno.upgradeWebSocket(req);
+  socket.onmessage = (e) => {
+    const { model } = JSON.parse(e.data);
+    const all = spellings(key).join(" and ");
+    for (const [, data] of events("responses", model, `echo: ${SLOT}`)) {
+      socket.send(JSON.stringify(data).replaceAll(SLOT, all));
+    }
+  };
+  return response;
+}
+
+/** A whole stream's text, with the key in every line kind for `lines`. */
+function streamText(api: Api, model: string, text: string, key: string, fault: Fault, url: URL) {
+  const all = spellings(key).join(" and ");
+  const list = events(api, model, text).map(([name, data]) =>
+    [name, JSON.stringify(data).replaceAll(SLOT, all)] as const
+  );
+  const lines = fault === "lines";
+  if (api === "gemini" && !url.searchParams.has("alt")) {
+    // Bare strings between the elements, raw and escaped.
+    const extra = lines ? spellings(key).map((s) => `"${s}"`) : [];
+    return `[${[...extra, ...list.map(([, d]) => d), ...extra].join(",\r\n")}]`;
+  }
+  const eol = api === "gemini" ? "\r\n" : "\n";
+  const records = list.map(([name, data]) => {
+    const fields = [
+      ...(lines ? [`id: ${key}`, `: ${key}`, `x-unknown-field: ${key}`, `retry: ${key}`] : []),
+      ...(name ? [`event: ${name}`] : []),
+      `data: ${data}`,
+    ];
+    return fields.join(eol) + eol + eol;
+  });
+  // A record with no data at all, naming the key as its event.
+  const dataless = lines ? `event: ${key}${eol}: ${spellings(key)[1]}${eol}${eol}` : "";
+  return dataless + records.join("") + (api === "chat" ? `data: [DONE]${eol}${eol}` : "");
+}
+
+/** The decoded forms of a text a client could read the key from. */
+function readings(text: string): string[] {
+  const unescaped = text
+    .replace(/\\u([0-9a-fA-F]{4})/g, (_, hex) => String.fromCharCode(parseInt(hex, 16)))
+    .replaceAll("\\/", "/");
+  let unquoted = text;
+  try {
+    unquoted = decodeURIComponent(text);
+  } catch { /* not percent-encoded */ }
+  return [text, unescaped, unquoted];
+}
+
+/** Whether any 10 characters of the key appear in any reading of `text`. */
+function leaks(text: string): string | undefined {
+  for (const reading of readings(text)) {
+    for (let i = 0; i + 10 <= SECRET.length; i++) {
+      if (reading.includes(SECRET.slice(i, i + 10))) return SECRET.slice(i, i + 10);
+    }
+  }
+  return undefined;
+}
+
+/** The provider prefixes of tests/helpers.ts: chat, Responses (passthrough), Anthropic, Gemini. */
+const PROVIDERS = ["chat", "pt", "msg", "gem"] as const;
+const API_OF_PREFIX = { chat: "chat", pt: "responses", msg: "messages", gem: "gemini" } as const;
+
+interface Seen {
+  status: number;
+  headers: Headers;
+  body: string;
+}
+
+async function harness() {
+  const provider = startProvider();
+  const config = await mockConfig(`http://127.0.0.1:${provider.addr.port}`, {
+    first_byte_ms: 5000,
+    idle_ms: 5000,
+  });
+  for (const p of config.providers) if (p.api_key) p.api_key = SECRET;
+  config.metrics = { hostname: "127.0.0.1", port: 0, max_label_values: 1000 };
+  const gw = await createGateway(config, FORMATS);
+  const logs: string[] = [];
+  const previous = setAccessLogSink((line) => logs.push(line));
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, createHandler(gw));
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  return {
+    url: base,
+    logs,
+    metrics: () => gw.metrics.expose(),
+    async call(c: Ingress, model: string, stream: boolean, array = false): Promise<Seen> {
+      let path = c.path(model, stream);
+      if (array) path = path.replace("?alt=sse", "");
+      const res = await fetch(base + path, {
+        method: "POST",
+        headers: c.headers,
+        body: JSON.stringify(c.body(model, stream)),
+      });
+      return { status: res.status, headers: res.headers, body: await res.text() };
+    },
+    async close() {
+      await server.shutdown();
+      await gw.store.close();
+      await provider.shutdown();
+      setAccessLogSink(previous);
+    },
+  };
+}
+
+function assertClean(seen: Seen, label: string) {
+  const headers = JSON.stringify([...seen.headers]);
+  assert.equal(leaks(headers), undefined, `${label}: key in a header: ${headers}`);
+  assert.equal(leaks(seen.body), undefined, `${label}: key in the body: ${seen.body.slice(-400)}`);
+}
+
+/** Every client format against every provider format (relayed where they match). */
+async function everyPair(
+  check: (c: Ingress, p: typeof PROVIDERS[number], relayed: boolean) => Promise<void>,
+) {
+  for (const c of INGRESS) {
+    for (const p of PROVIDERS) {
+      await check(c, p, API_OF_PREFIX[p] === c.name);
+    }
+  }
+}
+
+Deno.test("scrub: no provider key reaches a client, the log or the metrics, in any spelling", async (t) => {
+  const h = await harness();
+  try {
+    await t.step("headers of successes: scrubbed, JSON and stream", async () => {
+      await everyPair(async (c, p, relayed) => {
+        for (const stream of [false, true]) {
+          const label = `${c.name} → ${p} headers stream=${stream}`;
+          const seen = await h.call(c, `${p}-headers`, stream);
+          assert.equal(seen.status, 200, `${label}: ${seen.body}`);
+          assertClean(seen, label);
+          if (relayed) assert.equal(seen.headers.get("x-request-id"), "[redacted]", label);
+        }
+      });
+    });
+
+    await t.step(
+      "retry hints of errors: malformed ones dropped, well-formed ones kept",
+      async () => {
+        await everyPair(async (c, p) => {
+          for (const stream of [false, true]) {
+            const label = `${c.name} → ${p} stream=${stream}`;
+            const bad = await h.call(c, `${p}-errheaders`, stream);
+            assert.equal(bad.status, 429, `${label}: ${bad.body}`);
+            assertClean(bad, label);
+            assert.equal(bad.headers.get("retry-after-ms"), null, label);
+            assert.equal(bad.headers.get("x-should-retry"), null, label);
+            const good = await h.call(c, `${p}-errgood`, stream);
+            assert.equal(good.status, 429, label);
+            assert.equal(good.headers.get("retry-after-ms"), "250", label);
+            assert.equal(good.headers.get("x-should-retry"), "false", label);
+          }
+        });
+      },
+    );
+
+    await t.step(
+      "JSON-escaped keys in successes and streams: scrubbed before decoding",
+      async () => {
+        await everyPair(async (c, p) => {
+          for (const stream of [false, true]) {
+            const label = `${c.name} → ${p} escaped stream=${stream}`;
+            const seen = await h.call(c, `${p}-escaped`, stream);
+            assert.equal(seen.status, 200, `${label}: ${seen.body}`);
+            assertClean(seen, label);
+            // The text went through (scrubbed), not an error instead of it.
+            assert.match(readings(seen.body)[1], /echo: \[redacted\] and \[redacted\]/, label);
+          }
+        });
+      },
+    );
+
+    await t.step("every stream line kind, and bare strings in Gemini's array", async () => {
+      await everyPair(async (c, p, relayed) => {
+        const label = `${c.name} → ${p} lines`;
+        const seen = await h.call(c, `${p}-lines`, true);
+        assert.equal(seen.status, 200, `${label}: ${seen.body}`);
+        assertClean(seen, label);
+        assert.match(seen.body, /hello/, label);
+        if (relayed) assert.match(seen.body, /id: \[redacted\]/, label);
+        if (c.name === "gemini") {
+          const array = await h.call(c, `${p}-lines`, true, true);
+          assertClean(array, `${label} (JSON array)`);
+          const elements = JSON.parse(array.body);
+          assert.ok(Array.isArray(elements), label);
+          if (relayed) assert.equal(elements[0], "[redacted]", label);
+        }
+      });
+    });
+
+    await t.step("error bodies: a key across the 64 KiB cut, JSON-escaped keys", async () => {
+      await everyPair(async (c, p) => {
+        for (const stream of [false, true]) {
+          const label = `${c.name} → ${p} stream=${stream}`;
+          const cut = await h.call(c, `${p}-errcut`, stream);
+          assert.equal(cut.status, 502, `${label}: ${cut.body.slice(0, 300)}`);
+          assertClean(cut, `${label} errcut`);
+          const escaped = await h.call(c, `${p}-erresc`, stream);
+          assert.equal(escaped.status, 401, `${label}: ${escaped.body}`);
+          assertClean(escaped, `${label} erresc`);
+          assert.match(readings(escaped.body)[1], /\[redacted\]/, label);
+        }
+      });
+    });
+
+    await t.step("the access log and the metrics", () => {
+      assert.ok(h.logs.length > 100, `${h.logs.length} log lines`);
+      const log = h.logs.join("\n");
+      assert.equal(leaks(log), undefined, "key in the access log");
+      assert.equal(leaks(h.metrics()), undefined, "key in the metrics");
+    });
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("scrub: a passthrough WebSocket's frames lose every spelling of the key", async () => {
+  const h = await harness();
+  try {
+    const [frames] = await wsExchange(h.url, [{
+      type: "response.create",
+      model: "pt-ws",
+      input: "hi",
+    }]);
+    const seen = JSON.stringify(frames);
+    assert.equal(frames.at(-1)?.type, "response.completed", seen);
+    assert.equal(leaks(seen), undefined, seen);
+    assert.match(readings(seen)[1], /echo: \[redacted\] and \[redacted\]/);
+    assert.equal(leaks(h.logs.join("\n")), undefined, "key in the access log");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("log lines: line separators and bidirectional controls are escaped, not raw", async () => {
+  const h = await harness();
+  try {
+    const deceptive = "\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069";
+    const model = `nowhere-${deceptive}-model`;
+    const seen = await h.call(INGRESS[0], model, false);
+    assert.equal(seen.status, 404, seen.body);
+    const line = h.logs.find((l) => l.includes("nowhere-"));
+    assert.ok(line, h.logs.join("\n"));
+    assert.doesNotMatch(line, /[\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+    // Escaped, not lost: the line still reads back to the text.
+    assert.ok(Object.values(JSON.parse(line)).some((v) => String(v).includes(deceptive)), line);
+  } finally {
+    await h.close();
+  }
+});
