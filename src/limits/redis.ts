@@ -5,13 +5,10 @@
  * running sum beside each, so a check reads no more than the oldest entry unless the limit is
  * reached; calendar windows are counters under the day's or month's key, expiring after it ends.
  */
-import { createClient } from "redis";
+import { closeRedis, connectRedis, type RedisClient, withDeadline } from "../redis_client.ts";
 import type { Admitted, LimitStore } from "./store.ts";
 import type { Limits, LimitsStoreConfig } from "./schema.ts";
 import { day, LIMIT_NAMES, MINUTE_MS, month, type Windows } from "./windows.ts";
-
-/** Longest wait between reconnect attempts while Redis is down. */
-const RETRY_MAX_MS = 1000;
 
 /**
  * KEYS: requests zset, tokens zset, their running sums, day counter, month counter.
@@ -76,7 +73,6 @@ local tu, tr = sliding(2)
 return {refused, ru, rr, tu, tr, used(5), redis.call('GET', KEYS[6]) or '0'}
 `;
 
-type Client = ReturnType<typeof createClient>;
 type Reply = [number, number, number, number, number, number, string];
 
 export class RedisLimitStore implements LimitStore {
@@ -85,24 +81,14 @@ export class RedisLimitStore implements LimitStore {
   private readonly instance = crypto.randomUUID().slice(0, 8);
 
   private constructor(
-    private readonly client: Client,
+    private readonly client: RedisClient,
     private readonly cfg: LimitsStoreConfig,
     private readonly slidingMs: number,
   ) {}
 
   /** Starts connecting; the gateway starts even if Redis is down. */
   static connect(cfg: LimitsStoreConfig, onError: (e: unknown) => void, slidingMs = MINUTE_MS) {
-    const client = createClient({
-      url: cfg.redis_url,
-      disableOfflineQueue: true,
-      socket: {
-        connectTimeout: 2000,
-        reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, RETRY_MAX_MS),
-      },
-    });
-    client.on("error", onError);
-    client.connect().catch(onError);
-    return new RedisLimitStore(client, cfg, slidingMs);
+    return new RedisLimitStore(connectRedis(cfg.redis_url, onError), cfg, slidingMs);
   }
 
   async admit(identity: string, limits: Limits, now: number): Promise<Admitted> {
@@ -149,8 +135,9 @@ export class RedisLimitStore implements LimitStore {
       Math.ceil((d.end - now) / 1000) + 60,
       Math.ceil((m.end - now) / 1000) + 60,
     ].map(String);
-    const reply = await this.withTimeout(
+    const reply = await withDeadline(
       this.client.eval(SCRIPT, { keys, arguments: args }) as Promise<Reply>,
+      this.cfg.timeout_ms,
     );
     const [refused, requests, requestsReset, tokensUsed, tokensReset, used, spent] = reply;
     return [refused, {
@@ -161,38 +148,7 @@ export class RedisLimitStore implements LimitStore {
     }];
   }
 
-  /** A command that does not answer in `timeout_ms` counts as the store being unreachable. */
-  private async withTimeout<T>(command: Promise<T>): Promise<T> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<never>((_, reject) => {
-      const why = `Redis did not answer within ${this.cfg.timeout_ms} ms`;
-      timer = setTimeout(() => reject(new Error(why)), this.cfg.timeout_ms);
-    });
-    command.catch(() => {}); // a late failure after the timeout is already answered
-    try {
-      return await Promise.race([command, late]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /** Closes the connection; while reconnecting, also waits out the client's retry sleep. */
-  async close(): Promise<void> {
-    let retrying: Promise<void> | undefined;
-    if (this.client.isOpen && !this.client.isReady) {
-      retrying = new Promise((resolve) => {
-        const timer = setTimeout(resolve, RETRY_MAX_MS + 100);
-        this.client.once("reconnecting", () => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-    }
-    try {
-      this.client.destroy();
-    } catch {
-      // already closed
-    }
-    await retrying;
+  close(): Promise<void> {
+    return closeRedis(this.client);
   }
 }
