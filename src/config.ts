@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { DEMO_API, type Formats } from "./formats.ts";
 import { isAddressOrCidr } from "./trusted_proxies.ts";
-import { globToRegExp } from "./router.ts";
+import { globToRegExp } from "./glob.ts";
 import { formatPath } from "./validate.ts";
 import { readYaml, YamlProblem } from "./yaml.ts";
 import {

@@ -2,10 +2,8 @@
  * Who is limited how, from one config snapshot: each identity's limits (a client key's name or
  * a Kong consumer's), who may read everyone's usage, and what a model's tokens cost.
  */
-import type { Config } from "../config.ts";
-import type { Usage } from "../ir.ts";
-import { globToRegExp } from "../router.ts";
-import type { Limits, Price } from "./schema.ts";
+import { globToRegExp } from "../glob.ts";
+import type { Limits, PolicyConfig } from "./schema.ts";
 
 /** Who a request is, for limits, metrics and the access log. */
 export interface Identity {
@@ -16,6 +14,14 @@ export interface Identity {
   admin: boolean;
   /** Authenticated by Kong, not by a gateway key. */
   consumer: boolean;
+}
+
+/** Token usage as the IR reports it (ir.Usage): input includes the cache parts. */
+interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
 }
 
 /** A Kong consumer as its headers name it. */
@@ -29,9 +35,9 @@ const hasAny = (limits: Limits | undefined) =>
 
 export class LimitPolicy {
   private readonly keys = new Map<string, Identity>();
-  private readonly prices: { patterns: RegExp[]; price: Price }[];
+  private readonly prices: { patterns: RegExp[]; price: PolicyConfig["prices"][number] }[];
 
-  constructor(private readonly config: Pick<Config, "keys" | "consumers" | "prices">) {
+  constructor(private readonly config: PolicyConfig) {
     // A name shared by several entries (a key file, a rotation) takes the first one's limits.
     for (const k of config.keys) {
       if (this.keys.has(k.name)) continue;
@@ -94,7 +100,7 @@ export class LimitPolicy {
    * USD of `usage` on `model` (the name the provider bills), or undefined when it has no price.
    * Cache reads and writes use their own prices when given, else the input price.
    */
-  spend(model: string, usage: Usage): number | undefined {
+  spend(model: string, usage: TokenUsage): number | undefined {
     const price = this.prices.find((p) => p.patterns.some((re) => re.test(model)))?.price;
     if (!price) return undefined;
     const read = usage.cacheReadTokens ?? 0;

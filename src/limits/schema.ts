@@ -58,3 +58,10 @@ export const limitsStoreSchema = z.strictObject({
 });
 
 export type LimitsStoreConfig = z.infer<typeof limitsStoreSchema>;
+
+/** What the limit policy reads of a config (src/limits/policy.ts). */
+export interface PolicyConfig {
+  keys: readonly { name: string; limits?: Limits; admin?: boolean }[];
+  consumers: z.infer<typeof consumersSchema>;
+  prices: readonly Price[];
+}
