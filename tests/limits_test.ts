@@ -526,3 +526,30 @@ Deno.test("limits: config errors name the bad field; a config without limits is 
     },
   );
 });
+
+Deno.test("limits: a Kong consumer's WebSocket needs no key; each response counts on its budget", async () => {
+  const h = await limited({}, (c) => {
+    c.identities = { kong_consumers: true };
+    c.consumers = { by_name: { alice: { limits: { requests_per_minute: 1 } } } };
+  });
+  try {
+    const frame = { type: "response.create", model: "msg-text", input: "hi" };
+    const [ok, refused] = await wsExchange(h.url, [frame, frame], {
+      "x-consumer-username": "alice",
+    });
+    assert.equal(ok.at(-1)!.type, "response.completed");
+    const e = refused[0] as { type: string; error: { code: string; message: string } };
+    assert.equal(e.type, "error");
+    assert.match(e.error.message, /^alice has reached its limit requests_per_minute/);
+    // A Gemini stream of the same consumer is refused before it starts, in Google's dialect.
+    const gem = await post(
+      `${h.url}/v1beta/models/gem-text:streamGenerateContent?alt=sse`,
+      { "content-type": "application/json", "x-consumer-username": "alice" },
+      GEMINI,
+    );
+    assert.equal(gem.status, 429);
+    assert.equal((await gem.json()).error.status, "RESOURCE_EXHAUSTED");
+  } finally {
+    await h.close();
+  }
+});
