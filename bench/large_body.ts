@@ -1,16 +1,17 @@
 /**
- * How long one large request body stalls the gateway's event loop (and so every other request
- * on it): a ~27 MB chat body with 200,000 messages, converted to Anthropic messages. The mock
- * provider runs in its own process, so its parsing is not counted. Prints the longest gap a
- * 1 ms interval saw while the request went through.
+ * How long large request bodies stall the gateway's event loop (and so every other request on
+ * it): by default one ~27 MB chat body with 200,000 messages, converted to Anthropic messages;
+ * `concurrent` such requests at once, each of `mb` megabytes. The mock provider runs in its own
+ * process, so its parsing is not counted. Prints the longest gap a 1 ms interval saw while the
+ * requests went through.
  *
- *   npx -y deno@2.9.6 run -A bench/large_body.ts [model] [messages]
+ *   npx -y deno@2.9.6 run -A bench/large_body.ts [model] [messages] [concurrent] [mb]
  */
 import { createGateway, createHandler } from "../src/server.ts";
 import { setAccessLogSink } from "../src/log.ts";
 import { FORMATS, KEY, mockConfig } from "../tests/helpers.ts";
 
-const [model = "msg-text", count = "200000"] = Deno.args;
+const [model = "msg-text", count = "200000", concurrent = "1", mb = "29"] = Deno.args;
 setAccessLogSink(() => {});
 
 const mock = new Deno.Command(Deno.execPath(), {
@@ -29,7 +30,7 @@ const upstream = (await mock.stdout.pipeThrough(new TextDecoderStream()).getRead
 const gw = await createGateway(await mockConfig(upstream), FORMATS);
 const server = Deno.serve({ port: 0, onListen() {} }, createHandler(gw));
 const n = Number(count);
-const text = "x".repeat(Math.floor(29e6 / n) - 40);
+const text = "x".repeat(Math.floor(Number(mb) * 1e6 / n) - 40);
 const messages = Array.from({ length: n }, (_, i) => ({
   role: i % 2 ? "assistant" : "user",
   content: text,
@@ -45,17 +46,22 @@ const lag = setInterval(() => {
   last = now;
 }, 1);
 const started = performance.now();
-const res = await fetch(`http://127.0.0.1:${server.addr.port}/v1/chat/completions`, {
-  method: "POST",
-  headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
-  body,
-});
-await res.text();
+const statuses = await Promise.all(
+  Array.from({ length: Number(concurrent) }, async () => {
+    const res = await fetch(`http://127.0.0.1:${server.addr.port}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+      body,
+    });
+    await res.text();
+    return res.status;
+  }),
+);
 const total = performance.now() - started;
 clearInterval(lag);
 console.log(
-  `${model}: body ${(body.length / 1e6).toFixed(1)} MB, status ${res.status}, ` +
-    `request ${total.toFixed(0)} ms, longest event-loop stall ${worst.toFixed(0)} ms`,
+  `${model}: ${concurrent} × body ${(body.length / 1e6).toFixed(1)} MB, status ${statuses}, ` +
+    `all done in ${total.toFixed(0)} ms, longest event-loop stall ${worst.toFixed(0)} ms`,
 );
 await server.shutdown();
 mock.kill();

@@ -66,6 +66,8 @@ const providerSchema = z.strictObject({
   api_keys: z.array(z.string().min(1)).min(1).optional(),
   /** max_tokens sent to APIs that require one when the client gave none. */
   default_max_tokens: z.number().int().positive().default(8192),
+  /** Largest non-stream answer read from the provider (MiB); a larger one is a 502. */
+  max_body_mb: z.number().positive().max(256).default(32),
   timeouts: timeoutsSchema.prefault({}),
   /**
    * Reuse upstream connections. Deno's fetch re-sends a request whose reused HTTP/1.1

@@ -8,6 +8,7 @@ import {
   SUPPORTED_CODINGS,
 } from "./content_encoding.ts";
 import { badRequest, GatewayError } from "./errors.ts";
+import { MAX_MODEL_CHARS } from "./model_name.ts";
 
 /** Matches Anthropic's documented request limit; Kong may enforce a smaller one. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -82,8 +83,34 @@ const LARGE_BODY_CHARS = 1024 * 1024;
  */
 export const isLarge = (chars: number) => chars > LARGE_BODY_CHARS;
 
-/** Lets the event loop serve others before a large body's next synchronous step. */
-export const breather = () => new Promise((resolve) => setTimeout(resolve, 0));
+/** Large bodies waiting for their next synchronous step, in the order they asked. */
+const breathing: (() => void)[] = [];
+/** A step is running (until its first await), or the timer of the next one is set. */
+let busy = false;
+
+/**
+ * Lets the event loop serve others before a large body's next synchronous step. Concurrent
+ * large bodies take turns, one step per timer turn, and the next turn is set only once a step
+ * has run: with a timer each, their timers fell due together and their steps ran back to back,
+ * one stall as long as all of them.
+ */
+export function breather(): Promise<void> {
+  const { promise, resolve } = Promise.withResolvers<void>();
+  breathing.push(resolve);
+  if (!busy) nextTurn();
+  return promise;
+}
+
+function nextTurn() {
+  busy = breathing.length > 0;
+  if (busy) setTimeout(step, 0);
+}
+
+function step() {
+  breathing.shift()!();
+  // Queued after the step's own continuation: runs once the step reached its next await.
+  queueMicrotask(nextTurn);
+}
 
 export async function readJsonBody(req: Request): Promise<JsonBody> {
   const raw = await readLimited(req);
@@ -196,7 +223,18 @@ export function modelOf(json: Record<string, unknown>): string {
   if (typeof json.model !== "string" || json.model === "") {
     throw badRequest("model: required, expected a non-empty string", "model");
   }
-  return json.model;
+  return checkModelName(json.model);
+}
+
+/** `model`, or a 400 naming it when it is over the bound (see model_name.ts). */
+export function checkModelName(model: string): string {
+  if (model.length > MAX_MODEL_CHARS) {
+    throw badRequest(
+      `model: ${model.length} characters is longer than the limit of ${MAX_MODEL_CHARS}`,
+      "model",
+    );
+  }
+  return model;
 }
 
 /** A boolean flag that may be absent. */

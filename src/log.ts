@@ -1,4 +1,5 @@
 /** Structured logs: one JSON line per request or reload on stdout. Never a key or a prompt. */
+import { clip } from "./model_name.ts";
 import type { Secrets } from "./secrets.ts";
 import type { Observer, Trace } from "./trace.ts";
 
@@ -32,6 +33,9 @@ function tokens(t: Trace) {
   };
 }
 
+/** The longest path an access line quotes. */
+const MAX_PATH_CHARS = 1024;
+
 /** The access-log line of a finished request. */
 function line(t: Trace) {
   return {
@@ -45,7 +49,8 @@ function line(t: Trace) {
     agent_id: t.agentId,
     method: t.method,
     endpoint: t.endpoint,
-    path: t.path,
+    // A path may carry a model name (Gemini's) the route lookup never bounded.
+    path: clip(t.path, MAX_PATH_CHARS),
     model: t.model,
     route: t.route,
     provider: t.provider,

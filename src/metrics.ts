@@ -6,6 +6,7 @@
 import type { MetricsConfig } from "./config.ts";
 import { DEMO_API } from "./formats.ts";
 import type { ErrorKind } from "./errors.ts";
+import { clip } from "./model_name.ts";
 import type { Observer, Trace } from "./trace.ts";
 
 type Kind = "counter" | "gauge" | "histogram";
@@ -186,7 +187,9 @@ export class BoundedValues {
 
   constructor(private readonly max: number) {}
 
-  value(v: string): string {
+  value(full: string): string {
+    // Clipped as well: a label value is held for the process's life and sent on every scrape.
+    const v = clip(full);
     if (this.seen.has(v)) return v;
     if (this.seen.size >= this.max) return "other";
     this.seen.add(v);

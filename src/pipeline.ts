@@ -8,6 +8,7 @@ import type { RequestContext } from "./context.ts";
 import { demoResponse, demoStream } from "./demo.ts";
 import {
   breather,
+  checkModelName,
   headersFrom,
   isLarge,
   type JsonBody,
@@ -40,6 +41,7 @@ import {
   type PoolKey,
   ProviderFailure,
 } from "./failover.ts";
+import { checkNesting } from "./nesting.ts";
 import { formatSse, type SseEvent } from "./sse.ts";
 import { EventReader, relayStream, sseFraming, type UpstreamFraming } from "./stream_stage.ts";
 import { clientStream, type IrSource, localIr, upstreamIr } from "./client_stream.ts";
@@ -78,7 +80,7 @@ export interface Generation {
 }
 
 export function resolveRoute(ctx: RequestContext, model: string): Resolved {
-  const r = ctx.gw.router.resolve(model);
+  const r = ctx.gw.router.resolve(checkModelName(model));
   ctx.trace.target(model, r);
   return r;
 }
@@ -106,6 +108,7 @@ async function convertRoute(
   // The stream flag comes from the endpoint (Gemini carries it in the path, not the body).
   const large = isLarge(g.body.raw.length);
   if (large) await breather();
+  checkNesting(g.body.json);
   const req = { ...g.ingress.decodeRequest(g.body.json, g.model), stream: g.stream };
   ctx.trace.compaction = req.compaction === true;
   if (large) await breather();
@@ -238,7 +241,7 @@ async function relayAttempt(
   if (!up.res.ok) return await relayError(ctx, up, headersFrom(picked), idle_ms, spec);
   if (!g.stream) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
-    const { bytes, json } = await readUpstreamJson(up, idle_ms, ctx.gw.secrets);
+    const { bytes, json } = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
     ctx.trace.reportUsage(other ? other.usage(json) : usageOf(g.ingress, json));
     return respond(bytes, up.res.status, picked);
   }
@@ -328,6 +331,8 @@ async function callConverted(
   r: Resolved,
   key: PoolKey | undefined,
   req: ir.Request,
+  /** A large request: other requests run between encoding it and serializing it. */
+  large = false,
 ): Promise<UpstreamResponse & { dropped: string[]; target: Codec; framing: UpstreamFraming }> {
   const target = ctx.gw.formats.codec(r.provider.api);
   const spec = ctx.gw.formats.upstream(r.provider.api)!;
@@ -340,6 +345,9 @@ async function callConverted(
     hostedTools: r.route.hosted_tools,
   });
   if (dropped.length) ctx.trace.dropped = [...new Set(dropped)];
+  if (large) await breather();
+  const text = JSON.stringify(body);
+  if (large) await breather();
   ctx.trace.routed("convert");
   ctx.trace.attempt();
   const up = await callUpstream({
@@ -347,7 +355,7 @@ async function callConverted(
     spec,
     key: key?.value,
     path: target.path(r.upstreamModel, req.stream),
-    body: JSON.stringify(body),
+    body: text,
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,
   });
@@ -376,10 +384,10 @@ async function convert(
   last: boolean,
   req: ir.Request,
 ): Promise<Response> {
-  const up = await callConverted(ctx, r, key, req);
+  const up = await callConverted(ctx, r, key, req, isLarge(g.body.raw.length));
   const dctx = decodeContext(ctx, req);
   if (!g.stream) {
-    const { json } = await readUpstreamJson(up, r.provider.timeouts.idle_ms, ctx.gw.secrets);
+    const { json } = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
     return reportDropped(
       jsonToClient(ctx, g, client, up.target.decodeResponse(json, dctx)),
       up.dropped,

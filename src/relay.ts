@@ -272,25 +272,26 @@ function concatAll(chunks: Uint8Array<ArrayBuffer>[], size: number): Uint8Array<
 
 const decoder = new TextDecoder();
 
-/** Larger JSON answers are refused rather than held in memory. */
-const MAX_UPSTREAM_JSON_BYTES = 256 * 1024 * 1024;
+const MIB = 1024 * 1024;
 
 /**
- * A 2xx JSON body: checked for its content type, read whole, scrubbed of any provider key it
+ * A 2xx JSON body: checked for its content type, read whole (at most the provider's
+ * `max_body_mb`: a larger answer is a 502, not memory held), scrubbed of any provider key it
  * echoes (a debugging proxy may quote the request's credential in a success too), and parsed
  * (502 if invalid). A key is replaced inside its JSON string, so the document stays valid.
  */
 export async function readUpstreamJson(
   up: UpstreamResponse,
-  idleMs: number,
+  provider: Pick<ProviderConfig, "timeouts" | "max_body_mb">,
   secrets: Secrets,
 ): Promise<{ bytes: Uint8Array<ArrayBuffer>; json: Record<string, unknown> }> {
   checkContentType(up, JSON_TYPE);
-  let bytes = await readBody(up, idleMs, MAX_UPSTREAM_JSON_BYTES + 1);
   const invalid = (why: string) =>
     new GatewayError(502, "upstream", `upstream ${up.provider} returned ${why}`);
-  if (bytes.byteLength > MAX_UPSTREAM_JSON_BYTES) {
-    throw invalid(`a body over ${MAX_UPSTREAM_JSON_BYTES} bytes`);
+  const max = provider.max_body_mb * MIB;
+  let bytes = await readBody(up, provider.timeouts.idle_ms, max + 1);
+  if (bytes.byteLength > max) {
+    throw invalid(`a body over ${provider.max_body_mb} MiB (max_body_mb)`);
   }
   let text = decoder.decode(bytes);
   if (secrets.found(text)) {

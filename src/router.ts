@@ -3,6 +3,7 @@ import { globToRegExp } from "./glob.ts";
 import type { Config, ProviderConfig, RouteConfig } from "./config.ts";
 import type { DefaultVendor } from "./format.ts";
 import { GatewayError } from "./errors.ts";
+import { clip } from "./model_name.ts";
 import { Health } from "./failover.ts";
 
 /** One deployment of a route, as configured. */
@@ -100,7 +101,7 @@ export class Router {
       : this.vendors.length === 0
       ? " Add a route for it to the config file."
       : "";
-    return `model "${model}" is not served by this gateway (no route matches it). ` +
+    return `model "${clip(model)}" is not served by this gateway (no route matches it). ` +
       `Served: ${served.join(", ")}.${enable}`;
   }
 

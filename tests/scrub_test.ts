@@ -175,10 +175,10 @@ function events(api: Api, model: string, text: string): [string | undefined, unk
 /** Each format's error envelope saying `message`. */
 function errorBody(api: Api, status: number, message: string): unknown {
   if (api === "messages") {
-    return { type: "error", error: { type: "authentication_error", message } };
+    return { type: "error", error: { type: "invalid_request_error", message } };
   }
-  if (api === "gemini") return { error: { code: status, message, status: "UNAUTHENTICATED" } };
-  return { error: { message, type: "invalid_request_error", code: "invalid_api_key" } };
+  if (api === "gemini") return { error: { code: status, message, status: "INVALID_ARGUMENT" } };
+  return { error: { message, type: "invalid_request_error", code: null } };
 }
 
 /** Every header a relay may pass on, each holding the key. */
@@ -205,7 +205,8 @@ type Fault = "headers" | "escaped" | "lines" | "errheaders" | "errgood" | "errcu
  * (or stream) whose text holds every JSON spelling of it; `lines`: a stream with the key in
  * every line kind besides `data:`; `errheaders`: a 429 whose retry hints hold it; `errgood`: a
  * 429 with well-formed retry hints; `errcut`: an HTML error whose key straddles the 64 KiB cut;
- * `erresc`: a JSON 401 quoting the escaped key.
+ * `erresc`: a JSON 400 quoting the escaped key (a 401 would be the gateway's own 502: its credential
+ * refused, no provider text relayed).
  */
 function startProvider() {
   return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
@@ -243,8 +244,8 @@ function startProvider() {
         return new Response(html, { status: 502, headers: { "content-type": "text/html" } });
       }
       case "erresc": {
-        const json = fill(errorBody(api, 401, `Incorrect API key provided: ${SLOT}`));
-        return new Response(json, { status: 401, headers: { "content-type": "application/json" } });
+        const json = fill(errorBody(api, 400, `invalid header value: ${SLOT}`));
+        return new Response(json, { status: 400, headers: { "content-type": "application/json" } });
       }
     }
     const headers = {
@@ -462,7 +463,7 @@ Deno.test("scrub: no provider key reaches a client, the log or the metrics, in a
           assert.equal(cut.status, 502, `${label}: ${cut.body.slice(0, 300)}`);
           assertClean(cut, `${label} errcut`);
           const escaped = await h.call(c, `${p}-erresc`, stream);
-          assert.equal(escaped.status, 401, `${label}: ${escaped.body}`);
+          assert.equal(escaped.status, 400, `${label}: ${escaped.body}`);
           assertClean(escaped, `${label} erresc`);
           assert.match(readings(escaped.body)[1], /\[redacted\]/, label);
         }

@@ -1,7 +1,7 @@
 /** POST /v1beta/models/{model}:generateContent | :streamGenerateContent */
 import type { Handler } from "../../src/context.ts";
 import { badRequest } from "../../src/errors.ts";
-import { readJsonBody } from "../../src/http.ts";
+import { checkModelName, readJsonBody } from "../../src/http.ts";
 import { generate } from "../../src/pipeline.ts";
 import { JSON_ARRAY } from "./framing.ts";
 import { geminiCodec } from "./codec.ts";
@@ -16,6 +16,7 @@ function parsePath(pathname: string): { model: string; action: string } {
   const colon = target.lastIndexOf(":");
   const model = colon < 0 ? target : target.slice(0, colon);
   const action = colon < 0 ? "" : target.slice(colon + 1);
+  checkModelName(model);
   if (!/^[A-Za-z0-9._-]+$/.test(model)) {
     throw badRequest(
       `invalid model "${model}" in the path: only letters, digits, ".", "_" and "-" are allowed`,

@@ -15,6 +15,8 @@ import { Deadline } from "../../src/deadline.ts";
 import { clientClosed, ClientGone, openUpstreamSocket } from "../../src/relay.ts";
 import { failureMessage, IrWatch, localIr } from "../../src/client_stream.ts";
 import { localEvents, resolveRoute, upstreamEvents } from "../../src/pipeline.ts";
+import { checkNesting } from "../../src/nesting.ts";
+import { NOT_READING, SendBacklog } from "../../src/ws_backlog.ts";
 import type { SseEvent } from "../../src/sse.ts";
 import { type Resolved, retarget } from "../../src/router.ts";
 import { failover } from "../../src/failover.ts";
@@ -61,6 +63,15 @@ const GOING_AWAY = 1001;
 const TOO_BIG = 1009;
 const POLICY_VIOLATION = 1008;
 
+/**
+ * Frames a socket may hold received and not yet answered (the one running included), and their
+ * size: responses run one at a time, so a client that sends faster than they end would
+ * otherwise queue without limit. Codex waits for each response; past either bound the socket
+ * closes with 1008.
+ */
+const MAX_WAITING_FRAMES = 8;
+const MAX_WAITING_BYTES = 32 * 1024 * 1024;
+
 class ResponsesSocket {
   private queue: Promise<void> = Promise.resolve();
   private readonly closed = new AbortController();
@@ -69,8 +80,12 @@ class ResponsesSocket {
   private last?: LastResponse;
   private upstream?: UpstreamSocket;
   private idle?: ReturnType<typeof setTimeout>;
-  /** Frames received and not yet answered (converted routes). */
+  /** Frames received and not yet answered. */
   private inFlight = 0;
+  /** Their size in UTF-16 units (their memory, near enough). */
+  private waitingBytes = 0;
+  /** What the client has left unread: bounded (see ws_backlog.ts). */
+  private readonly backlog: SendBacklog;
   /** Responses so far on this socket (numbers their local ids). */
   private responses = 0;
   /** The snapshot a passthrough socket's frames keep using once its upstream socket is open. */
@@ -84,6 +99,7 @@ class ResponsesSocket {
     private readonly socket: WebSocket,
   ) {
     this.req = new Request(ctx.req.url, { headers, signal: this.closed.signal });
+    this.backlog = new SendBacklog(socket, (why) => this.giveUp(why));
     socket.onmessage = (e) => this.onFrame(e.data);
     socket.onopen = () => ctx.trace.firstByte();
     socket.onclose = () => this.shutdown();
@@ -108,6 +124,7 @@ class ResponsesSocket {
 
   private shutdown() {
     clearTimeout(this.idle);
+    this.backlog.stop();
     this.ctx.gw.closingSockets.signal.removeEventListener("abort", this.onStop);
     this.closed.abort();
     this.upstream?.close();
@@ -115,7 +132,17 @@ class ResponsesSocket {
   }
 
   send(text: string) {
-    if (this.socket.readyState === WebSocket.OPEN) this.socket.send(text);
+    if (this.socket.readyState !== WebSocket.OPEN) return;
+    this.socket.send(text);
+    this.backlog.sent();
+  }
+
+  /** The client stopped reading: whatever is in flight stops, upstream socket included. */
+  private giveUp(why: string) {
+    if (this.upstream) this.upstream.interrupt(why, POLICY_VIOLATION);
+    else this.close(POLICY_VIOLATION, why);
+    this.closed.abort();
+    this.upstream?.close();
   }
 
   /** Relays a provider's frame; one that holds a provider key is scrubbed first. */
@@ -139,6 +166,8 @@ class ResponsesSocket {
   }
 
   private onFrame(data: unknown) {
+    // Frames that arrive after the socket was closed (while its close completes) are dropped.
+    if (this.socket.readyState !== WebSocket.OPEN) return;
     this.resetIdle();
     const max = this.ctx.gw.config.websocket.max_message_bytes;
     if (tooBig(data, max)) {
@@ -146,13 +175,24 @@ class ResponsesSocket {
       this.sendError(new GatewayError(413, "request_too_large", why));
       return this.close(TOO_BIG, "message too big");
     }
+    const size = frameSize(data);
+    if (this.inFlight >= MAX_WAITING_FRAMES || this.waitingBytes + size > MAX_WAITING_BYTES) {
+      const why = `more than ${MAX_WAITING_FRAMES} messages or ${MAX_WAITING_BYTES} bytes ` +
+        "waiting: send the next response.create once the previous response has ended";
+      this.sendError(new GatewayError(400, "invalid_request", why));
+      return this.close(POLICY_VIOLATION, "too many messages waiting");
+    }
     // Responses run one at a time, in order.
     this.inFlight++;
+    this.waitingBytes += size;
     this.queue = this.queue.then(() => this.handle(data)).catch((e) => {
       const err = e instanceof GatewayError ? e : new GatewayError(500, "upstream", String(e));
       this.sendError(err);
       if (this.closeAfter) this.close(POLICY_VIOLATION, this.closeAfter);
-    }).finally(() => this.inFlight--);
+    }).finally(() => {
+      this.inFlight--;
+      this.waitingBytes -= size;
+    });
   }
 
   private async handle(data: unknown): Promise<void> {
@@ -321,6 +361,7 @@ class ResponsesSocket {
     const store = keepsResponses(ctx, r) && json.store !== false;
     const keep = keeper(ctx, input, store);
     const { previous_response_id: _, ...rest } = json;
+    checkNesting(rest);
     const req = responsesCodec.decodeRequest({ ...rest, input, stream: true }, ctx.trace.model!);
     ctx.trace.compaction = req.compaction === true;
     if (json.generate === false) ctx.trace.routed("local");
@@ -351,6 +392,12 @@ class ResponsesSocket {
           watch.see(e);
           await encoder.transform(e, frames);
         }
+        // The provider's stream is not read while the client leaves frames unread.
+        if (!await this.backlog.drained()) {
+          const gone = new ClientGone(NOT_READING);
+          await events.cancel(gone); // its deadline and connection go with it
+          throw gone;
+        }
       }
     } catch (e) {
       if (this.closed.signal.aborted) return;
@@ -361,6 +408,13 @@ class ResponsesSocket {
     }
     if (done) this.last = { id: done.id, input, output: done.output };
   }
+}
+
+/** A received frame's size: UTF-16 units of text, bytes of binary. */
+function frameSize(data: unknown): number {
+  if (typeof data === "string") return data.length;
+  if (data instanceof ArrayBuffer) return data.byteLength;
+  return data instanceof Blob ? data.size : 0;
 }
 
 /** Whether a frame is over `max` bytes (a text frame counts its UTF-8 length). */
