@@ -3,10 +3,10 @@
  * dialect and key, and how their providers are credentialed. Not a plugin of its own.
  */
 import type { ErrorKind, GatewayError } from "../src/errors.ts";
-import type { Dialect, RateLimitState, UpstreamSpec } from "../src/format.ts";
+import type { Dialect, UpstreamSpec } from "../src/format.ts";
 import { goDuration } from "../src/limits/windows.ts";
 import type { ListedModel } from "../src/router.ts";
-import { bearer, idPage, overloadedError } from "./shared.ts";
+import { bearer, idPage, overloadedError, rateLimitHeaders } from "./shared.ts";
 
 const TYPE: Record<ErrorKind, string> = {
   invalid_request: "invalid_request_error",
@@ -33,17 +33,14 @@ const CODE: Partial<Record<ErrorKind, string>> = {
 export const openAiErrorCode = (kind: ErrorKind): string => CODE[kind] ?? TYPE[kind];
 
 /** OpenAI's `x-ratelimit-*` headers: limit, remaining, and the reset as a duration (`6m0s`). */
-function openAiRateLimitHeaders(state: RateLimitState, now: number): [string, string][] {
-  return Object.entries(state).flatMap(([kind, w]) =>
-    w
-      ? [
-        [`x-ratelimit-limit-${kind}`, String(w.limit)],
-        [`x-ratelimit-remaining-${kind}`, String(w.remaining)],
-        [`x-ratelimit-reset-${kind}`, goDuration(w.reset - now)],
-      ] as [string, string][]
-      : []
-  );
-}
+const openAiRateLimitHeaders = rateLimitHeaders(
+  (kind) => [
+    `x-ratelimit-limit-${kind}`,
+    `x-ratelimit-remaining-${kind}`,
+    `x-ratelimit-reset-${kind}`,
+  ],
+  (at, now) => goDuration(at - now),
+);
 
 export const openAiDialect: Dialect = {
   id: "openai",

@@ -1,8 +1,8 @@
 /** Anthropic's error envelope, where its clients put their key, and its model list. */
 import type { ErrorKind, GatewayError } from "../../src/errors.ts";
-import type { Dialect, ModelListing, RateLimitState } from "../../src/format.ts";
+import type { Dialect, ModelListing } from "../../src/format.ts";
 import type { ListedModel } from "../../src/router.ts";
-import { bearer } from "../shared.ts";
+import { bearer, rateLimitHeaders } from "../shared.ts";
 
 const TYPE: Record<ErrorKind, string> = {
   invalid_request: "invalid_request_error",
@@ -19,20 +19,14 @@ const TYPE: Record<ErrorKind, string> = {
 };
 
 /** Anthropic's `anthropic-ratelimit-*` headers: limit, remaining, and the reset (RFC 3339). */
-function anthropicRateLimitHeaders(state: RateLimitState): [string, string][] {
-  return Object.entries(state).flatMap(([kind, w]) =>
-    w
-      ? [
-        [`anthropic-ratelimit-${kind}-limit`, String(w.limit)],
-        [`anthropic-ratelimit-${kind}-remaining`, String(w.remaining)],
-        [
-          `anthropic-ratelimit-${kind}-reset`,
-          new Date(w.reset).toISOString().replace(/\.\d+Z$/, "Z"),
-        ],
-      ] as [string, string][]
-      : []
-  );
-}
+const anthropicRateLimitHeaders = rateLimitHeaders(
+  (kind) => [
+    `anthropic-ratelimit-${kind}-limit`,
+    `anthropic-ratelimit-${kind}-remaining`,
+    `anthropic-ratelimit-${kind}-reset`,
+  ],
+  (at) => new Date(at).toISOString().replace(/\.\d+Z$/, "Z"),
+);
 
 export const anthropicDialect: Dialect = {
   id: "anthropic",

@@ -63,7 +63,8 @@ export class MemoryLimitStore implements LimitStore {
     const refused = reached(limits, before);
     if (refused) return Promise.resolve({ refused, windows: before });
     s.requests.add(now, 1);
-    return Promise.resolve({ windows: this.windows(s, limits, now) });
+    const requests = s.requests.state(limits.requests_per_minute, now);
+    return Promise.resolve({ windows: { ...before, requests_per_minute: requests } });
   }
 
   record(identity: string, limits: Limits, tokens: number, spend: number, now: number) {

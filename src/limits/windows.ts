@@ -37,15 +37,14 @@ export function month(now: number): { key: string; end: number } {
   return { key: new Date(now).toISOString().slice(0, 7), end };
 }
 
-/** One counted event of a sliding window: its time and amount. */
-interface Entry {
-  at: number;
-  n: number;
-}
-
-/** A sliding window in memory: its entries, oldest first, and their running sum. */
+/**
+ * A sliding window in memory: its entries' times and amounts, oldest first, and their running
+ * sum. Two arrays of numbers rather than an object per entry: a busy window holds a minute of
+ * requests, which the garbage collector would otherwise walk again and again.
+ */
 export class SlidingWindow {
-  private entries: Entry[] = [];
+  private times: number[] = [];
+  private amounts: number[] = [];
   /** Entries before `head` have left the window (dropped in batches, not one shift each). */
   private head = 0;
   private sum = 0;
@@ -55,17 +54,18 @@ export class SlidingWindow {
   /** Drops what has left the window by `now`. */
   prune(now: number): void {
     const since = now - this.length;
-    while (this.head < this.entries.length && this.entries[this.head].at <= since) {
-      this.sum -= this.entries[this.head++].n;
-    }
-    if (this.head > 1024 && this.head * 2 > this.entries.length) {
-      this.entries = this.entries.slice(this.head);
+    const { times, amounts } = this;
+    while (this.head < times.length && times[this.head] <= since) this.sum -= amounts[this.head++];
+    if (this.head > 1024 && this.head * 2 > times.length) {
+      this.times = times.slice(this.head);
+      this.amounts = amounts.slice(this.head);
       this.head = 0;
     }
   }
 
   add(at: number, n: number): void {
-    this.entries.push({ at, n });
+    this.times.push(at);
+    this.amounts.push(n);
     this.sum += n;
   }
 
@@ -75,10 +75,10 @@ export class SlidingWindow {
    */
   state(limit: number | undefined, now: number): WindowState {
     let left = this.sum;
-    for (let i = this.head; i < this.entries.length; i++) {
-      left -= this.entries[i].n;
+    for (let i = this.head; i < this.times.length; i++) {
+      left -= this.amounts[i];
       if (limit === undefined || left < limit) {
-        return { used: this.sum, reset: this.entries[i].at + this.length };
+        return { used: this.sum, reset: this.times[i] + this.length };
       }
     }
     return { used: this.sum, reset: now };
