@@ -6,6 +6,10 @@
 # of a few percent need this: single runs on a 2-core machine move by ±5%.
 #
 #   bash bench/ab.sh DIR_A DIR_B        (e.g. a `git worktree` of main, and this checkout)
+#
+# LIMITS_B='{"requests_per_minute":1000000000,"tokens_per_day":1000000000000}' gives B's key those
+# limits (docs/limits.md; A's key has none), and LIMITS_REDIS_B=redis://… counts them in Redis:
+#   LIMITS_B='…' bash bench/ab.sh . .   (the cost of limits on one checkout)
 set -euo pipefail
 a=$(realpath "$1") b=$(realpath "$2")
 here=$(dirname "$(realpath "$0")")
@@ -17,16 +21,22 @@ deno eval --ext=ts "
   import { startMockUpstream } from './tests/mock/upstream.ts';
   import { mockConfig } from './tests/helpers.ts';
   const m = await startMockUpstream({ record: false });
-  await Deno.writeTextFile('$tmp/config.json', JSON.stringify(await mockConfig(m.url)));
+  const config = await mockConfig(m.url);
+  await Deno.writeTextFile('$tmp/config.json', JSON.stringify(config));
+  const limits = Deno.env.get('LIMITS_B');
+  if (limits) config.keys[0] = { ...config.keys[0], limits: JSON.parse(limits) };
+  const redis = Deno.env.get('LIMITS_REDIS_B');
+  if (redis) config.limits_store = { ...config.limits_store, redis_url: redis };
+  await Deno.writeTextFile('$tmp/config_b.json', JSON.stringify(config));
   console.log('mock on ' + m.url);" >"$tmp/mock.log" 2>&1 &
 until grep -q 'mock on' "$tmp/mock.log"; do sleep 0.2; done
 
-start() { # dir port
+start() { # dir port config
   PORT=$2 GATEWAY_ACCESS_LOG=off METRICS_PORT=0 deno run --unstable-no-legacy-abort \
-    --allow-net --allow-env --allow-read "$1/main.ts" --config "$tmp/config.json" >"$tmp/$2.log" 2>&1 &
+    --allow-net --allow-env --allow-read "$1/main.ts" --config "$tmp/$3" >"$tmp/$2.log" 2>&1 &
 }
-start "$a" 18181
-start "$b" 18182
+start "$a" 18181 config.json
+start "$b" 18182 config_b.json
 until grep -q listening "$tmp/18181.log" && grep -q listening "$tmp/18182.log"; do sleep 0.2; done
 
 context=$(printf 'You are a careful coding assistant. %.0s' {1..30})

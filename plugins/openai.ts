@@ -4,8 +4,9 @@
  */
 import type { ErrorKind, GatewayError } from "../src/errors.ts";
 import type { Dialect, UpstreamSpec } from "../src/format.ts";
+import { goDuration } from "../src/limits/windows.ts";
 import type { ListedModel } from "../src/router.ts";
-import { bearer, idPage, overloadedError } from "./shared.ts";
+import { bearer, idPage, overloadedError, rateLimitHeaders } from "./shared.ts";
 
 const TYPE: Record<ErrorKind, string> = {
   invalid_request: "invalid_request_error",
@@ -31,6 +32,16 @@ const CODE: Partial<Record<ErrorKind, string>> = {
 /** An OpenAI error `code` for a kind (its type where OpenAI has no code): stream error events. */
 export const openAiErrorCode = (kind: ErrorKind): string => CODE[kind] ?? TYPE[kind];
 
+/** OpenAI's `x-ratelimit-*` headers: limit, remaining, and the reset as a duration (`6m0s`). */
+const openAiRateLimitHeaders = rateLimitHeaders(
+  (kind) => [
+    `x-ratelimit-limit-${kind}`,
+    `x-ratelimit-remaining-${kind}`,
+    `x-ratelimit-reset-${kind}`,
+  ],
+  (at, now) => goDuration(at - now),
+);
+
 export const openAiDialect: Dialect = {
   id: "openai",
   presentedKey: (req) => bearer(req.headers),
@@ -45,6 +56,7 @@ export const openAiDialect: Dialect = {
   }),
   // Anthropic's 529 is unknown to OpenAI SDKs; 503 is what they retry.
   status: (status) => (status === 529 ? 503 : status),
+  rateLimitHeaders: openAiRateLimitHeaders,
   interruption: (message) => {
     const error = { type: "upstream_interrupted", message };
     return `data: ${JSON.stringify({ type: "upstream_interrupted", error })}\n\n`;

@@ -1,6 +1,6 @@
 /** Wire-format conventions that more than one codec follows, each defined once. */
 import { badRequest, GatewayError } from "../src/errors.ts";
-import type { Dialect } from "../src/format.ts";
+import type { Dialect, RateLimitState } from "../src/format.ts";
 import type * as ir from "../src/ir.ts";
 import { carrySignature } from "../src/signature.ts";
 
@@ -188,4 +188,30 @@ export function idPage(body: Record<string, unknown>, after: string) {
     : [];
   const more = body.has_more === true && typeof body.last_id === "string";
   return { ids, next: more ? { [after]: body.last_id as string } : undefined };
+}
+
+type LimitKind = keyof RateLimitState;
+const LIMIT_KINDS: readonly LimitKind[] = ["requests", "tokens"];
+
+/**
+ * A dialect's rate-limit headers: for each window kind, its three names (limit, remaining,
+ * reset, built once) and the reset written as `reset(at, now)` says.
+ */
+export function rateLimitHeaders(
+  names: (kind: LimitKind) => readonly [string, string, string],
+  reset: (at: number, now: number) => string,
+): (state: RateLimitState, now: number) => [string, string][] {
+  const byKind = LIMIT_KINDS.map((kind) => [kind, names(kind)] as const);
+  return (state, now) => {
+    const out: [string, string][] = [];
+    for (const [kind, [limit, remaining, resetName]] of byKind) {
+      const w = state[kind];
+      if (!w) continue;
+      out.push([limit, String(w.limit)], [remaining, String(w.remaining)], [
+        resetName,
+        reset(w.reset, now),
+      ]);
+    }
+    return out;
+  };
 }

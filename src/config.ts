@@ -5,9 +5,16 @@
 import { z } from "zod";
 import { DEMO_API, type Formats } from "./formats.ts";
 import { isAddressOrCidr } from "./trusted_proxies.ts";
-import { globToRegExp } from "./router.ts";
+import { globToRegExp } from "./glob.ts";
 import { formatPath } from "./validate.ts";
 import { readYaml, YamlProblem } from "./yaml.ts";
+import {
+  consumersSchema,
+  identitiesSchema,
+  keyLimitFields,
+  limitsStoreSchema,
+  priceSchema,
+} from "./limits/schema.ts";
 
 const timeoutsSchema = z.strictObject({
   /** Until an upstream WebSocket is open (connect + handshake). */
@@ -161,13 +168,22 @@ const routeSchema = z.strictObject({
     "provider keeps its own Responses state",
 });
 
-const plainKeySchema = z.strictObject({ name: z.string().min(1), key: z.string().min(8) });
+const plainKeySchema = z.strictObject({
+  name: z.string().min(1),
+  key: z.string().min(8),
+  ...keyLimitFields,
+});
 const hashedKeySchema = z.strictObject({
   name: z.string().min(1),
   sha256: z.string().regex(/^[0-9a-f]{64}$/i),
+  ...keyLimitFields,
 });
 /** Every key in the file is accepted under the entry's name (old and new while rotating). */
-const fileKeySchema = z.strictObject({ name: z.string().min(1), key_file: z.string().min(1) });
+const fileKeySchema = z.strictObject({
+  name: z.string().min(1),
+  key_file: z.string().min(1),
+  ...keyLimitFields,
+});
 const keySchema = z.union([plainKeySchema, hashedKeySchema, fileKeySchema]);
 
 /** Client keys as loaded: a `key_file` entry becomes one `key` entry per key in the file. */
@@ -184,8 +200,9 @@ const keysSchema = z.array(keySchema).min(1).superRefine((entries, ctx) => {
 }).transform((entries, ctx) =>
   entries.flatMap((k, i): z.infer<typeof plainKeySchema | typeof hashedKeySchema>[] => {
     if (!("key_file" in k)) return [k];
-    const keys = keysFromFile(k.key_file, [i, "key_file"], ctx);
-    return (keys ?? []).map((key) => ({ name: k.name, key }));
+    const { key_file, ...entry } = k;
+    const keys = keysFromFile(key_file, [i, "key_file"], ctx);
+    return (keys ?? []).map((key) => ({ ...entry, key }));
   })
 );
 
@@ -271,6 +288,13 @@ export const configSchema = z.strictObject({
    * `GET /metrics` (Prometheus text format) on a listener of its own, which Kong does not
    * route. Off when absent; port 0 takes any free port.
    */
+  /** Kong consumers' limits (`identities.kong_consumers`); docs/limits.md. */
+  consumers: consumersSchema.prefault({}),
+  identities: identitiesSchema.prefault({}),
+  /** USD per million tokens by upstream model (globs); the first match wins. */
+  prices: z.array(priceSchema).default([]),
+  /** Where limit windows are counted (default: in memory). */
+  limits_store: limitsStoreSchema.prefault({}),
   metrics: z.strictObject({
     hostname: z.string().default("127.0.0.1"),
     port: z.number().int().min(0).max(65535).default(9464),

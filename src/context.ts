@@ -3,6 +3,8 @@ import type { KeyStore } from "./auth.ts";
 import type { Config, ProviderConfig } from "./config.ts";
 import type { Dialect } from "./format.ts";
 import type { Formats } from "./formats.ts";
+import type { Limiter } from "./limits/limiter.ts";
+import type { Identity, LimitPolicy } from "./limits/policy.ts";
 import type { Metrics } from "./metrics.ts";
 import type { Stopping } from "./relay.ts";
 import type { Router } from "./router.ts";
@@ -21,6 +23,10 @@ export interface Gateway {
   formats: Formats;
   router: Router;
   keys: KeyStore;
+  /** Identities' limits, admins and prices of this snapshot's config. */
+  policy: LimitPolicy;
+  /** Counts and enforces limits; one for the gateway's life (counts survive reloads). */
+  limiter: Limiter;
   /** The models each provider reports, read in the background; shared by all snapshots. */
   providerModels: ReportedModels;
   /** Stored Responses (previous_response_id, GET /v1/responses/{id}). */
@@ -71,6 +77,8 @@ export interface RequestContext {
   url: URL;
   requestId: string;
   dialect: Dialect;
+  /** Who made the request (absent on endpoints that need no key). */
+  identity?: Identity;
   /** This request's lifecycle, told to the observers (access log, metrics). */
   trace: Trace;
 }

@@ -11,6 +11,20 @@ import type { ErrorKind, GatewayError } from "./errors.ts";
 import type { ListedModel } from "./router.ts";
 import type { UpstreamFraming } from "./stream_stage.ts";
 
+/** One of the gateway's own limit windows, as rate-limit headers report it. */
+export interface RateLimitWindow {
+  limit: number;
+  remaining: number;
+  /** When it frees (ms since the epoch). */
+  reset: number;
+}
+
+/** The windows rate-limit headers describe: requests, and tokens (per minute, else per day). */
+export interface RateLimitState {
+  requests?: RateLimitWindow;
+  tokens?: RateLimitWindow;
+}
+
 /** How a format's clients authenticate and hear about errors. */
 export interface Dialect {
   /** Names the dialect in logs and metric labels (`openai`). */
@@ -31,6 +45,8 @@ export interface Dialect {
    * event for SSE formats), shaped so its SDKs raise it.
    */
   interruption(message: string): string;
+  /** The gateway's own limits as the headers this dialect's clients read (none by default). */
+  rateLimitHeaders?(state: RateLimitState, now: number): [string, string][];
 }
 
 /** One path a format serves. */

@@ -14,6 +14,7 @@ import type {
   UpstreamSpec,
 } from "./format.ts";
 import { healthz, modelById, modelList, readyz, root } from "./ops.ts";
+import { gatewayUsage } from "./limits/usage.ts";
 
 /** The core's own provider api: answers locally, no upstream (src/demo.ts). */
 export const DEMO_API = "demo";
@@ -63,6 +64,16 @@ export class Formats {
         p.endpoints.map((e) => ({ ...e, dialect: p.dialect, keyDialects: [p.dialect] }))
       ),
       ...this.modelListEndpoints(),
+      {
+        name: "gateway_usage",
+        method: "GET" as const,
+        pattern: /^\/v1\/gateway\/usage$/,
+        example: "/v1/gateway/usage",
+        handler: gatewayUsage,
+        dialect: this.dialectOf("/v1/gateway/usage"),
+        // Any client auth the gateway accepts.
+        keyDialects: [...new Set(plugins.map((p) => p.dialect))],
+      },
       {
         name: "root",
         method: "GET",

@@ -43,7 +43,10 @@ function line(t: Trace) {
     msg: "access",
     request_id: t.requestId,
     client_ip: t.clientIp,
-    key: t.key,
+    identity: t.key,
+    key: t.consumer ? undefined : t.key,
+    session_id: t.sessionId,
+    agent_id: t.agentId,
     method: t.method,
     endpoint: t.endpoint,
     // A path may carry a model name (Gemini's) the route lookup never bounded.

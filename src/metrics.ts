@@ -302,6 +302,26 @@ export class Metrics implements Observer {
     "Streamed answers (HTTP and WebSocket responses) sending now.",
   );
   readonly activeWebSockets = new Gauge("gateway_active_websockets", "Client WebSockets open now.");
+  readonly identityRequests = new Counter(
+    "gateway_identity_requests_total",
+    "Requests answered, by identity (key: a client key's name or a Kong consumer).",
+    ["key"],
+  );
+  readonly limitRejections = new Counter(
+    "gateway_limit_rejections_total",
+    "Requests refused by an identity's limit (key: the identity's name), by limit name.",
+    ["key", "limit"],
+  );
+  readonly spend = new Counter(
+    "gateway_spend_usd_total",
+    "USD spent by identity, provider and upstream model, from the configured prices.",
+    ["key", "provider", "model"],
+  );
+  readonly limitsStoreErrors = new Counter(
+    "gateway_limits_store_errors_total",
+    "Calls to the limits store that failed (the store unreachable or too slow).",
+    ["store"],
+  );
   private readonly models: BoundedValues;
   /** Traces counted in a gauge, so `ended` takes back exactly what `firstByte` added. */
   private readonly active = new WeakMap<Trace, Gauge>();
@@ -311,6 +331,11 @@ export class Metrics implements Observer {
   constructor(opts: { maxLabelValues?: number; systems?: GenAiSystems } = {}) {
     this.systems = opts.systems ?? {};
     this.models = new BoundedValues(opts.maxLabelValues ?? 1000);
+  }
+
+  /** A model label value, bounded like every model label (past the bound: `other`). */
+  modelLabel(model: string): string {
+    return this.models.value(model);
   }
 
   firstByte(t: Trace): void {
@@ -332,6 +357,7 @@ export class Metrics implements Observer {
     // Only names a provider accepted become series; made-up ones that fail upstream do not.
     const model = status >= 200 && status < 300 && t.model ? this.models.value(t.model) : "";
     this.requests.add([t.endpoint, t.routeName ?? "", provider, String(status), t.mode ?? ""]);
+    if (t.key) this.identityRequests.add([t.key]);
     if (t.attempts > 0) this.attempts.add([provider, attemptOutcome(t)]);
     if (t.interrupted) this.interruptions.add([provider, t.dialect]);
     const operation = t.operation;
@@ -374,6 +400,10 @@ export class Metrics implements Observer {
       this.interruptions,
       this.activeStreams,
       this.activeWebSockets,
+      this.identityRequests,
+      this.limitRejections,
+      this.spend,
+      this.limitsStoreErrors,
     ].map((f) => f.expose()).join("");
   }
 }

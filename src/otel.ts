@@ -66,6 +66,7 @@ export function spanAttributes(systems: GenAiSystems): Observer {
       const span = spans.get(t) ?? activeSpan();
       if (!span) return;
       if (t.key) span.setAttribute("gateway.key", t.key);
+      if (t.sessionId) span.setAttribute("gen_ai.conversation.id", t.sessionId);
       if (t.errorKind) span.setAttribute("error.type", t.errorKind);
     },
   };

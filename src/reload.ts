@@ -21,6 +21,7 @@ import { logEvent } from "./log.ts";
 import type { Health } from "./failover.ts";
 import type { DefaultVendor } from "./format.ts";
 import type { Formats } from "./formats.ts";
+import { LimitPolicy } from "./limits/policy.ts";
 import { Router } from "./router.ts";
 import { TrustedProxies } from "./trusted_proxies.ts";
 
@@ -37,6 +38,7 @@ export function configured(
     config,
     router: new Router(config, health, vendors),
     keys: KeyStore.from(config),
+    policy: new LimitPolicy(config),
     proxies: new TrustedProxies(config.trusted_proxies),
   };
 }
@@ -75,7 +77,7 @@ export function configLoader(source: ConfigSource): () => Config {
 }
 
 /** Settings bound to what was built at startup: a reload reports them instead of applying. */
-const RESTART_ONLY = ["listen", "response_store", "metrics"] as const;
+const RESTART_ONLY = ["listen", "response_store", "metrics", "limits_store"] as const;
 
 /** A short digest that tells configs apart in logs (keys included, never shown). */
 export function configDigest(config: Config): string {

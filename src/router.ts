@@ -1,4 +1,5 @@
 /** Model name → route → provider. First matching route wins; patterns are `*` globs. */
+import { globToRegExp } from "./glob.ts";
 import type { Config, ProviderConfig, RouteConfig } from "./config.ts";
 import type { DefaultVendor } from "./format.ts";
 import { GatewayError } from "./errors.ts";
@@ -40,12 +41,6 @@ export interface ListedModel {
   display_name?: string;
   context_window?: number;
   max_output_tokens?: number;
-}
-
-export function globToRegExp(glob: string): RegExp {
-  const body = glob.split("*").map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*");
-  // `s`: a newline in a model name must not slip past a `*` into "no route".
-  return new RegExp(`^${body}$`, "s");
 }
 
 export class Router {

@@ -17,6 +17,11 @@ import { createStore } from "./store.ts";
 import { Secrets } from "./secrets.ts";
 import { Trace } from "./trace.ts";
 import { configured } from "./reload.ts";
+import { Limiter } from "./limits/limiter.ts";
+import { agentOf, kongConsumer, sessionOf } from "./limits/identity.ts";
+import type { Identity } from "./limits/policy.ts";
+import { type LimitStore, MemoryLimitStore } from "./limits/store.ts";
+import { RedisLimitStore } from "./limits/redis.ts";
 
 /** Incoming request-id headers, in order of preference (Kong's first). */
 const REQUEST_ID_HEADERS = ["x-kong-request-id", "x-request-id", "x-correlation-id"];
@@ -26,14 +31,27 @@ export const REQUEST_ID_RESPONSE_HEADER = "x-gateway-request-id";
 export async function createGateway(
   config: Config,
   plugins: readonly FormatPlugin[] | Formats,
-  /** `builtInConfig`: the config is the built-in default (its 404 hints name vendor keys). */
-  opts: { builtInConfig?: boolean } = {},
+  /**
+   * `builtInConfig`: the config is the built-in default (its 404 hints name vendor keys);
+   * `limitStore`: where limits count instead of `config.limits_store`'s (tests shorten windows).
+   */
+  opts: { builtInConfig?: boolean; limitStore?: LimitStore } = {},
 ): Promise<Gateway> {
   const formats = plugins instanceof Formats ? plugins : new Formats(plugins);
   checkFormats(config, formats);
   const secrets = new Secrets(providerKeys(config));
   const systems = Object.fromEntries(formats.plugins.map((p) => [p.id, p.system]));
   const metrics = new Metrics({ maxLabelValues: config.metrics?.max_label_values, systems });
+  const live = { current: undefined! as Gateway };
+  const storeCfg = config.limits_store;
+  const limiter = new Limiter(
+    (onError) =>
+      opts.limitStore ??
+        (storeCfg.redis_url ? RedisLimitStore.connect(storeCfg, onError) : new MemoryLimitStore()),
+    storeCfg,
+    metrics,
+    () => live.current.policy,
+  );
   const gw: Gateway = {
     ...configured(config, undefined, opts.builtInConfig ? formats.vendors : []),
     formats,
@@ -41,16 +59,18 @@ export async function createGateway(
     secrets,
     observers: [
       accessLog(secrets),
+      limiter,
       // Metrics no listener exposes are not collected either (+1.6% req/s on relayed JSON).
       ...config.metrics ? [metrics] : [],
       ...otelEnabled() ? [spanAttributes(systems)] : [],
     ],
     metrics,
+    limiter,
     draining: false,
     stopping: new Stopping(),
     closingSockets: new AbortController(),
     providerModels: undefined!,
-    live: { current: undefined! },
+    live,
   };
   gw.live.current = gw;
   gw.providerModels = new ProviderModels(gw.live);
@@ -117,6 +137,7 @@ export function createHandler(
       clientIp: gw.proxies.clientIp(peerAddress(info), req.headers.get("x-forwarded-for")),
     });
     let res: Response;
+    let identity: Identity | undefined;
     try {
       const endpoint = findEndpoint(gw.formats, req, url.pathname);
       trace.matched(endpoint);
@@ -124,9 +145,19 @@ export function createHandler(
         if (gw.draining) {
           throw new GatewayError(503, "overloaded", "the gateway is shutting down; retry");
         }
-        if (!endpoint.keyless) trace.key = authenticate(gw.keys, endpoint.keyDialects, req, url);
+        if (!endpoint.keyless) {
+          identity = identify(gw, endpoint.keyDialects, req, url, info);
+          trace.key = identity.name;
+          trace.consumer = identity.consumer;
+          trace.sessionId = sessionOf(req.headers);
+          trace.agentId = agentOf(req.headers);
+          // A WebSocket's responses are admitted one by one (the upgrade is not a request).
+          if (endpoint.operation && !endpoint.upgrade) {
+            await gw.limiter.admit(trace, identity, dialect);
+          }
+        }
       }
-      const ctx: RequestContext = { gw, req, url, requestId, dialect, trace };
+      const ctx: RequestContext = { gw, req, url, requestId, dialect, identity, trace };
       res = await endpoint.handler(ctx);
     } catch (e) {
       const err = e instanceof GatewayError
@@ -148,8 +179,26 @@ export function createHandler(
       trace.firstByte();
       trace.end(res.status);
     }
+    if (identity?.limits && res.status !== 101) {
+      await gw.limiter.answered(trace, dialect, res.headers);
+    }
     return res;
   };
+}
+
+/** A Kong consumer (if trusted and enabled), else the owner of the gateway key presented. */
+function identify(
+  gw: Gateway,
+  dialects: Endpoint["keyDialects"],
+  req: Request,
+  url: URL,
+  info?: Deno.ServeHandlerInfo,
+): Identity {
+  const consumer = gw.config.identities.kong_consumers
+    ? kongConsumer(gw.proxies, peerAddress(info), req.headers)
+    : undefined;
+  if (consumer) return gw.policy.consumer(consumer);
+  return gw.policy.key(authenticate(gw.keys, dialects, req, url));
 }
 
 function internalError(e: unknown, requestId: string): GatewayError {

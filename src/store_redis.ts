@@ -6,7 +6,13 @@
  * 503 naming the store; the client reconnects by itself. A value that is not a record is taken
  * for missing. Errors are logged without content: at most the Redis key.
  */
-import { createClient } from "redis";
+import {
+  closeRedis,
+  connectRedis,
+  type RedisClient,
+  RedisTimeout,
+  withDeadline,
+} from "./redis_client.ts";
 import type { ResponseStoreConfig } from "./config.ts";
 import {
   keyShare,
@@ -75,33 +81,20 @@ function recordOf(json: string): StoredResponse | undefined {
   return ok ? r as StoredResponse : undefined;
 }
 
-/** Longest wait between reconnect attempts while Redis is down. */
-const RETRY_MAX_MS = 1000;
-type Client = ReturnType<typeof createClient>;
-
 export class RedisStore implements ResponseStore {
   readonly name = "redis";
   private lastLogged = 0;
 
   private constructor(
-    private readonly client: Client,
+    private readonly client: RedisClient,
     private readonly cfg: ResponseStoreConfig,
   ) {}
 
   /** Starts connecting; the gateway starts even if Redis is down. */
   static connect(cfg: ResponseStoreConfig): RedisStore {
-    const client = createClient({
-      url: cfg.redis_url,
-      disableOfflineQueue: true,
-      socket: {
-        connectTimeout: 2000,
-        reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, RETRY_MAX_MS),
-      },
-    });
-    const store = new RedisStore(client, cfg);
-    client.on("error", (e: unknown) => store.logError(e));
-    client.connect().catch((e: unknown) => store.logError(e));
-    return store;
+    let store: RedisStore | undefined;
+    const client = connectRedis(cfg.redis_url, (e) => store?.logError(e));
+    return store = new RedisStore(client, cfg);
   }
 
   /** At most one line per 5 s: the error's name and message, never a key or a record. */
@@ -126,20 +119,12 @@ export class RedisStore implements ResponseStore {
   /** One command, within `redis_timeout_ms`; any failure is the store's 503. */
   private async run<T>(op: () => Promise<T>): Promise<T> {
     if (!this.client.isReady) throw storeUnavailable(this.name);
-    const ms = this.cfg.redis_timeout_ms;
-    const timeout = new Error(`no answer within ${ms} ms`);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(timeout), ms);
-    });
     try {
-      return await Promise.race([op(), late]);
+      return await withDeadline(op(), this.cfg.redis_timeout_ms);
     } catch (e) {
       this.logError(e);
       // Said to the client when it timed out; Redis's own errors stay in the log.
-      throw storeUnavailable(this.name, e === timeout ? e : undefined);
-    } finally {
-      clearTimeout(timer);
+      throw storeUnavailable(this.name, e instanceof RedisTimeout ? e : undefined);
     }
   }
 
@@ -183,23 +168,7 @@ export class RedisStore implements ResponseStore {
     return Number(n) > 0;
   }
 
-  /** Closes the connection; while reconnecting, also waits out the client's retry sleep. */
-  async close(): Promise<void> {
-    let retrying: Promise<void> | undefined;
-    if (this.client.isOpen && !this.client.isReady) {
-      retrying = new Promise((resolve) => {
-        const timer = setTimeout(resolve, RETRY_MAX_MS + 100);
-        this.client.once("reconnecting", () => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-    }
-    try {
-      this.client.destroy();
-    } catch {
-      // already closed
-    }
-    await retrying;
+  close(): Promise<void> {
+    return closeRedis(this.client);
   }
 }

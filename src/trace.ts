@@ -49,10 +49,17 @@ export class Trace {
   operation?: string;
   /** Whether the endpoint's tokens are billed (not compaction nor token counting). */
   private billedEndpoint = true;
-  /** The client key's configured name (never the key). */
+  /** The identity's name: a client key's configured name (never the key) or a Kong consumer. */
   key?: string;
+  /** The identity was authenticated by Kong (a consumer), not by a gateway key. */
+  consumer = false;
+  /** An agent session and agent the client named (`X-Claude-Code-Session-Id`, …). */
+  sessionId?: string;
+  agentId?: string;
   /** The model the client asked for. */
   model?: string;
+  /** The model name sent upstream (after a route's rename): what the provider bills. */
+  upstreamModel?: string;
   /** Describes the route in the access log (`"claude-*" → anthropic (messages)`). */
   route?: string;
   /** The route's `name` (default: its first model pattern), a metric label. */
@@ -109,6 +116,9 @@ export class Trace {
     t.operation = this.operation;
     t.billedEndpoint = this.billedEndpoint;
     t.key = this.key;
+    t.consumer = this.consumer;
+    t.sessionId = this.sessionId;
+    t.agentId = this.agentId;
     // Sent as frames, ended by the socket: a stream (time to first chunk, active streams).
     t.streaming = true;
     return t;
@@ -117,6 +127,7 @@ export class Trace {
   /** The route a model resolved to (known before the mode is). */
   target(model: string, r: Resolved): void {
     this.model = model;
+    this.upstreamModel = r.upstreamModel;
     this.route = r.label;
     this.routeName = r.name;
     this.provider = r.provider.name;

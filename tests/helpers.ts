@@ -5,6 +5,7 @@ import type { Gateway } from "../src/context.ts";
 import { setAccessLogSink } from "../src/log.ts";
 import { createGateway, createHandler } from "../src/server.ts";
 import { Formats } from "../src/formats.ts";
+import type { LimitStore } from "../src/limits/store.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 import { type MockUpstream, startMockUpstream } from "./mock/upstream.ts";
 
@@ -77,6 +78,8 @@ export interface HarnessOptions {
   extraRoutes?: Config["routes"];
   /** Changes the config before the gateway starts (response store, catalog). */
   tweak?: (config: Config) => void;
+  /** Where limits count (default: as the config says); tests shorten sliding windows. */
+  limitStore?: LimitStore;
   /** Treat the config as the built-in default (its 404 hints name the vendor keys). */
   builtInConfig?: boolean;
 }
@@ -92,7 +95,10 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   // Metrics on, as with the built-in config (no listener here: tests read `gw.metrics`).
   config.metrics = { hostname: "127.0.0.1", port: 0, max_label_values: 1000 };
   opts.tweak?.(config);
-  const gw = await createGateway(config, FORMATS, { builtInConfig: opts.builtInConfig });
+  const gw = await createGateway(config, FORMATS, {
+    builtInConfig: opts.builtInConfig,
+    limitStore: opts.limitStore,
+  });
   const logs: Record<string, unknown>[] = [];
   const previous = setAccessLogSink((line) => logs.push(JSON.parse(line)));
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, createHandler(gw));
@@ -105,6 +111,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
       await server.shutdown();
       await gw.providerModels.stop();
       await gw.store.close();
+      await gw.limiter.store.close();
       await upstream.close();
       setAccessLogSink(previous);
     },

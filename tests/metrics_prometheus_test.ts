@@ -20,33 +20,12 @@ import {
   wsExchange,
 } from "./helpers.ts";
 import { startMockUpstream, TOKENS } from "./mock/upstream.ts";
-import { type Child, freePort, type GatewayProcess, spawn, startGateway } from "./process.ts";
+import { type Child, type GatewayProcess, startGateway } from "./process.ts";
+import { MISSING, PROMETHEUS, query, startPrometheus } from "./prometheus.ts";
 
-const PROMETHEUS = ["/usr/bin/prometheus", "/usr/local/bin/prometheus"].find((p) => {
-  try {
-    return Deno.statSync(p).isFile;
-  } catch {
-    return false;
-  }
-});
-const MISSING = "prometheus not installed: run .ci/install-prometheus.sh";
 if (PROMETHEUS === undefined) console.warn(MISSING);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** One instant query against Prometheus's HTTP API: each series' labels and value. */
-async function query(
-  prom: string,
-  promql: string,
-): Promise<{ metric: Record<string, string>; value: number }[]> {
-  const res = await fetch(`${prom}/api/v1/query?query=${encodeURIComponent(promql)}`);
-  const body = await res.json();
-  assert.equal(body.status, "success", `${promql}: ${JSON.stringify(body)}`);
-  return body.data.result.map((r: { metric: Record<string, string>; value: [number, string] }) => ({
-    metric: r.metric,
-    value: Number(r.value[1]),
-  }));
-}
 
 /** A `sum by (label)` query as {label value: sum}. */
 async function sumBy(prom: string, label: string, selector: string) {
@@ -107,27 +86,9 @@ Deno.test({
       assert.notEqual(new URL(gw).port, String(metricsPort));
 
       // The scrape config docs/metrics.md gives, at one second.
-      await Deno.writeTextFile(
-        `${dir}/prometheus.yml`,
-        [
-          "global:",
-          "  scrape_interval: 1s",
-          "  scrape_timeout: 1s",
-          "scrape_configs:",
-          "  - job_name: llm-gateway",
-          "    static_configs:",
-          `      - targets: ["127.0.0.1:${metricsPort}"]`,
-          "",
-        ].join("\n"),
-      );
-      const promPort = freePort();
-      prometheus = spawn(PROMETHEUS!, [
-        `--config.file=${dir}/prometheus.yml`,
-        `--storage.tsdb.path=${dir}/data`,
-        `--web.listen-address=127.0.0.1:${promPort}`,
-      ]);
-      await prometheus.wait(/Server is ready to receive web requests/, "prometheus");
-      const prom = `http://127.0.0.1:${promPort}`;
+      const started = await startPrometheus(dir, metricsPort);
+      prometheus = started.child;
+      const prom = started.url;
       await until(prom, 'up{job="llm-gateway"}', 1);
 
       const all = new Expected();

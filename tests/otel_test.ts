@@ -61,9 +61,12 @@ Deno.test("otel: request spans carry GenAI attributes, never a query string in t
       OTEL_SERVICE_NAME: "llm-gateway",
     });
     try {
-      const chat = await post(`${gateway.url}/v1/chat/completions`, openaiHeaders(), {
-        ...bodies.chat("msg-text"),
-      });
+      // An agent session (Codex's header) becomes the span's conversation id.
+      const chat = await post(
+        `${gateway.url}/v1/chat/completions`,
+        { ...openaiHeaders(), session_id: "sess-otel" },
+        { ...bodies.chat("msg-text") },
+      );
       assert.equal(chat.status, 200);
       await chat.body?.cancel();
       const stream = await post(
@@ -105,6 +108,7 @@ Deno.test("otel: request spans carry GenAI attributes, never a query string in t
     assert.equal(Number(last(chat, "gen_ai.usage.input_tokens")), TOKENS.input);
     assert.equal(Number(last(chat, "gen_ai.usage.output_tokens")), TOKENS.text);
     assert.equal(last(chat, "gateway.key"), "team-a");
+    assert.equal(last(chat, "gen_ai.conversation.id"), "sess-otel");
 
     // A stream's span has its route; Deno ends it before the stream's usage comes.
     const [stream] = byPath("/v1/messages");

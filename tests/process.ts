@@ -73,6 +73,17 @@ export async function startGateway(
   }
 }
 
+/** The first of `paths` that is a file (a tool some tests need), or undefined. */
+export function installed(paths: string[]): string | undefined {
+  return paths.find((p) => {
+    try {
+      return Deno.statSync(p).isFile;
+    } catch {
+      return false;
+    }
+  });
+}
+
 export function freePort(): number {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (l.addr as Deno.NetAddr).port;

@@ -2,15 +2,10 @@
  * A real redis-server from Debian on a free loopback port, for the Redis store tests
  * (.ci/install-redis.sh installs it; tests are ignored, saying MISSING, when it is absent).
  */
+import { installed } from "./process.ts";
 export { freePort } from "./process.ts";
 
-export const REDIS = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].find((p) => {
-  try {
-    return Deno.statSync(p).isFile;
-  } catch {
-    return false;
-  }
-});
+export const REDIS = installed(["/usr/bin/redis-server", "/usr/local/bin/redis-server"]);
 export const MISSING = "redis-server not installed: run .ci/install-redis.sh";
 
 export interface RedisServer {

@@ -2,7 +2,7 @@
 import type { ErrorKind, GatewayError } from "../../src/errors.ts";
 import type { Dialect, ModelListing } from "../../src/format.ts";
 import type { ListedModel } from "../../src/router.ts";
-import { bearer } from "../shared.ts";
+import { bearer, rateLimitHeaders } from "../shared.ts";
 
 const TYPE: Record<ErrorKind, string> = {
   invalid_request: "invalid_request_error",
@@ -18,11 +18,22 @@ const TYPE: Record<ErrorKind, string> = {
   upstream_interrupted: "upstream_interrupted",
 };
 
+/** Anthropic's `anthropic-ratelimit-*` headers: limit, remaining, and the reset (RFC 3339). */
+const anthropicRateLimitHeaders = rateLimitHeaders(
+  (kind) => [
+    `anthropic-ratelimit-${kind}-limit`,
+    `anthropic-ratelimit-${kind}-remaining`,
+    `anthropic-ratelimit-${kind}-reset`,
+  ],
+  (at) => new Date(at).toISOString().replace(/\.\d+Z$/, "Z"),
+);
+
 export const anthropicDialect: Dialect = {
   id: "anthropic",
   // The Anthropic SDK 1.x authenticates with a Bearer token; older ones and curl x-api-key.
   presentedKey: (req) => req.headers.get("x-api-key") ?? bearer(req.headers),
   keyLocations: ["x-api-key: <key>", "Authorization: Bearer <key>"],
+  rateLimitHeaders: anthropicRateLimitHeaders,
   errorBody: (err: GatewayError, requestId?: string) => ({
     type: "error",
     error: { type: TYPE[err.kind], message: err.message },

@@ -233,12 +233,19 @@ class ResponsesSocket {
     try {
       // The key is checked again against the keys in force: a revoked one ends the socket.
       try {
-        const { keys } = this.ctx.gw.live.current;
-        trace.key = authenticate(keys, [openAiDialect], this.req, this.ctx.url);
+        if (!trace.consumer) {
+          const { keys } = this.ctx.gw.live.current;
+          trace.key = authenticate(keys, [openAiDialect], this.req, this.ctx.url);
+        }
       } catch (e) {
         this.closeAfter = "API key revoked";
         throw e;
       }
+      // Each response is a request of its own for the identity's limits (refused: an error
+      // frame, and the socket stays open).
+      const policy = this.ctx.gw.live.current.policy;
+      const identity = trace.consumer ? this.ctx.identity! : policy.key(trace.key!);
+      await gw.limiter.admit(trace, identity, openAiDialect);
       const r = resolveRoute(ctx, modelOf(json));
       if (isPassthroughRoute(r)) {
         relayed = await this.relay(ctx, r, json, data);

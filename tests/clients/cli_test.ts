@@ -717,3 +717,45 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "claude -p on an exhausted token budget prints the gateway's refusal",
+  ignore: !installed(),
+  async fn() {
+    const h = await startHarness({
+      tweak: (c) => void (c.keys[0] = { ...c.keys[0], limits: { tokens_per_day: 10 } }),
+    });
+    try {
+      // One answer (18 tokens) spends the day's 10.
+      const spent = await fetch(`${h.url}/v1/messages`, {
+        method: "POST",
+        headers: { "x-api-key": KEY, "anthropic-version": "2023-06-01" },
+        body: JSON.stringify({
+          model: "msg-text",
+          max_tokens: 50,
+          messages: [{ role: "user", content: "hi" }],
+        }),
+      });
+      assert.equal(spent.status, 200);
+      await spent.body?.cancel();
+      const posts = () => h.upstream.requests.filter((q) => q.method === "POST");
+      const calls = posts().length;
+      const r = await claude(h.url, ["--model", "msg-text-cli", PROMPT]);
+      const why = () => report(r, h, 0, posts().slice(calls));
+      assert.equal(r.timedOut, false, why());
+      assert.notEqual(r.code, 0, why());
+      assert.match(
+        r.stdout + r.stderr,
+        /team-a has reached its limit tokens_per_day \(10 tokens per day \(UTC\)\)/,
+        why(),
+      );
+      assert.equal(
+        h.upstream.requests.length,
+        calls,
+        "a refused request reached the provider",
+      );
+    } finally {
+      await h.close();
+    }
+  },
+});

@@ -1,0 +1,167 @@
+/**
+ * Limits counted in a real redis-server (`limits_store.redis_url`): two gateway processes share
+ * one limit exactly, and usage counted by one is seen by the other; with Redis stopped,
+ * `on_error: allow` admits (counted in a metric) and `deny` answers 503 naming the limits
+ * store. Ignored with a message when redis-server is missing (.ci/install-redis.sh).
+ */
+import assert from "node:assert/strict";
+import type { Config } from "../src/config.ts";
+import { type Harness, KEY, mockConfig, openaiHeaders, post, startHarness } from "./helpers.ts";
+import { startMockUpstream } from "./mock/upstream.ts";
+import { startGateway } from "./process.ts";
+import { freePort, MISSING, REDIS, startRedis } from "./redis_server.ts";
+import { RedisLimitStore } from "../src/limits/redis.ts";
+import { type LimitStore, MemoryLimitStore } from "../src/limits/store.ts";
+import { limitsStoreSchema } from "../src/limits/schema.ts";
+
+const CHAT = { model: "chat-text", messages: [{ role: "user", content: "hi" }] };
+
+/** Until the gateway's limits store answers (its Redis client connects in the background). */
+async function untilReady(url: string) {
+  for (let i = 0; i < 100; i++) {
+    const res = await fetch(`${url}/v1/gateway/usage`, { headers: openaiHeaders() });
+    await res.body?.cancel();
+    if (res.status === 200) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error("the Redis limits store did not become ready");
+}
+
+function withLimits(c: Config, redisPort: number, onError: "allow" | "deny" = "allow") {
+  c.keys[0] = { ...c.keys[0], limits: { requests_per_minute: 5, tokens_per_day: 30 } };
+  c.limits_store = {
+    ...c.limits_store,
+    redis_url: `redis://127.0.0.1:${redisPort}`,
+    on_error: onError,
+  };
+}
+
+if (REDIS === undefined) console.warn(MISSING);
+
+Deno.test({
+  name: "limits in redis: two gateway processes enforce one limit together",
+  ignore: REDIS === undefined,
+  async fn() {
+    const redis = await startRedis(freePort());
+    const upstream = await startMockUpstream();
+    const dir = await Deno.makeTempDir();
+    const config = await mockConfig(upstream.url);
+    withLimits(config, redis.port);
+    config.keys[0].limits = { requests_per_minute: 5 };
+    const a = await startGateway(config, dir);
+    const b = await startGateway(config, dir);
+    try {
+      await untilReady(a.url);
+      await untilReady(b.url);
+      // Twelve at once, alternating instances: exactly five get through.
+      const statuses = await Promise.all(
+        Array.from({ length: 12 }, async (_, i) => {
+          const res = await post(`${[a, b][i % 2].url}/v1/chat/completions`, openaiHeaders(), CHAT);
+          await res.body?.cancel();
+          return res.status;
+        }),
+      );
+      assert.deepEqual(statuses.filter((s) => s === 200).length, 5, String(statuses));
+      assert.deepEqual(statuses.filter((s) => s === 429).length, 7, String(statuses));
+      assert.equal(upstream.requests.filter((r) => r.method === "POST").length, 5);
+    } finally {
+      await a.stop();
+      await b.stop();
+      await upstream.close();
+      await redis.stop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "limits in redis: tokens counted on one instance refuse on the other; Redis down: allow / deny",
+  ignore: REDIS === undefined,
+  async fn(t) {
+    const redis = await startRedis(freePort());
+    const allow = await startHarness({ tweak: (c) => withLimits(c, redis.port) });
+    const deny = await startHarness({ tweak: (c) => withLimits(c, redis.port, "deny") });
+    let stopped = false;
+    const chat = async (h: Harness) => {
+      const res = await post(`${h.url}/v1/chat/completions`, openaiHeaders(KEY), CHAT);
+      return { status: res.status, body: await res.json() };
+    };
+    try {
+      await untilReady(allow.url);
+      await untilReady(deny.url);
+      await t.step(
+        "an answer counted on one is seen by the next request on the other",
+        async () => {
+          assert.equal((await chat(allow)).status, 200);
+          assert.equal((await chat(deny)).status, 200); // 18 < 30: admitted, ends at 36
+          const refused = await chat(allow);
+          assert.equal(refused.status, 429);
+          assert.equal(refused.body.error.code, "insufficient_quota");
+        },
+      );
+      await redis.stop();
+      stopped = true;
+      await t.step("Redis stopped: on_error allow admits, logged and counted", async () => {
+        const res = await chat(allow);
+        assert.equal(res.status, 200);
+        assert.match(
+          allow.gw.metrics.expose(),
+          /gateway_limits_store_errors_total\{store="redis"\} [1-9]/,
+        );
+      });
+      await t.step("Redis stopped: on_error deny answers 503 naming the limits store", async () => {
+        const posts = () => deny.upstream.requests.filter((r) => r.method === "POST").length;
+        const calls = posts();
+        const res = await chat(deny);
+        assert.equal(res.status, 503);
+        assert.equal(res.body.error.message, "the limits store (redis) is unavailable");
+        assert.equal(posts(), calls);
+      });
+    } finally {
+      await allow.close();
+      await deny.close();
+      if (!stopped) await redis.stop();
+    }
+  },
+});
+
+/** One history of checks and counts at given times; every answer, in order. */
+async function history(store: LimitStore) {
+  const limits = { requests_per_minute: 3, tokens_per_minute: 100, tokens_per_day: 150 };
+  const t0 = Date.parse("2026-11-26T23:59:00Z");
+  const out: unknown[] = [];
+  for (const [dt, tokens] of [[0, 60], [10_000, 30], [20_000, 30], [30_000, 0], [60_000, 10]]) {
+    out.push(await store.admit("team-a", limits, t0 + dt));
+    if (tokens) out.push(await store.record("team-a", limits, tokens, 0.25, t0 + dt + 1));
+  }
+  out.push(await store.read("team-a", limits, t0 + 61_000));
+  return out;
+}
+
+Deno.test({
+  name: "limits in redis: the Lua script answers exactly as the in-memory store",
+  ignore: REDIS === undefined,
+  async fn() {
+    const redis = await startRedis(freePort());
+    const cfg = limitsStoreSchema.parse({ redis_url: `redis://127.0.0.1:${redis.port}` });
+    const store = RedisLimitStore.connect(cfg, () => {});
+    try {
+      for (let i = 0; i < 100; i++) {
+        try {
+          await store.read("probe", {}, Date.now());
+          break;
+        } catch {
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+      const expected = await history(new MemoryLimitStore());
+      assert.deepEqual(await history(store), expected);
+      // The history crosses midnight UTC and refuses on the way.
+      assert.ok(expected.some((a) => (a as { refused?: string }).refused === "tokens_per_minute"));
+    } finally {
+      await store.close();
+      await redis.stop();
+    }
+  },
+});
