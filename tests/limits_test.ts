@@ -223,6 +223,44 @@ Deno.test("limits: a stream is counted at its end; the next one is refused befor
   }
 });
 
+Deno.test("limits: a chat stream without include_usage is counted; it still shows no usage", async () => {
+  const h = await limited({ tokens_per_day: 18 });
+  try {
+    const body = { ...CHAT, stream: true };
+    const first = await post(`${h.url}/v1/chat/completions`, openaiHeaders(), body);
+    assert.equal(first.status, 200);
+    const text = await first.text();
+    assert.ok(!text.includes('"usage"'), "no usage chunk the client did not ask for");
+    assert.match(text, /data: \[DONE\]\n\n$/);
+    // The gateway asked the provider for the usage it counts.
+    const sent = h.upstream.requests.findLast((r) => r.method === "POST")!;
+    assert.deepEqual((sent.json as Record<string, unknown>).stream_options, { include_usage: true });
+    assert.equal((await usage(h)).body.windows.tokens_per_day.used, 18);
+    const refused = await json(await post(`${h.url}/v1/chat/completions`, openaiHeaders(), body));
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.error.code, "insufficient_quota");
+    assert.equal((await usage(h)).body.windows.tokens_per_day.used, 18);
+    const chat = h.logs.filter((l) => l.msg === "access" && l.path === "/v1/chat/completions");
+    assert.deepEqual(chat.map((l) => [l.status, l.passthrough]), [[200, false], [429, undefined]]);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("limits: a chat stream with include_usage stays relayed", async () => {
+  const h = await limited({ tokens_per_day: 100 });
+  try {
+    const body = { ...CHAT, stream: true, stream_options: { include_usage: true } };
+    const res = await post(`${h.url}/v1/chat/completions`, openaiHeaders(), body);
+    assert.match(await res.text(), /"usage":\{/);
+    const chat = h.logs.findLast((l) => l.msg === "access" && l.path === "/v1/chat/completions");
+    assert.equal(chat!.passthrough, true, "the fast path");
+    assert.equal((await usage(h)).body.windows.tokens_per_day.used, 18);
+  } finally {
+    await h.close();
+  }
+});
+
 Deno.test("limits: an interrupted stream's reported usage is counted", async () => {
   const h = await limited({ tokens_per_day: 1000 });
   try {

@@ -8,11 +8,17 @@ import { parseRequest } from "./schema.ts";
 export const chatCompletions: Handler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
   const json = parseRequest(body.json);
+  const stream = flagOf(json, "stream");
+  const streamUsage = json.stream_options?.include_usage === true;
   return await generate(ctx, {
     ingress: chatCodec,
     body,
     model: modelOf(json),
-    stream: flagOf(json, "stream"),
-    client: { streamUsage: json.stream_options?.include_usage === true },
+    stream,
+    // A stream relayed without include_usage reports no usage: nothing would be counted (limits,
+    // token metrics). Converted, the provider is always asked for it; the client sees it only
+    // if it asked.
+    convert: stream && !streamUsage,
+    client: { streamUsage },
   });
 };
