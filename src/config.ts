@@ -9,6 +9,7 @@ import { globToRegExp } from "./glob.ts";
 import { formatPath } from "./validate.ts";
 import { readYaml, YamlProblem } from "./yaml.ts";
 import {
+  CONSUMER_PREFIX,
   consumersSchema,
   identitiesSchema,
   keyLimitFields,
@@ -193,6 +194,11 @@ const keysSchema = z.array(keySchema).min(1).superRefine((entries, ctx) => {
   entries.forEach((k, i) => {
     if (seen.has(k.name)) {
       const message = `duplicate key name "${k.name}": a name is one client's identity`;
+      ctx.addIssue({ code: "custom", path: [i, "name"], message });
+    }
+    if (k.name.startsWith(CONSUMER_PREFIX)) {
+      const message =
+        `a key name may not begin with "${CONSUMER_PREFIX}" (Kong consumers' names do)`;
       ctx.addIssue({ code: "custom", path: [i, "name"], message });
     }
     seen.add(k.name);

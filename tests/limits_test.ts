@@ -234,7 +234,9 @@ Deno.test("limits: a chat stream without include_usage is counted; it still show
     assert.match(text, /data: \[DONE\]\n\n$/);
     // The gateway asked the provider for the usage it counts.
     const sent = h.upstream.requests.findLast((r) => r.method === "POST")!;
-    assert.deepEqual((sent.json as Record<string, unknown>).stream_options, { include_usage: true });
+    assert.deepEqual((sent.json as Record<string, unknown>).stream_options, {
+      include_usage: true,
+    });
     assert.equal((await usage(h)).body.windows.tokens_per_day.used, 18);
     const refused = await json(await post(`${h.url}/v1/chat/completions`, openaiHeaders(), body));
     assert.equal(refused.status, 429);
@@ -457,7 +459,7 @@ Deno.test("limits: Kong consumers from a trusted proxy need no key and get their
     assert.equal(again.status, 429);
     assert.match(
       (await again.json()).error.message,
-      /^alice has reached its limit requests_per_minute/,
+      /^consumer:alice has reached its limit requests_per_minute/,
     );
     // Unknown username: the default limits; matched on the id when there is no username.
     const bob = await post(
@@ -476,10 +478,40 @@ Deno.test("limits: Kong consumers from a trusted proxy need no key and get their
     assert.equal(anonymous.status, 401);
     await anonymous.body?.cancel();
     const logs = h.logs.filter((l) => l.msg === "access" && l.status === 200);
-    assert.deepEqual(logs.map((l) => [l.identity, l.key]), [["alice", undefined], [
-      "bob-id",
+    assert.deepEqual(logs.map((l) => [l.identity, l.key]), [["consumer:alice", undefined], [
+      "consumer:bob-id",
       undefined,
     ]]);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("limits: a Kong consumer named like a key neither reads its stored responses nor spends its budget", async () => {
+  const h = await limited({ requests_per_minute: 2 }, (c) => {
+    c.identities = { kong_consumers: true };
+    c.consumers = { default_limits: { requests_per_minute: 5 }, by_name: {} };
+  });
+  try {
+    const created = await post(`${h.url}/v1/responses`, openaiHeaders(), {
+      model: "chat-text",
+      input: "secret plan",
+    });
+    const { id } = await created.json();
+    const asTeamA = { "content-type": "application/json", "x-consumer-username": "team-a" };
+    const read = await fetch(`${h.url}/v1/responses/${id}`, { headers: asTeamA });
+    assert.equal(read.status, 404);
+    await read.body?.cancel();
+    // Its requests count on the consumer, not on the key: the key's second request still passes.
+    for (let i = 0; i < 3; i++) {
+      const res = await post(`${h.url}/v1/chat/completions`, asTeamA, CHAT);
+      assert.equal(res.status, 200);
+      await res.body?.cancel();
+    }
+    const own = await post(`${h.url}/v1/chat/completions`, openaiHeaders(), CHAT);
+    assert.equal(own.status, 200);
+    assert.equal(own.headers.get("x-ratelimit-remaining-requests"), "0");
+    await own.body?.cancel();
   } finally {
     await h.close();
   }
@@ -563,6 +595,11 @@ Deno.test("limits: config errors name the bad field; a config without limits is 
       return true;
     },
   );
+  // Consumers' identity names begin with `consumer:`: no key may take one.
+  assert.throws(
+    () => validateConfig({ ...base, keys: [{ name: "consumer:alice", key: KEY }] }),
+    /keys\[0\]\.name: a key name may not begin with "consumer:"/,
+  );
 });
 
 Deno.test("limits: a Kong consumer's WebSocket needs no key; each response counts on its budget", async () => {
@@ -578,7 +615,7 @@ Deno.test("limits: a Kong consumer's WebSocket needs no key; each response count
     assert.equal(ok.at(-1)!.type, "response.completed");
     const e = refused[0] as { type: string; error: { code: string; message: string } };
     assert.equal(e.type, "error");
-    assert.match(e.error.message, /^alice has reached its limit requests_per_minute/);
+    assert.match(e.error.message, /^consumer:alice has reached its limit requests_per_minute/);
     // A Gemini stream of the same consumer is refused before it starts, in Google's dialect.
     const gem = await post(
       `${h.url}/v1beta/models/gem-text:streamGenerateContent?alt=sse`,

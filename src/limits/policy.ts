@@ -3,11 +3,14 @@
  * a Kong consumer's), who may read everyone's usage, and what a model's tokens cost.
  */
 import { globToRegExp } from "../glob.ts";
-import type { Limits, PolicyConfig } from "./schema.ts";
+import { CONSUMER_PREFIX, type Limits, type PolicyConfig } from "./schema.ts";
 
 /** Who a request is, for limits, metrics and the access log. */
 export interface Identity {
-  /** A client key's configured name, or a Kong consumer's username (else its id). */
+  /**
+   * A client key's configured name, or `consumer:` and a Kong consumer's username (else its id):
+   * the prefix keeps consumers apart from keys in stored-response ownership and counters.
+   */
   name: string;
   /** Absent: unlimited. */
   limits?: Limits;
@@ -70,21 +73,20 @@ export class LimitPolicy {
         ? by_name[c.id]
         : undefined)?.limits ?? default_limits;
     return {
-      name: (c.username ?? c.id)!,
+      name: CONSUMER_PREFIX + (c.username ?? c.id)!,
       limits: hasAny(own) ? own : undefined,
       admin: false,
       consumer: true,
     };
   }
 
-  /** Identities an admin may name: every key with limits and every consumer named in `by_name`. */
+  /** Identities an admin may name: every key and every consumer named in `by_name`. */
   named(name: string): Identity | undefined {
-    const key = this.keys.get(name);
-    if (key) return key;
-    if (Object.hasOwn(this.config.consumers.by_name, name)) {
-      return this.consumer({ username: name });
-    }
-    return undefined;
+    if (!name.startsWith(CONSUMER_PREFIX)) return this.keys.get(name);
+    const username = name.slice(CONSUMER_PREFIX.length);
+    return Object.hasOwn(this.config.consumers.by_name, username)
+      ? this.consumer({ username })
+      : undefined;
   }
 
   /** Every identity with limits the config names (for `?all=true`). */
@@ -92,7 +94,7 @@ export class LimitPolicy {
     const keys = [...this.keys.values()].filter((i) => i.limits);
     const consumers = Object.keys(this.config.consumers.by_name).map((username) =>
       this.consumer({ username })
-    ).filter((i) => i.limits && !this.keys.has(i.name));
+    ).filter((i) => i.limits);
     return [...keys, ...consumers];
   }
 

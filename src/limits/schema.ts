@@ -1,6 +1,9 @@
 /** The config of identities, budgets and rate limits (docs/limits.md). */
 import { z } from "zod";
 
+/** What sets a Kong consumer's identity name apart; key names may not begin with it. */
+export const CONSUMER_PREFIX = "consumer:";
+
 /** An identity's limits; an absent one is unlimited. */
 export const limitsSchema = z.strictObject({
   /** Requests in any 60 seconds (sliding). */
