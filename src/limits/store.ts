@@ -62,7 +62,8 @@ export class MemoryLimitStore implements LimitStore {
     const before = this.windows(s, limits, now);
     const refused = reached(limits, before);
     if (refused) return Promise.resolve({ refused, windows: before });
-    s.requests.add(now, 1);
+    // A window without a limit is not kept: nothing would read it.
+    if (limits.requests_per_minute !== undefined) s.requests.add(now, 1);
     const requests = s.requests.state(limits.requests_per_minute, now);
     return Promise.resolve({ windows: { ...before, requests_per_minute: requests } });
   }
@@ -70,7 +71,7 @@ export class MemoryLimitStore implements LimitStore {
   record(identity: string, limits: Limits, tokens: number, spend: number, now: number) {
     const s = this.state(identity, now);
     if (tokens > 0) {
-      s.tokens.add(now, tokens);
+      if (limits.tokens_per_minute !== undefined) s.tokens.add(now, tokens);
       s.day.used += tokens;
     }
     s.month.used += spend;

@@ -37,16 +37,17 @@ export function month(now: number): { key: string; end: number } {
   return { key: new Date(now).toISOString().slice(0, 7), end };
 }
 
+/** Sliding windows count in buckets of one second: at most 61 a minute, however busy. */
+export const BUCKET_MS = 1000;
+
 /**
- * A sliding window in memory: its entries' times and amounts, oldest first, and their running
- * sum. Two arrays of numbers rather than an object per entry: a busy window holds a minute of
- * requests, which the garbage collector would otherwise walk again and again.
+ * A sliding window in memory: buckets of one second, each with the time of its latest entry
+ * (so it leaves the window with that entry: never early, at most a second late) and the sum
+ * of its amounts, oldest first, and their running sum.
  */
 export class SlidingWindow {
   private times: number[] = [];
   private amounts: number[] = [];
-  /** Entries before `head` have left the window (dropped in batches, not one shift each). */
-  private head = 0;
   private sum = 0;
 
   constructor(private readonly length: number) {}
@@ -54,28 +55,33 @@ export class SlidingWindow {
   /** Drops what has left the window by `now`. */
   prune(now: number): void {
     const since = now - this.length;
-    const { times, amounts } = this;
-    while (this.head < times.length && times[this.head] <= since) this.sum -= amounts[this.head++];
-    if (this.head > 1024 && this.head * 2 > times.length) {
-      this.times = times.slice(this.head);
-      this.amounts = amounts.slice(this.head);
-      this.head = 0;
+    let gone = 0;
+    while (gone < this.times.length && this.times[gone] <= since) this.sum -= this.amounts[gone++];
+    if (gone) {
+      this.times.splice(0, gone);
+      this.amounts.splice(0, gone);
     }
   }
 
   add(at: number, n: number): void {
-    this.times.push(at);
-    this.amounts.push(n);
+    const last = this.times.length - 1;
+    if (last >= 0 && Math.floor(this.times[last] / BUCKET_MS) === Math.floor(at / BUCKET_MS)) {
+      this.times[last] = at;
+      this.amounts[last] += n;
+    } else {
+      this.times.push(at);
+      this.amounts.push(n);
+    }
     this.sum += n;
   }
 
   /**
-   * What it counts, and when it frees: when enough of the oldest entries leave to bring it
+   * What it counts, and when it frees: when enough of the oldest buckets leave to bring it
    * under `limit` (without a limit, or under it, when the oldest leaves; empty: now).
    */
   state(limit: number | undefined, now: number): WindowState {
     let left = this.sum;
-    for (let i = this.head; i < this.times.length; i++) {
+    for (let i = 0; i < this.times.length; i++) {
       left -= this.amounts[i];
       if (limit === undefined || left < limit) {
         return { used: this.sum, reset: this.times[i] + this.length };
@@ -85,12 +91,18 @@ export class SlidingWindow {
   }
 }
 
-/** The first of `limits` whose window has reached it, if any. */
+/**
+ * Which of `limits` refuses, if any has been reached: the one that frees last, so that the
+ * refusal says how long the wait really is (a spent day budget, not the minute's pace).
+ */
 export function reached(limits: Limits, windows: Windows): LimitName | undefined {
-  return LIMIT_NAMES.find((name) => {
+  let last: LimitName | undefined;
+  for (const name of LIMIT_NAMES) {
     const limit = limits[name];
-    return limit !== undefined && windows[name].used >= limit;
-  });
+    if (limit === undefined || windows[name].used < limit) continue;
+    if (last === undefined || windows[name].reset > windows[last].reset) last = name;
+  }
+  return last;
 }
 
 /** A duration as OpenAI's headers write it: `1s`, `6m0s`, `2h3m4s` (seconds rounded up). */
