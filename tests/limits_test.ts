@@ -78,7 +78,11 @@ Deno.test("limits: requests_per_minute refuses the third chat request in OpenAI'
     // Another identity is not limited by team-a's window.
     const other = await post(`${h.url}/v1/chat/completions`, openaiHeaders(HASHED_KEY), CHAT);
     assert.equal(other.status, 200);
-    assert.equal(other.headers.get("x-ratelimit-limit-requests"), null);
+    assert.equal(
+      other.headers.get("x-ratelimit-limit-requests"),
+      "10000",
+      "the provider's, relayed",
+    );
     await other.body?.cancel();
     const [rejections] = h.gw.metrics.limitRejections.expose().split("\n").filter((l) =>
       l.startsWith("gateway_limit_rejections_total{")
@@ -542,7 +546,42 @@ Deno.test("limits: Kong consumer headers from an untrusted peer are ignored", as
   }
 });
 
-Deno.test("limits: access log carries the agent session; no limits, no headers", async () => {
+Deno.test("limits: a limited identity's headers replace the provider's; resets are whole seconds, never early", async () => {
+  const h = await limited({ requests_per_minute: 5, tokens_per_minute: 100 });
+  try {
+    const msg = await post(`${h.url}/v1/messages`, anthropicHeaders(), MESSAGES);
+    assert.equal(msg.status, 200);
+    await msg.body?.cancel();
+    const anthropic = [...msg.headers].filter(([k]) => k.startsWith("anthropic-ratelimit-"));
+    assert.deepEqual(anthropic.map(([k]) => k).sort(), [
+      "anthropic-ratelimit-requests-limit",
+      "anthropic-ratelimit-requests-remaining",
+      "anthropic-ratelimit-requests-reset",
+      "anthropic-ratelimit-tokens-limit",
+      "anthropic-ratelimit-tokens-remaining",
+      "anthropic-ratelimit-tokens-reset",
+    ], "the provider's (its input-tokens trio too) are gone");
+    assert.equal(msg.headers.get("anthropic-ratelimit-requests-limit"), "5");
+    assert.equal(msg.headers.get("anthropic-ratelimit-requests-remaining"), "4");
+    const reset = msg.headers.get("anthropic-ratelimit-requests-reset")!;
+    assert.match(reset, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    // When the window frees, rounded up to the second: never before.
+    const frees = Date.parse((await usage(h)).body.windows.requests_per_minute.reset);
+    assert.equal(Date.parse(reset), Math.ceil(frees / 1000) * 1000);
+    assert.equal(msg.headers.get("anthropic-ratelimit-tokens-remaining"), String(100 - 18));
+    const chat = await post(`${h.url}/v1/chat/completions`, openaiHeaders(), CHAT);
+    await chat.body?.cancel();
+    assert.equal(chat.headers.get("x-ratelimit-limit-requests"), "5");
+    assert.equal(chat.headers.get("x-ratelimit-remaining-requests"), "3");
+    assert.equal(chat.headers.get("x-ratelimit-limit-tokens"), "100");
+    assert.equal(chat.headers.get("x-ratelimit-remaining-tokens"), String(100 - 36));
+    assert.match(chat.headers.get("x-ratelimit-reset-tokens")!, /^(1m0s|[1-5]?\ds)$/);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("limits: access log carries the agent session; no limits, the provider's headers as relayed", async () => {
   const h = await startHarness();
   try {
     const res = await post(`${h.url}/v1/messages`, {
@@ -550,7 +589,7 @@ Deno.test("limits: access log carries the agent session; no limits, no headers",
       "x-claude-code-session-id": "sess-1",
       "x-claude-code-agent-id": "agent-7",
     }, MESSAGES);
-    assert.equal(res.headers.get("anthropic-ratelimit-requests-limit"), null);
+    assert.equal(res.headers.get("anthropic-ratelimit-requests-limit"), "4000");
     await res.body?.cancel();
     const codex = await post(`${h.url}/v1/chat/completions`, {
       ...openaiHeaders(),

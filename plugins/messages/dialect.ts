@@ -18,14 +18,17 @@ const TYPE: Record<ErrorKind, string> = {
   upstream_interrupted: "upstream_interrupted",
 };
 
-/** Anthropic's `anthropic-ratelimit-*` headers: limit, remaining, and the reset (RFC 3339). */
+/**
+ * Anthropic's `anthropic-ratelimit-*` headers: limit, remaining, and the reset (RFC 3339, in whole
+ * seconds rounded up: never before the window frees).
+ */
 const anthropicRateLimitHeaders = rateLimitHeaders(
   (kind) => [
     `anthropic-ratelimit-${kind}-limit`,
     `anthropic-ratelimit-${kind}-remaining`,
     `anthropic-ratelimit-${kind}-reset`,
   ],
-  (at) => new Date(at).toISOString().replace(/\.\d+Z$/, "Z"),
+  (at) => new Date(Math.ceil(at / 1000) * 1000).toISOString().replace(".000Z", "Z"),
 );
 
 export const anthropicDialect: Dialect = {

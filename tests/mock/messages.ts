@@ -239,7 +239,14 @@ export const messages: Vendor = {
     const event: Json = { type: "error", error };
     return typed(event);
   },
-  headers: () => ({ "request-id": ids.anthropicRequest() }),
+  // The provider account's limits, as Anthropic reports them on every answer.
+  headers: () => ({
+    "request-id": ids.anthropicRequest(),
+    "anthropic-ratelimit-requests-limit": "4000",
+    "anthropic-ratelimit-requests-remaining": "3999",
+    "anthropic-ratelimit-requests-reset": "2026-01-01T00:00:00Z",
+    "anthropic-ratelimit-input-tokens-limit": "2000000",
+  }),
   badJson: "There was an error parsing the body: expected value at line 1 column 1",
   notFound: () => "Not Found",
 };

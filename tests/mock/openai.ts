@@ -75,6 +75,13 @@ export function openaiHeaders(): Record<string, string> {
     "x-request-id": ids.openaiRequest(),
     "openai-version": "2020-10-01",
     "openai-processing-ms": "42",
+    // The provider account's limits, as OpenAI reports them on every answer.
+    "x-ratelimit-limit-requests": "10000",
+    "x-ratelimit-remaining-requests": "9999",
+    "x-ratelimit-reset-requests": "6ms",
+    "x-ratelimit-limit-tokens": "30000000",
+    "x-ratelimit-remaining-tokens": "29999000",
+    "x-ratelimit-reset-tokens": "2ms",
   };
 }
 
