@@ -127,6 +127,18 @@ Deno.test({
 });
 
 /** One history of checks and counts at given times; every answer, in order. */
+/** Until `store` answers (its client connects in the background). */
+async function connected(store: LimitStore) {
+  for (let i = 0; i < 100; i++) {
+    try {
+      return await store.read("probe", {}, Date.now());
+    } catch {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  throw new Error("the Redis limits store did not become ready");
+}
+
 async function history(store: LimitStore) {
   const limits = { requests_per_minute: 3, tokens_per_minute: 100, tokens_per_day: 150 };
   const t0 = Date.parse("2026-11-26T23:59:00Z");
@@ -145,20 +157,74 @@ Deno.test({
   async fn() {
     const redis = await startRedis(freePort());
     const cfg = limitsStoreSchema.parse({ redis_url: `redis://127.0.0.1:${redis.port}` });
-    const store = RedisLimitStore.connect(cfg, () => {});
+    const store = RedisLimitStore.connect(cfg, () => {}, undefined, "caller");
     try {
-      for (let i = 0; i < 100; i++) {
-        try {
-          await store.read("probe", {}, Date.now());
-          break;
-        } catch {
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      }
+      await connected(store);
       const expected = await history(new MemoryLimitStore());
       assert.deepEqual(await history(store), expected);
       // The history crosses midnight UTC and refuses on the way.
       assert.ok(expected.some((a) => (a as { refused?: string }).refused === "tokens_per_minute"));
+    } finally {
+      await store.close();
+      await redis.stop();
+    }
+  },
+});
+
+/** A Redis command's answer through redis-cli. */
+async function redisCli(port: number, ...args: string[]): Promise<string> {
+  const out = await new Deno.Command("redis-cli", { args: ["-p", String(port), ...args] }).output();
+  return new TextDecoder().decode(out.stdout).trim();
+}
+
+Deno.test({
+  name: "limits in redis: a busy window keeps one bucket a second, and a full one stays cheap",
+  ignore: REDIS === undefined,
+  async fn() {
+    const redis = await startRedis(freePort());
+    // A loaded test machine may take longer than the default 250 ms per call.
+    const url = `redis://127.0.0.1:${redis.port}`;
+    const cfg = limitsStoreSchema.parse({ redis_url: url, timeout_ms: 5000 });
+    const store = RedisLimitStore.connect(cfg, () => {}, undefined, "caller");
+    try {
+      await connected(store);
+      const limits = { requests_per_minute: 1_000_000, tokens_per_minute: 1_000_000 };
+      const t0 = Date.parse("2026-11-26T12:00:00Z");
+      // 600 requests over 30 s: thirty buckets each window, not 600 entries.
+      for (let i = 0; i < 600; i++) {
+        await store.admit("busy", limits, t0 + i * 50);
+        await store.record("busy", limits, 1, 0, t0 + i * 50);
+      }
+      assert.equal(await redisCli(redis.port, "HLEN", "gateway:limits:busy:rqs"), "30");
+      assert.equal(await redisCli(redis.port, "HLEN", "gateway:limits:busy:tks"), "30");
+      // Full: the refusal walks the buckets (20 tokens each) to the one leaving it under 50.
+      const full = await store.admit("busy", { tokens_per_minute: 50 }, t0 + 30_000);
+      assert.equal(full.refused, "tokens_per_minute");
+      assert.deepEqual(full.windows.tokens_per_minute, { used: 600, reset: t0 + 27_950 + 60_000 });
+      // A window without a limit keeps nothing.
+      await store.admit("free", { tokens_per_day: 100 }, t0);
+      assert.equal(await redisCli(redis.port, "EXISTS", "gateway:limits:free:rqs"), "0");
+    } finally {
+      await store.close();
+      await redis.stop();
+    }
+  },
+});
+
+Deno.test({
+  name: "limits in redis: sliding windows run on Redis's clock, not the instance's",
+  ignore: REDIS === undefined,
+  async fn() {
+    const redis = await startRedis(freePort());
+    const cfg = limitsStoreSchema.parse({ redis_url: `redis://127.0.0.1:${redis.port}` });
+    const store = RedisLimitStore.connect(cfg, () => {});
+    try {
+      await connected(store);
+      // An instance whose clock is an hour behind still frees the window a minute from now.
+      const before = Date.now();
+      const { windows } = await store.admit("a", { requests_per_minute: 5 }, before - 3_600_000);
+      assert.ok(windows.requests_per_minute.reset >= before + 60_000 - 1000);
+      assert.ok(windows.requests_per_minute.reset <= Date.now() + 60_000 + 1000);
     } finally {
       await store.close();
       await redis.stop();
