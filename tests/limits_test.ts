@@ -491,6 +491,53 @@ Deno.test("limits: Kong consumers from a trusted proxy need no key and get their
   }
 });
 
+Deno.test("limits: an unpriced model counts no spend and is logged once per model", async () => {
+  const h = await limited({ spend_per_month_usd: 1 }, (c) => {
+    c.prices = [{ models: ["msg-*"], input: 3, output: 15 }];
+  });
+  const warned: Record<string, unknown>[] = [];
+  const error = console.error;
+  console.error = (line: string) => warned.push(JSON.parse(line));
+  try {
+    for (const model of ["chat-text", "chat-text", "chat-think"]) {
+      const res = await post(`${h.url}/v1/chat/completions`, openaiHeaders(), { ...CHAT, model });
+      assert.equal(res.status, 200);
+      await res.body?.cancel();
+    }
+    assert.deepEqual(warned, [
+      { level: "warn", msg: "unpriced model: no spend counted", model: "chat-text" },
+      { level: "warn", msg: "unpriced model: no spend counted", model: "chat-think" },
+    ]);
+    assert.equal((await usage(h)).body.windows.spend_per_month_usd.used, 0);
+  } finally {
+    console.error = error;
+    await h.close();
+  }
+});
+
+Deno.test("limits: with kong_consumers false, consumer headers from a trusted peer mean nothing", async () => {
+  const h = await limited({ requests_per_minute: 100 }, (c) => {
+    c.identities = { kong_consumers: false };
+    c.consumers = { by_name: { alice: { limits: { requests_per_minute: 1 } } } };
+  });
+  try {
+    const asAlice = { "content-type": "application/json", "x-consumer-username": "alice" };
+    const res = await post(`${h.url}/v1/chat/completions`, asAlice, CHAT);
+    assert.equal(res.status, 401);
+    await res.body?.cancel();
+    const keyed = await post(
+      `${h.url}/v1/chat/completions`,
+      { ...asAlice, ...openaiHeaders() },
+      CHAT,
+    );
+    assert.equal(keyed.headers.get("x-ratelimit-limit-requests"), "100");
+    await keyed.body?.cancel();
+    assert.equal(h.logs.findLast((l) => l.msg === "access")!.identity, "team-a");
+  } finally {
+    await h.close();
+  }
+});
+
 Deno.test("limits: a Kong consumer named like a key neither reads its stored responses nor spends its budget", async () => {
   const h = await limited({ requests_per_minute: 2 }, (c) => {
     c.identities = { kong_consumers: true };
