@@ -41,7 +41,8 @@ Deno.test("model lists: pattern routes list their providers' models (paged), cat
       "resp-text",
       "chat-text",
       "chat-think",
-      // renamed-* (model: chat-text-renamed): no provider ids, only its catalog entry below
+      // renamed-* (model: chat-text-renamed): not "renamed-reported", which the provider
+      // reports and the pattern matches; only its catalog entry below
       "msg-text",
       "msg-think",
       "msg-tool",
@@ -73,6 +74,7 @@ Deno.test("model lists: pattern routes list their providers' models (paged), cat
     await t.step(
       "what routes match, in config order; unrouted and embedding-only left out",
       async () => {
+        assert.ok(h.upstream.models.openai.includes("renamed-reported"));
         assert.deepEqual(await list(), expected);
       },
     );
