@@ -8,6 +8,7 @@ import { isAddressOrCidr } from "./trusted_proxies.ts";
 import { globToRegExp } from "./glob.ts";
 import { formatPath } from "./validate.ts";
 import { readYaml, YamlProblem } from "./yaml.ts";
+import { redisUrlSchema } from "./redis_url.ts";
 import {
   CONSUMER_PREFIX,
   consumersSchema,
@@ -212,21 +213,6 @@ const keysSchema = z.array(keySchema).min(1).superRefine((entries, ctx) => {
   })
 );
 
-/**
- * Whether the Redis client can read `url` (it decodes the user and password, and takes the path
- * as a database number): else it throws at startup, its message quoting the URL.
- */
-function usableRedisUrl(url: string): boolean {
-  try {
-    const { username, password, pathname } = new URL(url);
-    decodeURIComponent(username);
-    decodeURIComponent(password);
-    return /^\/?(\d+)?$/.test(pathname);
-  } catch {
-    return false; // not a URL (reported as such too), or a malformed % escape
-  }
-}
-
 /** Where stored Responses (for `previous_response_id` and GET /v1/responses/{id}) are kept. */
 const responseStoreSchema = z.strictObject({
   /** `false`: no response is kept on any converted route (zero retention). */
@@ -243,10 +229,7 @@ const responseStoreSchema = z.strictObject({
   /** A larger response is answered but not kept (MiB of JSON text). */
   max_item_mb: z.number().positive().default(16),
   /** Keep responses in Redis instead (shared by every instance; TTL set in Redis). */
-  redis_url: z.url({ protocol: /^rediss?$/ }).refine(
-    usableRedisUrl,
-    "expected redis[s]://[user:password@]host[:port][/database number], with valid % escapes",
-  ).optional(),
+  redis_url: redisUrlSchema.optional(),
   /** Prefix of every Redis key the store writes. */
   redis_prefix: z.string().min(1).default("gateway:responses:"),
   /** Longest wait for one Redis command: a stalled Redis fails the call, it never hangs it. */

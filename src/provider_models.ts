@@ -1,8 +1,8 @@
 /**
  * The models each provider reports on its own list endpoint, for the gateway's model lists (what
  * a pattern route can call). Read in the background — at start, then every REFRESH_S and after a
- * reload — so a model list request never waits on a provider; a failed read keeps the last good
- * list. See docs/endpoints-and-errors.md#model-lists.
+ * reload — so a model list request never waits on a provider; a failed read (an error, a list
+ * over MAX_LIST_MB) keeps the last good list. See docs/endpoints-and-errors.md#model-lists.
  */
 import type { ProviderConfig } from "./config.ts";
 import type { Gateway, ReportedModels } from "./context.ts";
@@ -17,12 +17,18 @@ export const REFRESH_S = 600;
 /** Pages read at most from one provider (a broken `next` must not loop). */
 const MAX_PAGES = 50;
 
+/** Bytes one provider's list may take, all pages together: a provider is untrusted. */
+const MAX_LIST_MB = 8;
+const MIB = 1024 * 1024;
+
 export class ProviderModels implements ReportedModels {
   /** By provider name: the ids of its last good read. */
   private readonly lists = new Map<string, readonly string[]>();
   private timer?: ReturnType<typeof setInterval>;
   private readonly stopping = new AbortController();
   private running?: Promise<void>;
+  /** A reload came since the running read took its snapshot: read again when it ends. */
+  private reloadedSince = false;
 
   /** `live`: the snapshot in force, whose providers are read (a reload changes them). */
   constructor(private readonly live: { current: Gateway }) {}
@@ -40,12 +46,14 @@ export class ProviderModels implements ReportedModels {
   }
 
   reloaded(): void {
-    if (this.timer !== undefined) this.refresh();
+    if (this.timer === undefined) return;
+    this.reloadedSince = true;
+    this.refresh();
   }
 
-  /** A read already under way is not doubled. */
+  /** A read already under way is not doubled (it reads again if a reload came meanwhile). */
   refresh(): Promise<void> {
-    return this.running ??= this.readAll().finally(() => this.running = undefined);
+    return this.running ??= this.readUntilCurrent().finally(() => this.running = undefined);
   }
 
   async stop(): Promise<void> {
@@ -55,9 +63,12 @@ export class ProviderModels implements ReportedModels {
     await this.running;
   }
 
-  private async readAll(): Promise<void> {
-    const { config } = this.live.current;
-    await Promise.all(config.providers.map((p) => this.read(p)));
+  private async readUntilCurrent(): Promise<void> {
+    do {
+      this.reloadedSince = false;
+      const { config } = this.live.current;
+      await Promise.all(config.providers.map((p) => this.read(p)));
+    } while (this.reloadedSince && !this.stopping.signal.aborted);
   }
 
   private async read(provider: ProviderConfig): Promise<void> {
@@ -67,6 +78,7 @@ export class ProviderModels implements ReportedModels {
     try {
       const url = new URL(upstreamUrl(provider, spec.models.path));
       const ids: string[] = [];
+      let budget = MAX_LIST_MB * MIB;
       for (let page = 0; page < MAX_PAGES; page++) {
         const out = { method: "GET", url, headers: new Headers(), body: "" };
         await spec.authorize(out, router.health.key(provider)?.value);
@@ -79,7 +91,9 @@ export class ProviderModels implements ReportedModels {
           await res.body?.cancel();
           throw new Error(`HTTP ${res.status}`);
         }
-        const body = await res.json();
+        const bytes = await readAtMost(res, budget);
+        budget -= bytes.byteLength;
+        const body = JSON.parse(new TextDecoder().decode(bytes));
         if (!body || typeof body !== "object") throw new Error("not a JSON object");
         const { ids: more, next } = spec.models.page(body);
         ids.push(...more);
@@ -94,4 +108,17 @@ export class ProviderModels implements ReportedModels {
       logEvent({ msg: "provider_models_failed", provider: provider.name, error }, secrets);
     }
   }
+}
+
+/** A body's bytes, or an error as soon as they pass `limit` (the rest is not read). */
+async function readAtMost(res: Response, limit: number): Promise<Uint8Array> {
+  const chunks: Uint8Array<ArrayBuffer>[] = [];
+  let size = 0;
+  // Leaving the loop early cancels the body.
+  for await (const chunk of res.body ?? []) {
+    size += chunk.byteLength;
+    if (size > limit) throw new Error(`a list over ${MAX_LIST_MB} MiB`);
+    chunks.push(chunk);
+  }
+  return await new Blob(chunks).bytes();
 }

@@ -227,18 +227,21 @@ Deno.test("config: YAML problems and schema errors name a kind and a place, neve
 });
 
 Deno.test("config: a redis_url the Redis client could not read is an error naming the field", () => {
-  const withUrl = (url: string) =>
+  const withUrl = (store: string, url: string) =>
     parseConfigText(
-      `${VALID}response_store: {redis_url: "${url}"}\n`,
+      `${VALID}${store}: {redis_url: "${url}"}\n`,
       env({ TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" }),
     );
-  for (const url of ["redis://:pa%ZZsecret@localhost:6379", "redis://localhost:6379/db-secret"]) {
-    const msg = configError(() => withUrl(url));
-    assert.match(msg, /response_store\.redis_url: expected redis\[s\]:\/\//);
-    assert.ok(!msg.includes("secret"), msg);
+  for (const store of ["response_store", "limits_store"]) {
+    for (const url of ["redis://:pa%ZZsecret@localhost:6379", "redis://localhost:6379/db-secret"]) {
+      const msg = configError(() => withUrl(store, url));
+      assert.match(msg, new RegExp(`${store}\\.redis_url: expected redis\\[s\\]://`));
+      assert.ok(!msg.includes("secret"), msg);
+    }
   }
-  const ok = withUrl("rediss://user:p%40ss@localhost:6380/2");
-  assert.equal(ok.response_store.redis_url, "rediss://user:p%40ss@localhost:6380/2");
+  const good = "rediss://user:p%40ss@localhost:6380/2";
+  assert.equal(withUrl("response_store", good).response_store.redis_url, good);
+  assert.equal(withUrl("limits_store", good).limits_store.redis_url, good);
 });
 
 Deno.test("config: main.ts prints no value of a config it refuses (no parser warning either)", async () => {

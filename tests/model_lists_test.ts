@@ -2,10 +2,19 @@
  * Model lists that show what can be called: a pattern route lists the models its provider
  * reports on its own list endpoint (read page by page, in the background) that the route's
  * patterns match, plus the `catalog`; a route that renames the model lists only its catalog
- * entries; the demo provider lists its models; a provider whose list fails keeps its last one.
+ * entries; the demo provider lists its models; a provider whose list fails (or is too large)
+ * keeps its last one; a reload during a read has the new config's providers read once it ends.
  */
 import assert from "node:assert/strict";
-import { KEY, mockConfig, openaiHeaders, PROVIDER_KEY, startHarness } from "./helpers.ts";
+import {
+  type Harness,
+  KEY,
+  mockConfig,
+  openaiHeaders,
+  PROVIDER_KEY,
+  startHarness,
+} from "./helpers.ts";
+import { Reloader } from "../src/reload.ts";
 import { startMockUpstream } from "./mock/upstream.ts";
 import { startGateway } from "./process.ts";
 import { Anthropic } from "./sdk/deps.ts";
@@ -16,6 +25,8 @@ const ids = async (url: string, headers: Record<string, string>) => {
   const body = await res.json();
   return (body.data as { id: string }[]).map((m) => m.id);
 };
+
+const failedReads = (h: Harness) => h.logs.filter((l) => l.msg === "provider_models_failed");
 
 const withCatalog = () =>
   startHarness({
@@ -41,7 +52,8 @@ Deno.test("model lists: pattern routes list their providers' models (paged), cat
       "resp-text",
       "chat-text",
       "chat-think",
-      // renamed-* (model: chat-text-renamed): no provider ids, only its catalog entry below
+      // renamed-* (model: chat-text-renamed): not "renamed-reported", which the provider
+      // reports and the pattern matches; only its catalog entry below
       "msg-text",
       "msg-think",
       "msg-tool",
@@ -73,6 +85,7 @@ Deno.test("model lists: pattern routes list their providers' models (paged), cat
     await t.step(
       "what routes match, in config order; unrouted and embedding-only left out",
       async () => {
+        assert.ok(h.upstream.models.openai.includes("renamed-reported"));
         assert.deepEqual(await list(), expected);
       },
     );
@@ -100,7 +113,7 @@ Deno.test("model lists: pattern routes list their providers' models (paged), cat
         h.upstream.failModelLists = true;
         await h.gw.providerModels.refresh();
         assert.deepEqual(await list(), expected);
-        const failed = h.logs.filter((l) => l.msg === "provider_models_failed");
+        const failed = failedReads(h);
         assert.deepEqual(failed.map((l) => l.provider).sort(), [
           "anthropic",
           "gemini",
@@ -136,5 +149,63 @@ Deno.test("model lists: the gateway reads them at start-up (main.ts), without be
   } finally {
     await upstream.close();
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("model lists: a reload during a read has its new providers read when that read ends", async () => {
+  const h = await startHarness();
+  try {
+    // The first read starts here, with the providers in force; the reload comes while it runs.
+    h.gw.providerModels.start();
+    const config = h.gw.live.current.config;
+    const chat = config.providers.find((p) => p.name === "oai-chat")!;
+    const chatRoute = config.routes.find((r) => r.provider === "oai-chat")!;
+    const next = {
+      ...config,
+      providers: [...config.providers, { ...chat, name: "oai-new" }],
+      routes: [...config.routes, { ...chatRoute, models: ["gpt-*"], provider: "oai-new" }],
+    };
+    assert.equal(new Reloader(h.gw, () => next).reload("test").outcome, "applied");
+    await h.gw.providerModels.refresh();
+    assert.ok(
+      (await ids(`${h.url}/v1/models`, openaiHeaders())).includes("gpt-unrouted"),
+      "oai-new's list was not read after the reload",
+    );
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("model lists: a list over 8 MiB is a failed read; the last good list stays", async (t) => {
+  const h = await startHarness();
+  const list = () => ids(`${h.url}/v1/models`, openaiHeaders());
+  // Lengths first: a failing deepEqual of tens of thousands of ids takes minutes to diff.
+  const assertKept = async (good: string[]) => {
+    const now = await list();
+    assert.equal(now.length, good.length, "the over-size list was taken");
+    assert.deepEqual(now, good);
+  };
+  const long = (prefix: string, n: number, length: number) =>
+    Array.from({ length: n }, (_, i) => `${prefix}${String(i).padStart(length, "0")}`);
+  try {
+    await h.gw.providerModels.refresh();
+    const good = await list();
+    await t.step("one page: OpenAI's list of 80,000 models (about 12 MiB)", async () => {
+      h.upstream.models.openai.push(...long("chat-", 80_000, 100));
+      await h.gw.providerModels.refresh();
+      await assertKept(good);
+      const failed = failedReads(h);
+      assert.deepEqual(failed.map((l) => l.provider).sort(), ["oai", "oai-chat"]);
+      assert.ok(failed.every((l) => l.error === "a list over 8 MiB"), JSON.stringify(failed));
+    });
+    await t.step("all pages together: Gemini's 20 pages of 512 KiB", async () => {
+      h.upstream.models.gemini.push(...long("gem-", 40, 256 * 1024));
+      await h.gw.providerModels.refresh();
+      await assertKept(good);
+      const failed = failedReads(h).filter((l) => l.provider === "gemini");
+      assert.deepEqual(failed.map((l) => l.error), ["a list over 8 MiB"]);
+    });
+  } finally {
+    await h.close();
   }
 });

@@ -1,5 +1,6 @@
 /** The config of identities, budgets and rate limits (docs/limits.md). */
 import { z } from "zod";
+import { redisUrlSchema } from "../redis_url.ts";
 
 /** What sets a Kong consumer's identity name apart; key names may not begin with it. */
 export const CONSUMER_PREFIX = "consumer:";
@@ -52,7 +53,7 @@ export type Price = z.infer<typeof priceSchema>;
 
 export const limitsStoreSchema = z.strictObject({
   /** Count in Redis, shared by every instance; absent: in memory (one instance). */
-  redis_url: z.url({ protocol: /^rediss?$/ }).optional(),
+  redis_url: redisUrlSchema.optional(),
   redis_prefix: z.string().min(1).default("gateway:limits:"),
   /** Longest wait for one Redis command before it counts as unreachable. */
   timeout_ms: z.number().int().positive().default(250),

@@ -20,8 +20,9 @@ export interface ListedModels {
   gemini: string[];
 }
 
+/** `renamed-reported` matches the harness's `renamed-*` route, which renames: never listed. */
 export const listedModels = (): ListedModels => ({
-  openai: ["pt-text", "resp-text", "chat-text", "chat-think", "gpt-unrouted"],
+  openai: ["pt-text", "resp-text", "chat-text", "chat-think", "gpt-unrouted", "renamed-reported"],
   anthropic: ["msg-text", "msg-think", "msg-tool", "claude-unrouted", "msg-sonnet"],
   gemini: ["gem-text", "gem-embedding", "gem-flash"],
 });
