@@ -5,8 +5,8 @@
  * remembered, and compared the same way (below).
  */
 import type { Config } from "./config.ts";
-import { GatewayError } from "./errors.ts";
-import type { Dialect } from "./format.ts";
+import { GatewayError } from "./contract/errors.ts";
+import type { Dialect } from "./contract/format.ts";
 import { sha256 } from "./sha256.ts";
 
 interface StoredKey {

@@ -1,7 +1,7 @@
 /** What a request handler gets: the gateway's shared state and this request's own. */
 import type { KeyStore } from "./auth.ts";
 import type { Config, ProviderConfig } from "./config.ts";
-import type { Dialect } from "./format.ts";
+import type { Dialect, FormatPlugin, Handler as HandlerOf } from "./contract/format.ts";
 import type { Formats } from "./formats.ts";
 import type { Limiter } from "./limits/limiter.ts";
 import type { Identity, LimitPolicy } from "./limits/policy.ts";
@@ -83,4 +83,7 @@ export interface RequestContext {
   trace: Trace;
 }
 
-export type Handler = (ctx: RequestContext) => Promise<Response>;
+export type Handler = HandlerOf<RequestContext>;
+
+/** A format plugin whose handlers take this core's request context. */
+export type Plugin = FormatPlugin<RequestContext>;

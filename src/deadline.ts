@@ -1,5 +1,5 @@
 /** One re-armable deadline per upstream call, all checked by one shared timer. */
-import { GatewayError } from "./errors.ts";
+import { GatewayError } from "./contract/errors.ts";
 
 /**
  * How often pending deadlines are checked: a deadline fires at most this late. A timer per

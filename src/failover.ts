@@ -5,8 +5,8 @@
  */
 import { type CooldownConfig, DEFAULT_RETRY, type ProviderConfig } from "./config.ts";
 import type { RequestContext } from "./context.ts";
-import { GatewayError, kindForStatus } from "./errors.ts";
-import type * as ir from "./ir.ts";
+import { GatewayError, kindForStatus } from "./contract/errors.ts";
+import type * as ir from "./contract/ir.ts";
 import { logEvent } from "./log.ts";
 import { ClientGone } from "./relay.ts";
 import { type Resolved, retarget, type Target } from "./router.ts";

@@ -2,17 +2,16 @@
  * The formats a gateway serves, as handed to it by `main.ts`: one registry the core asks about
  * endpoints, dialects, codecs and upstream rules, so no core module knows any format by name.
  */
-import type { Codec } from "./codec.ts";
-import type { Handler } from "./context.ts";
-import { GatewayError } from "./errors.ts";
+import type { Codec } from "./contract/codec.ts";
+import type { Handler, Plugin, RequestContext } from "./context.ts";
+import { GatewayError } from "./contract/errors.ts";
 import type {
   DefaultVendor,
   Dialect,
   EndpointSpec,
-  FormatPlugin,
   ModelListing,
   UpstreamSpec,
-} from "./format.ts";
+} from "./contract/format.ts";
 import { healthz, modelById, modelList, readyz, root } from "./ops.ts";
 import { gatewayUsage } from "./limits/usage.ts";
 
@@ -20,7 +19,7 @@ import { gatewayUsage } from "./limits/usage.ts";
 export const DEMO_API = "demo";
 
 /** An endpoint as the server dispatches it: with the dialect its errors and key speak. */
-export interface Endpoint extends EndpointSpec {
+export interface Endpoint extends EndpointSpec<RequestContext> {
   dialect: Dialect;
   /** Where the key may be: the dialects tried in order (a path shared by formats takes each). */
   keyDialects: readonly Dialect[];
@@ -46,10 +45,10 @@ const REMEMBERED_PATHS = 1024;
 export class Formats {
   readonly endpoints: readonly Endpoint[];
   private readonly byPath = new Map<string, readonly Endpoint[]>();
-  private readonly byId = new Map<string, FormatPlugin>();
+  private readonly byId = new Map<string, Plugin>();
   private readonly headers = new Map<string, { forward: string[]; response: string[] }>();
 
-  constructor(readonly plugins: readonly FormatPlugin[]) {
+  constructor(readonly plugins: readonly Plugin[]) {
     if (plugins.length === 0) throw new Error("a gateway needs at least one format plugin");
     for (const p of plugins) {
       if (p.id === DEMO_API || this.byId.has(p.id)) throw new Error(`format id "${p.id}" is taken`);
@@ -110,7 +109,7 @@ export class Formats {
     return [...this.byId.keys(), DEMO_API];
   }
 
-  get(api: string): FormatPlugin | undefined {
+  get(api: string): Plugin | undefined {
     return this.byId.get(api);
   }
 

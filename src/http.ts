@@ -7,7 +7,7 @@ import {
   isSupported,
   SUPPORTED_CODINGS,
 } from "./content_encoding.ts";
-import { badRequest, GatewayError } from "./errors.ts";
+import { badRequest, GatewayError } from "./contract/errors.ts";
 import { MAX_MODEL_CHARS } from "./model_name.ts";
 
 /** Matches Anthropic's documented request limit; Kong may enforce a smaller one. */

@@ -5,7 +5,7 @@
  */
 import type { MetricsConfig } from "./config.ts";
 import { DEMO_API } from "./formats.ts";
-import type { ErrorKind } from "./errors.ts";
+import type { ErrorKind } from "./contract/errors.ts";
 import { clip } from "./model_name.ts";
 import type { Observer, Trace } from "./trace.ts";
 

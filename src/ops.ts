@@ -5,8 +5,9 @@
  * claims the request.
  */
 import type { Handler, RequestContext } from "./context.ts";
-import { errorResponse, GatewayError } from "./errors.ts";
-import type { Dialect, ModelListing } from "./format.ts";
+import { GatewayError } from "./contract/errors.ts";
+import { errorResponse } from "./error_response.ts";
+import type { Dialect, ModelListing } from "./contract/format.ts";
 import { decodePathSegment } from "./http.ts";
 
 /** The listing (and dialect) that answers a request. */

@@ -3,7 +3,7 @@
  * = provider API) or convert through the IR (decode → encode upstream → decode upstream →
  * encode for the client), streams included.
  */
-import type { ClientContext, Codec, DecodeContext, StreamStep } from "./codec.ts";
+import type { ClientContext, Codec, DecodeContext, StreamStep } from "./contract/codec.ts";
 import type { RequestContext } from "./context.ts";
 import { demoResponse, demoStream } from "./demo.ts";
 import {
@@ -16,9 +16,10 @@ import {
   respond,
   STREAM_HEADERS,
 } from "./http.ts";
-import type * as ir from "./ir.ts";
-import { errorResponse, fromProviderError } from "./errors.ts";
-import type { UpstreamSpec } from "./format.ts";
+import type * as ir from "./contract/ir.ts";
+import { fromProviderError } from "./contract/errors.ts";
+import { errorResponse } from "./error_response.ts";
+import type { UpstreamSpec } from "./contract/format.ts";
 import { DEMO_API } from "./formats.ts";
 import {
   callUpstream,
@@ -42,8 +43,9 @@ import {
   ProviderFailure,
 } from "./failover.ts";
 import { checkNesting } from "./nesting.ts";
-import { formatSse, type SseEvent } from "./sse.ts";
-import { EventReader, relayStream, sseFraming, type UpstreamFraming } from "./stream_stage.ts";
+import { formatSse, type SseEvent } from "./contract/sse.ts";
+import type { UpstreamFraming } from "./contract/framing.ts";
+import { EventReader, relayStream, sseFraming } from "./stream_stage.ts";
 import { clientStream, type IrSource, localIr, upstreamIr } from "./client_stream.ts";
 
 /** A non-SSE stream framing. */

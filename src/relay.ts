@@ -3,8 +3,8 @@
  * an upstream that stops early into an `upstream_interrupted` event instead of a silent end.
  */
 import type { ProviderConfig } from "./config.ts";
-import { fromProviderError, GatewayError } from "./errors.ts";
-import type { Dialect, UpstreamSpec } from "./format.ts";
+import { fromProviderError, GatewayError } from "./contract/errors.ts";
+import type { Dialect, UpstreamSpec } from "./contract/format.ts";
 import { type HeaderPairs, headersFrom, pairsOf, pickHeaders, RETRY_HEADERS } from "./http.ts";
 import type { Secrets } from "./secrets.ts";
 import type { Trace } from "./trace.ts";

@@ -19,7 +19,7 @@ import {
 import type { Gateway } from "./context.ts";
 import { logEvent } from "./log.ts";
 import type { Health } from "./failover.ts";
-import type { DefaultVendor } from "./format.ts";
+import type { DefaultVendor } from "./contract/format.ts";
 import type { Formats } from "./formats.ts";
 import { LimitPolicy } from "./limits/policy.ts";
 import { Router } from "./router.ts";

@@ -5,9 +5,10 @@
 import { authenticate } from "./auth.ts";
 import { checkFormats, type Config, providerKeys } from "./config.ts";
 import type { Gateway, RequestContext } from "./context.ts";
-import type { FormatPlugin } from "./format.ts";
+import type { Plugin } from "./context.ts";
 import { type Endpoint, Formats } from "./formats.ts";
-import { errorResponse, GatewayError, notFound } from "./errors.ts";
+import { GatewayError, notFound } from "./contract/errors.ts";
+import { errorResponse } from "./error_response.ts";
 import { accessLog } from "./log.ts";
 import { Metrics } from "./metrics.ts";
 import { dropSpanQuery, otelEnabled, spanAttributes } from "./otel.ts";
@@ -30,7 +31,7 @@ export const REQUEST_ID_RESPONSE_HEADER = "x-gateway-request-id";
 /** A gateway serving `plugins`' formats (main.ts passes plugins/mod.ts's). */
 export async function createGateway(
   config: Config,
-  plugins: readonly FormatPlugin[] | Formats,
+  plugins: readonly Plugin[] | Formats,
   /**
    * `builtInConfig`: the config is the built-in default (its 404 hints name vendor keys);
    * `limitStore`: where limits count instead of `config.limits_store`'s (tests shorten windows).

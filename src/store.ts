@@ -7,7 +7,7 @@
  * Nothing here logs a record's content.
  */
 import type { ResponseStoreConfig } from "./config.ts";
-import { GatewayError } from "./errors.ts";
+import { GatewayError } from "./contract/errors.ts";
 
 export interface StoredResponse {
   id: string;

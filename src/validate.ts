@@ -3,7 +3,7 @@
  * first bad field (`messages[2].content: expected string or array`) as a 400 in any dialect.
  */
 import { z } from "zod";
-import { badRequest } from "./errors.ts";
+import { badRequest } from "./contract/errors.ts";
 
 /** `["messages", 2, "content"]` → `messages[2].content`. */
 export function formatPath(path: readonly PropertyKey[]): string {

@@ -1,7 +1,7 @@
 /** Unit tests for the Gemini generateContent codec's tricky parts. */
 import assert from "node:assert/strict";
-import type * as ir from "../src/ir.ts";
-import type { SseEvent } from "../src/sse.ts";
+import type * as ir from "../src/contract/ir.ts";
+import type { SseEvent } from "../src/contract/sse.ts";
 import { geminiCodec } from "../plugins/generate_content/codec.ts";
 import { validateRequest } from "../plugins/generate_content/schema.ts";
 import { fromOpenApi } from "../plugins/generate_content/json_schema.ts";

@@ -1,7 +1,7 @@
 /** IR → an upstream Chat Completions request. */
-import type { EncodeContext } from "../../src/codec.ts";
-import { unsupported } from "../../src/errors.ts";
-import type * as ir from "../../src/ir.ts";
+import type { EncodeContext } from "../../src/contract/codec.ts";
+import { unsupported } from "../../src/contract/errors.ts";
+import type * as ir from "../../src/contract/ir.ts";
 import { signatureFor } from "../../src/signature.ts";
 import { dataUri, TOOL_ERROR_PREFIX } from "../shared.ts";
 import { FAMILY, type Obj, signatureExtra, toolCallFromIr } from "./wire.ts";

@@ -5,9 +5,9 @@
  * (`choices:[]`) when the client asked for it; then `[DONE]`.
  */
 import { openAiDialect } from "../openai.ts";
-import type { ClientContext, Emit, StreamStep } from "../../src/codec.ts";
-import type * as ir from "../../src/ir.ts";
-import { dataEvent, type SseEvent } from "../../src/sse.ts";
+import type { ClientContext, Emit, StreamStep } from "../../src/contract/codec.ts";
+import type * as ir from "../../src/contract/ir.ts";
+import { dataEvent, type SseEvent } from "../../src/contract/sse.ts";
 import { streamErrorBody } from "../shared.ts";
 import {
   clientSignatureExtra,

@@ -1,10 +1,10 @@
 /** OpenAI Chat Completions (`/v1/chat/completions`) and OpenAI's model list. */
-import type { FormatPlugin } from "../../src/format.ts";
+import type { Plugin } from "../../src/context.ts";
 import { OPENAI_FORWARD_HEADERS, openAiDialect, openAiModel, openAiUpstream } from "../openai.ts";
 import { chatCodec } from "./codec.ts";
 import { chatCompletions } from "./endpoints.ts";
 
-export const chatPlugin: FormatPlugin = {
+export const chatPlugin: Plugin = {
   id: "chat",
   family: "openai",
   system: "openai",

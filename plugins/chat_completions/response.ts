@@ -1,6 +1,6 @@
 /** Non-streaming completions: IR → chat client body, and upstream chat body → IR. */
-import type { ClientContext, DecodeContext } from "../../src/codec.ts";
-import type * as ir from "../../src/ir.ts";
+import type { ClientContext, DecodeContext } from "../../src/contract/codec.ts";
+import type * as ir from "../../src/contract/ir.ts";
 import { describeIssues } from "../../src/validate.ts";
 import { type ChatResponse, responseSchema } from "./schema.ts";
 import {

@@ -1,7 +1,7 @@
 /** Mappings the Chat Completions decoders and encoders share (both directions). */
 import type { z } from "zod";
-import { GatewayError } from "../../src/errors.ts";
-import type * as ir from "../../src/ir.ts";
+import { GatewayError } from "../../src/contract/errors.ts";
+import type * as ir from "../../src/contract/ir.ts";
 import { carrySignature, readSignature } from "../../src/signature.ts";
 import type { ChatUsage, customCall, functionCall } from "./schema.ts";
 import { citedSpan } from "../hosted.ts";

@@ -1,6 +1,6 @@
 /** POST /v1beta/models/{model}:generateContent | :streamGenerateContent */
 import type { Handler } from "../../src/context.ts";
-import { badRequest } from "../../src/errors.ts";
+import { badRequest } from "../../src/contract/errors.ts";
 import { checkModelName, readJsonBody } from "../../src/http.ts";
 import { generate } from "../../src/pipeline.ts";
 import { JSON_ARRAY } from "./framing.ts";

@@ -4,8 +4,8 @@
  * last element the interruption error.
  */
 import type { Framing } from "../../src/pipeline.ts";
-import type { SseEvent } from "../../src/sse.ts";
-import type { Scan, UpstreamFraming } from "../../src/stream_stage.ts";
+import type { SseEvent } from "../../src/contract/sse.ts";
+import type { Scan, UpstreamFraming } from "../../src/contract/framing.ts";
 
 function jsonArrayFraming(
   errorElement: (why: string) => string,

@@ -1,5 +1,5 @@
 /** Pieces shared by the request, response and stream mappings of the Gemini format. */
-import type * as ir from "../../src/ir.ts";
+import type * as ir from "../../src/contract/ir.ts";
 import { readSignature } from "../../src/signature.ts";
 import { carryMarked, readMarked, REDACTED } from "../shared.ts";
 

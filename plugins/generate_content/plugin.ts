@@ -1,11 +1,11 @@
 /** Gemini generateContent (`/v1beta/models/{model}:…`): Gemini CLI and @google/genai. */
-import type { FormatPlugin } from "../../src/format.ts";
+import type { Plugin } from "../../src/context.ts";
 import { unsafeSegmentReason } from "../../src/model_segment.ts";
 import { geminiCodec } from "./codec.ts";
 import { geminiModelPage, geminiModels, googleDialect } from "./dialect.ts";
 import { generateContent } from "./endpoints.ts";
 
-export const generateContentPlugin: FormatPlugin = {
+export const generateContentPlugin: Plugin = {
   id: "generate-content",
   family: "gemini",
   system: "gcp.gemini",

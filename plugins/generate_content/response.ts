@@ -1,6 +1,6 @@
 /** Whole (non-streaming) responses in both directions, and the client-side part shapes. */
-import type * as ir from "../../src/ir.ts";
-import type { ClientContext, DecodeContext } from "../../src/codec.ts";
+import type * as ir from "../../src/contract/ir.ts";
+import type { ClientContext, DecodeContext } from "../../src/contract/codec.ts";
 import { carrySignature } from "../../src/signature.ts";
 import { ChunkDecoder } from "./chunks.ts";
 import { argumentsObject } from "../shared.ts";

@@ -1,7 +1,7 @@
 /** IR to a Gemini generateContent request body (the provider speaks Gemini). */
-import type * as ir from "../../src/ir.ts";
-import type { EncodeContext } from "../../src/codec.ts";
-import { badRequest, unsupported } from "../../src/errors.ts";
+import type * as ir from "../../src/contract/ir.ts";
+import type { EncodeContext } from "../../src/contract/codec.ts";
+import { badRequest, unsupported } from "../../src/contract/errors.ts";
 import { modelSegment } from "../../src/model_segment.ts";
 import { signatureFor } from "../../src/signature.ts";
 import { argumentsObject, CUSTOM_INPUT_KEY, urlSource } from "../shared.ts";

@@ -1,6 +1,6 @@
 /** Mappings the Anthropic Messages decoders and encoders share (both directions). */
-import type * as ir from "../../src/ir.ts";
-import { type ErrorKind, kindForStatus } from "../../src/errors.ts";
+import type * as ir from "../../src/contract/ir.ts";
+import { type ErrorKind, kindForStatus } from "../../src/contract/errors.ts";
 import { carrySignature } from "../../src/signature.ts";
 import { ATTACHED, carryMarked, CUSTOM_INPUT_KEY, readMarked } from "../shared.ts";
 

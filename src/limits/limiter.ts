@@ -4,8 +4,8 @@
  * counted when its usage is known, at the trace's end. One limiter per gateway, across
  * reloads; each request brings the policy of its own config snapshot.
  */
-import { GatewayError } from "../errors.ts";
-import type { Dialect, RateLimitState, RateLimitWindow } from "../format.ts";
+import { GatewayError } from "../contract/errors.ts";
+import type { Dialect, RateLimitState, RateLimitWindow } from "../contract/format.ts";
 import type { Metrics } from "../metrics.ts";
 import type { Observer, Trace } from "../trace.ts";
 import type { Identity, LimitPolicy } from "./policy.ts";

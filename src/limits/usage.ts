@@ -4,7 +4,7 @@
  * answered even when a limit is exhausted.
  */
 import type { Handler } from "../context.ts";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../contract/errors.ts";
 import type { Identity } from "./policy.ts";
 import { LIMIT_NAMES } from "./windows.ts";
 

@@ -6,10 +6,8 @@
  * imports `plugins/` or names a vendor. See docs/design.md#format-plugins.
  */
 import type { Codec } from "./codec.ts";
-import type { Handler } from "./context.ts";
 import type { ErrorKind, GatewayError } from "./errors.ts";
-import type { ListedModel } from "./router.ts";
-import type { UpstreamFraming } from "./stream_stage.ts";
+import type { UpstreamFraming } from "./framing.ts";
 
 /** One of the gateway's own limit windows, as rate-limit headers report it. */
 export interface RateLimitWindow {
@@ -49,8 +47,14 @@ export interface Dialect {
   rateLimitHeaders?(state: RateLimitState, now: number): [string, string][];
 }
 
+/**
+ * Answers one request. `C` is the per-request context the core hands its handlers; the contract
+ * does not know its shape, so it imports nothing from the core.
+ */
+export type Handler<C> = (ctx: C) => Promise<Response>;
+
 /** One path a format serves. */
-export interface EndpointSpec {
+export interface EndpointSpec<C> {
   /** Unique among all endpoints; names the endpoint in logs and metrics. */
   name: string;
   method: "GET" | "POST" | "DELETE";
@@ -58,7 +62,7 @@ export interface EndpointSpec {
   pattern: RegExp;
   /** A concrete path that matches, for docs and tests (kong.yml must route it). */
   example: string;
-  handler: Handler;
+  handler: Handler<C>;
   /** Served on a WebSocket upgrade only; a plain GET gets a 426. */
   upgrade?: boolean;
   /** Infrastructure (health): not routed through Kong, needs no key. */
@@ -147,7 +151,7 @@ export interface DefaultVendor {
   passthrough?: boolean;
 }
 
-export interface FormatPlugin {
+export interface FormatPlugin<C> {
   /** The `api:` that providers of this format are configured with. */
   id: string;
   /** Who can read this format's signatures and encrypted reasoning (formats may share one). */
@@ -158,10 +162,19 @@ export interface FormatPlugin {
   dialect: Dialect;
   /** Path prefixes in this dialect, matched or not (an unknown path's 404 speaks it). */
   paths: readonly string[];
-  endpoints: readonly EndpointSpec[];
+  endpoints: readonly EndpointSpec<C>[];
   upstream: UpstreamSpec;
   models?: ModelListing;
   defaultVendor?: DefaultVendor;
   /** Routes to this format's providers may set `passthrough: true`. */
   passthroughRoutes?: boolean;
+}
+
+/** A model as the model lists show it; each dialect renders it in its own shape. */
+export interface ListedModel {
+  id: string;
+  owned_by: string;
+  display_name?: string;
+  context_window?: number;
+  max_output_tokens?: number;
 }

@@ -1,6 +1,6 @@
 /**
  * A format's codec, in both directions: as the client's format (ingress) and as a provider's
- * API (upstream). It is the conversion half of a format plugin (src/format.ts); the core
+ * API (upstream). It is the conversion half of a format plugin (src/contract/format.ts); the core
  * converts only through it.
  */
 import type * as ir from "./ir.ts";

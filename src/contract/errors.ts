@@ -2,7 +2,6 @@
  * One error model; each format plugin's dialect renders it in its own envelope. Code throws
  * `GatewayError`; the server renders it in the dialect of the path the client called.
  */
-import type { Dialect } from "./format.ts";
 
 /** Vendor-neutral error kinds; each dialect names them its own way. */
 export type ErrorKind =
@@ -59,14 +58,6 @@ const KIND_BY_STATUS: Record<number, ErrorKind> = {
 
 export function kindForStatus(status: number): ErrorKind {
   return KIND_BY_STATUS[status] ?? (status >= 500 ? "upstream" : "invalid_request");
-}
-
-/** The error response of `dialect` for an error, with the status its SDKs must see. */
-export function errorResponse(dialect: Dialect, err: GatewayError, requestId?: string): Response {
-  return Response.json(dialect.errorBody(err, requestId), {
-    status: dialect.status?.(err.status) ?? err.status,
-    headers: err.headers,
-  });
 }
 
 /** A short, single-line excerpt of a non-JSON error body (an nginx HTML page, plain text). */
