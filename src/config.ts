@@ -3,7 +3,7 @@
  * key files read at every load, and a zod schema whose errors name the path of each bad field.
  */
 import { z } from "zod";
-import { DEMO_API, type Formats } from "./formats.ts";
+import type { DefaultVendor, FormatPlugin, UpstreamSpec } from "./contract/format.ts";
 import { isAddressOrCidr } from "./trusted_proxies.ts";
 import { globToRegExp } from "./glob.ts";
 import { formatPath } from "./validate.ts";
@@ -15,6 +15,19 @@ import {
   limitsStoreSchema,
   priceSchema,
 } from "./limits/schema.ts";
+
+/** The core's own provider api: answers locally, no upstream (src/demo.ts). */
+export const DEMO_API = "demo";
+
+/** What validation asks of the format registry (src/formats.ts), seen from here. */
+export interface KnownFormats {
+  /** The provider apis a config may name. */
+  readonly ids: readonly string[];
+  readonly vendors: readonly (DefaultVendor & { api: string })[];
+  readonly plugins: readonly Pick<FormatPlugin<unknown>, "id" | "passthroughRoutes">[];
+  get(api: string): Pick<FormatPlugin<unknown>, "passthroughRoutes"> | undefined;
+  upstream(api: string): UpstreamSpec | undefined;
+}
 
 const timeoutsSchema = z.strictObject({
   /** Until an upstream WebSocket is open (connect + handshake). */
@@ -312,7 +325,7 @@ interface Issue {
  * Cross-references (route → provider, catalog → route) checked on the raw document, so they
  * are reported together with type errors elsewhere in the file.
  */
-function crossCheck(doc: unknown, formats?: Formats): Issue[] {
+function crossCheck(doc: unknown, formats?: KnownFormats): Issue[] {
   const d = (doc ?? {}) as { providers?: unknown; routes?: unknown };
   const providers = Array.isArray(d.providers) ? d.providers : [];
   const routes = Array.isArray(d.routes) ? d.routes : [];
@@ -423,7 +436,7 @@ export function substituteEnv(
 
 /** Validates a parsed (already substituted) document. */
 /** `formats`, when given, also checks each provider's `api` (checkFormats does the rest). */
-export function validateConfig(doc: unknown, formats?: Formats): Config {
+export function validateConfig(doc: unknown, formats?: KnownFormats): Config {
   const result = configSchema.safeParse(doc);
   const issues: Issue[] = [...(result.error?.issues ?? []), ...crossCheck(doc, formats)];
   if (result.success && issues.length === 0) return result.data;
@@ -436,7 +449,7 @@ function invalid(issues: Issue[]): ConfigError {
 }
 
 /** Why `api` names no format plugin, or undefined. */
-function unknownApi(api: string, formats: Formats): string | undefined {
+function unknownApi(api: string, formats: KnownFormats): string | undefined {
   if (formats.ids.includes(api)) return undefined;
   return `unknown api "${api}" (one of ${formats.ids.join(", ")})`;
 }
@@ -445,7 +458,7 @@ function unknownApi(api: string, formats: Formats): string | undefined {
  * What only the format plugins can judge: that each provider's api is one of theirs, that a
  * target's model can be sent to its format, and where routes may set `passthrough`.
  */
-export function checkFormats(config: Config, formats: Formats): void {
+export function checkFormats(config: Config, formats: KnownFormats): void {
   const issues: Issue[] = [];
   const apiOf = new Map(config.providers.map((p) => [p.name, p.api]));
   config.providers.forEach((p, i) => {
@@ -478,7 +491,7 @@ export function parseConfigText(
   text: string,
   env: (name: string) => string | undefined,
   /** The formats served: an unknown `api` is then reported with the other errors. */
-  formats?: Formats,
+  formats?: KnownFormats,
 ): Config {
   let doc: unknown;
   try {
@@ -498,7 +511,7 @@ export function parseConfigText(
  */
 export function defaultConfig(
   env: (name: string) => string | undefined,
-  formats: Formats,
+  formats: KnownFormats,
   opts: { dev?: boolean; devKey?: string; onGeneratedKey?: (key: string) => void } = {},
 ): Config {
   let keys = (env("GATEWAY_API_KEYS") ?? "").split(",").map((k) => k.trim()).filter(Boolean);

@@ -5,6 +5,7 @@
 import type { Codec } from "./contract/codec.ts";
 import type { Handler, Plugin, RequestContext } from "./context.ts";
 import { GatewayError } from "./contract/errors.ts";
+import { DEMO_API } from "./config.ts";
 import type {
   DefaultVendor,
   Dialect,
@@ -14,9 +15,6 @@ import type {
 } from "./contract/format.ts";
 import { healthz, modelById, modelList, readyz, root } from "./ops.ts";
 import { gatewayUsage } from "./limits/usage.ts";
-
-/** The core's own provider api: answers locally, no upstream (src/demo.ts). */
-export const DEMO_API = "demo";
 
 /** An endpoint as the server dispatches it: with the dialect its errors and key speak. */
 export interface Endpoint extends EndpointSpec<RequestContext> {

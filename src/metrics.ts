@@ -4,7 +4,7 @@
  * request traces feeds them; `GET /metrics` on a listener of its own exposes them.
  */
 import type { MetricsConfig } from "./config.ts";
-import { DEMO_API } from "./formats.ts";
+import { DEMO_API } from "./config.ts";
 import type { ErrorKind } from "./contract/errors.ts";
 import { clip } from "./model_name.ts";
 import type { Observer, Trace } from "./trace.ts";

@@ -20,7 +20,7 @@ import type * as ir from "./contract/ir.ts";
 import { fromProviderError } from "./contract/errors.ts";
 import { errorResponse } from "./error_response.ts";
 import type { UpstreamSpec } from "./contract/format.ts";
-import { DEMO_API } from "./formats.ts";
+import { DEMO_API } from "./config.ts";
 import {
   callUpstream,
   checkContentType,
@@ -34,14 +34,9 @@ import {
   type UpstreamResponse,
 } from "./relay.ts";
 import type { Resolved } from "./router.ts";
-import {
-  type Attempt,
-  boundFamily,
-  failover,
-  holdOpening,
-  type PoolKey,
-  ProviderFailure,
-} from "./failover.ts";
+import { type Attempt, failover, holdOpening, ProviderFailure } from "./failover.ts";
+import type { PoolKey } from "./health.ts";
+import { boundFamily } from "./contract/ir.ts";
 import { checkNesting } from "./nesting.ts";
 import { formatSse, type SseEvent } from "./contract/sse.ts";
 import type { UpstreamFraming } from "./contract/framing.ts";

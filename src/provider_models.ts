@@ -7,7 +7,7 @@
 import type { ProviderConfig } from "./config.ts";
 import type { Gateway, ReportedModels } from "./context.ts";
 import { DEMO_MODELS } from "./demo.ts";
-import { DEMO_API } from "./formats.ts";
+import { DEMO_API } from "./config.ts";
 import { logEvent } from "./log.ts";
 import { upstreamUrl } from "./relay.ts";
 

@@ -18,7 +18,7 @@ import {
 } from "./config.ts";
 import type { Gateway } from "./context.ts";
 import { logEvent } from "./log.ts";
-import type { Health } from "./failover.ts";
+import type { Health } from "./health.ts";
 import type { DefaultVendor } from "./contract/format.ts";
 import type { Formats } from "./formats.ts";
 import { LimitPolicy } from "./limits/policy.ts";

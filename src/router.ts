@@ -4,7 +4,7 @@ import type { Config, ProviderConfig, RouteConfig } from "./config.ts";
 import type { DefaultVendor, ListedModel } from "./contract/format.ts";
 import { GatewayError } from "./contract/errors.ts";
 import { clip } from "./model_name.ts";
-import { Health } from "./failover.ts";
+import { Health } from "./health.ts";
 
 /** One deployment of a route, as configured. */
 export interface Target {

@@ -321,3 +321,17 @@ export type StreamEvent =
   | { type: "finish"; reason: FinishReason; stopSequence?: string; usage?: Usage }
   /** `kind` is the closed, vendor-neutral vocabulary each codec maps from and to. */
   | { type: "error"; status: number; kind: ErrorKind; message: string };
+
+/**
+ * Provider state a conversation carries: signatures and encrypted reasoning only the family
+ * that issued them can read. Such a request stays on targets of that family.
+ */
+export function boundFamily(req: Request): Family | undefined {
+  for (const m of req.messages) {
+    for (const p of m.parts) {
+      if (p.type === "redacted_thinking") return p.family;
+      if ("signature" in p && p.signature) return p.signature.family;
+    }
+  }
+  return undefined;
+}
