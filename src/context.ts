@@ -2,7 +2,7 @@
 import type { KeyStore } from "./auth.ts";
 import type { Config, ProviderConfig } from "./config.ts";
 import type { Dialect, FormatPlugin, Handler as HandlerOf } from "./contract/format.ts";
-import type { Formats } from "./formats.ts";
+import type { FormatRegistry } from "./registry.ts";
 import type { Limiter } from "./limits/limiter.ts";
 import type { Identity, LimitPolicy } from "./limits/policy.ts";
 import type { Metrics } from "./metrics.ts";
@@ -20,7 +20,7 @@ import type { TrustedProxies } from "./trusted_proxies.ts";
 export interface Gateway {
   config: Config;
   /** The format plugins main.ts handed over: endpoints, dialects, codecs, upstream rules. */
-  formats: Formats;
+  formats: FormatRegistry<RequestContext>;
   router: Router;
   keys: KeyStore;
   /** Identities' limits, admins and prices of this snapshot's config. */

@@ -4,8 +4,8 @@
  */
 import { authenticate } from "./auth.ts";
 import { checkFormats, type Config, providerKeys } from "./config.ts";
-import type { Gateway, RequestContext } from "./context.ts";
-import type { Plugin } from "./context.ts";
+import type { Gateway, Plugin, RequestContext } from "./context.ts";
+import type { FormatRegistry } from "./registry.ts";
 import { type Endpoint, Formats } from "./formats.ts";
 import { GatewayError, notFound } from "./contract/errors.ts";
 import { errorResponse } from "./error_response.ts";
@@ -90,7 +90,11 @@ function isWebSocketUpgrade(req: Request): boolean {
   return req.headers.get("upgrade")?.toLowerCase() === "websocket";
 }
 
-function findEndpoint(formats: Formats, req: Request, path: string): Endpoint {
+function findEndpoint(
+  formats: FormatRegistry<RequestContext>,
+  req: Request,
+  path: string,
+): Endpoint {
   const matches = formats.matching(path);
   if (matches.length === 0) throw notFound(`no such endpoint: ${req.method} ${path}`);
   // A WebSocket endpoint answers upgrades only; another on its path the plain requests.
