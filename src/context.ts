@@ -3,7 +3,7 @@ import type { KeyStore } from "./auth.ts";
 import type { Config, ProviderConfig } from "./config.ts";
 import type { Dialect, FormatPlugin, Handler as HandlerOf } from "./contract/format.ts";
 import type { FormatRegistry } from "./registry.ts";
-import type { Limiter } from "./limits/limiter.ts";
+import type { Limiter } from "./limiter.ts";
 import type { Identity, LimitPolicy } from "./limits/policy.ts";
 import type { Metrics } from "./metrics.ts";
 import type { Stopping } from "./relay.ts";

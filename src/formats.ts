@@ -4,7 +4,7 @@
  */
 import type { Handler, Plugin, RequestContext } from "./context.ts";
 import type { Dialect, ModelListing } from "./contract/format.ts";
-import { gatewayUsage } from "./limits/usage.ts";
+import { gatewayUsage } from "./gateway_usage.ts";
 import { healthz, modelById, modelList, readyz, root } from "./ops.ts";
 import { type Endpoint as EndpointOf, FormatRegistry } from "./registry.ts";
 

@@ -3,7 +3,7 @@
  * dialect, and one access-log line per request.
  */
 import { authenticate } from "./auth.ts";
-import { checkFormats, type Config, providerKeys } from "./config.ts";
+import { checkFormats, type Config, providerKeys, type ResponseStoreConfig } from "./config.ts";
 import type { Gateway, Plugin, RequestContext } from "./context.ts";
 import type { FormatRegistry } from "./registry.ts";
 import { type Endpoint, Formats } from "./formats.ts";
@@ -14,11 +14,11 @@ import { Metrics } from "./metrics.ts";
 import { dropSpanQuery, otelEnabled, spanAttributes } from "./otel.ts";
 import { clientClosed, ClientGone, Stopping } from "./relay.ts";
 import { ProviderModels } from "./provider_models.ts";
-import { createStore } from "./store.ts";
+import { MemoryStore, type ResponseStore } from "./store.ts";
 import { Secrets } from "./secrets.ts";
 import { Trace } from "./trace.ts";
 import { configured } from "./reload.ts";
-import { Limiter } from "./limits/limiter.ts";
+import { Limiter } from "./limiter.ts";
 import { agentOf, kongConsumer, sessionOf } from "./limits/identity.ts";
 import type { Identity } from "./limits/policy.ts";
 import { type LimitStore, MemoryLimitStore } from "./limits/store.ts";
@@ -209,4 +209,12 @@ function identify(
 function internalError(e: unknown, requestId: string): GatewayError {
   console.error(JSON.stringify({ level: "error", request_id: requestId, error: String(e) }));
   return new GatewayError(500, "upstream", `internal gateway error (request id ${requestId})`);
+}
+
+/** The configured store: Redis when `redis_url` is set, else the embedded one. */
+async function createStore(cfg: ResponseStoreConfig): Promise<ResponseStore> {
+  // Disabled, the store stays empty (nothing is put): no Redis connection either.
+  if (!cfg.redis_url || !cfg.enabled) return new MemoryStore(cfg);
+  const { RedisStore } = await import("./store_redis.ts");
+  return RedisStore.connect(cfg);
 }

@@ -164,11 +164,3 @@ export class MemoryStore implements ResponseStore {
     }
   }
 }
-
-/** The configured store: Redis when `redis_url` is set, else the embedded one. */
-export async function createStore(cfg: ResponseStoreConfig): Promise<ResponseStore> {
-  // Disabled, the store stays empty (nothing is put): no Redis connection either.
-  if (!cfg.redis_url || !cfg.enabled) return new MemoryStore(cfg);
-  const { RedisStore } = await import("./store_redis.ts");
-  return RedisStore.connect(cfg);
-}

@@ -4,14 +4,14 @@
  * counted when its usage is known, at the trace's end. One limiter per gateway, across
  * reloads; each request brings the policy of its own config snapshot.
  */
-import { GatewayError } from "../contract/errors.ts";
-import type { Dialect, RateLimitState, RateLimitWindow } from "../contract/format.ts";
-import type { Metrics } from "../metrics.ts";
-import type { Observer, Trace } from "../trace.ts";
-import type { Identity, LimitPolicy } from "./policy.ts";
-import type { Limits, LimitsStoreConfig } from "./schema.ts";
-import type { LimitStore } from "./store.ts";
-import type { LimitName, Windows } from "./windows.ts";
+import { GatewayError } from "./contract/errors.ts";
+import type { Dialect, RateLimitState, RateLimitWindow } from "./contract/format.ts";
+import type { Metrics } from "./metrics.ts";
+import type { Observer, Trace } from "./trace.ts";
+import type { Identity, LimitPolicy } from "./limits/policy.ts";
+import type { Limits, LimitsStoreConfig } from "./limits/schema.ts";
+import type { LimitStore } from "./limits/store.ts";
+import type { LimitName, Windows } from "./limits/windows.ts";
 
 /** Limits whose refusal means a budget is spent, not a pace exceeded (OpenAI's code differs). */
 const BUDGETS: readonly LimitName[] = ["tokens_per_day", "spend_per_month_usd"];

@@ -3,10 +3,10 @@
  * key may name another identity (`?identity=`) or ask for all (`?all=true`). Not counted, and
  * answered even when a limit is exhausted.
  */
-import type { Handler } from "../context.ts";
-import { GatewayError } from "../contract/errors.ts";
-import type { Identity } from "./policy.ts";
-import { LIMIT_NAMES } from "./windows.ts";
+import type { Handler } from "./context.ts";
+import { GatewayError } from "./contract/errors.ts";
+import type { Identity } from "./limits/policy.ts";
+import { LIMIT_NAMES } from "./limits/windows.ts";
 
 async function usageOf(gw: Parameters<Handler>[0]["gw"], identity: Identity) {
   const limits = identity.limits ?? {};
