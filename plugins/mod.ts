@@ -3,8 +3,8 @@
  * dialect answers paths no format claims). `main.ts` hands them to the core.
  */
 import type { Plugin } from "../src/context.ts";
-import { chatPlugin } from "./chat_completions/plugin.ts";
-import { generateContentPlugin } from "./generate_content/plugin.ts";
+import { chatPlugin } from "./chat/plugin.ts";
+import { generateContentPlugin } from "./generate-content/plugin.ts";
 import { messagesPlugin } from "./messages/plugin.ts";
 import { responsesPlugin } from "./responses/plugin.ts";
 

@@ -1,8 +1,8 @@
 /** Unit tests for the Chat Completions codec's tricky parts (goldens cover the common paths). */
 import assert from "node:assert/strict";
-import { chatCodec } from "../plugins/chat_completions/codec.ts";
-import { validateRequest } from "../plugins/chat_completions/schema.ts";
-import { MOVED_MEDIA_NOTE } from "../plugins/chat_completions/encode_request.ts";
+import { chatCodec } from "../plugins/chat/codec.ts";
+import { validateRequest } from "../plugins/chat/schema.ts";
+import { MOVED_MEDIA_NOTE } from "../plugins/chat/encode_request.ts";
 import { TOOL_ERROR_PREFIX } from "../plugins/shared.ts";
 import type { ClientContext, EncodeContext } from "../src/contract/codec.ts";
 import { GatewayError } from "../src/contract/errors.ts";

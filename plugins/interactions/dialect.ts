@@ -4,7 +4,7 @@
  */
 import type { Dialect } from "../../src/contract/format.ts";
 import { formatSse } from "../../src/contract/sse.ts";
-import { googleDialect } from "../generate_content/dialect.ts";
+import { googleDialect } from "../generate-content/dialect.ts";
 import { errorEvent } from "./encode_stream.ts";
 
 export const interactionsDialect: Dialect = {

@@ -11,7 +11,7 @@ import type { SseEvent } from "../../src/contract/sse.ts";
 import { streamErrorBody } from "../shared.ts";
 import { carried, resourceHead } from "./encode_response.ts";
 import { annotation, encodeUsage, functionCallStep, modelSteps, statusOf } from "./steps.ts";
-import { googleDialect } from "../generate_content/dialect.ts";
+import { googleDialect } from "../generate-content/dialect.ts";
 
 type Obj = Record<string, unknown>;
 

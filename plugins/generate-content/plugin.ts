@@ -1,7 +1,7 @@
 /** Gemini generateContent (`/v1beta/models/{model}:…`): Gemini CLI and @google/genai. */
 import type { Plugin } from "../../src/context.ts";
 import { unsafeSegmentReason } from "../../src/model_segment.ts";
-import { geminiCodec } from "./codec.ts";
+import { generateContentCodec } from "./codec.ts";
 import { geminiModelPage, geminiModels, googleDialect } from "./dialect.ts";
 import { generateContent } from "./endpoints.ts";
 
@@ -9,7 +9,7 @@ export const generateContentPlugin: Plugin = {
   id: "generate-content",
   family: "gemini",
   system: "gcp.gemini",
-  codec: geminiCodec,
+  codec: generateContentCodec,
   dialect: googleDialect,
   paths: ["/v1beta/"],
   endpoints: [

@@ -10,7 +10,7 @@ import { encodeRequest, path } from "./upstream.ts";
 import { watch } from "./watch.ts";
 import { decodeUsage } from "./chunks.ts";
 
-export const geminiCodec: Codec = {
+export const generateContentCodec: Codec = {
   api: "generate-content",
   decodeRequest,
   encodeResponse,

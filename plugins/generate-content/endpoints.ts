@@ -4,7 +4,7 @@ import { badRequest } from "../../src/contract/errors.ts";
 import { checkModelName, readJsonBody } from "../../src/http.ts";
 import { generate } from "../../src/pipeline.ts";
 import { JSON_ARRAY } from "./framing.ts";
-import { geminiCodec } from "./codec.ts";
+import { generateContentCodec } from "./codec.ts";
 import { path } from "./upstream.ts";
 import { validateRequest } from "./schema.ts";
 
@@ -35,7 +35,7 @@ export const generateContent: Handler = async (ctx) => {
   validateRequest(body.json);
   const arrayStream = stream && !sse;
   return await generate(ctx, {
-    ingress: geminiCodec,
+    ingress: generateContentCodec,
     body,
     model,
     stream,
