@@ -8,7 +8,7 @@ import { badRequest } from "../src/contract/errors.ts";
 import type * as ir from "../src/contract/ir.ts";
 
 /** What a target can run natively: a hosted tool, given whether function tools come along. */
-export type HostedSupport = (tool: ir.HostedTool, withFunctions: boolean) => boolean;
+type HostedSupport = (tool: ir.HostedTool, withFunctions: boolean) => boolean;
 
 export interface HostedPlan {
   /** The hosted tools to send, in the target's own form. */

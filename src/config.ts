@@ -42,7 +42,7 @@ const timeoutsSchema = z.strictObject({
  * The keys in a key file: one a line; blank lines and `#` comments are skipped. Read at every
  * load, so editing the file and reloading rotates the key (the environment cannot change).
  */
-export function readKeyFile(path: string): string[] {
+function readKeyFile(path: string): string[] {
   return Deno.readTextFileSync(path).split("\n").map((l) => l.trim())
     .filter((l) => l && !l.startsWith("#"));
 }
@@ -116,7 +116,7 @@ const targetSchema = z.strictObject({
   priority: z.number().int().min(0).optional(),
 });
 
-export const DEFAULT_RETRY_ON = [408, 429, 500, 502, 503, 504, 529];
+const DEFAULT_RETRY_ON = [408, 429, 500, 502, 503, 504, 529];
 const NEVER_RETRIED = [400, 404, 413, 422];
 
 const retrySchema = z.strictObject({
@@ -268,7 +268,7 @@ const catalogSchema = z.strictObject({
   max_output_tokens: z.number().int().positive().optional(),
 });
 
-export const configSchema = z.strictObject({
+const configSchema = z.strictObject({
   listen: z.strictObject({
     hostname: z.string().default("127.0.0.1"),
     port: z.number().int().min(0).max(65535).default(8080),
@@ -396,7 +396,6 @@ export type ProviderConfig = Config["providers"][number];
 export type RouteConfig = Config["routes"][number];
 export type CooldownConfig = Config["cooldown"];
 export type ResponseStoreConfig = Config["response_store"];
-export type CatalogEntry = Config["catalog"][number];
 export type MetricsConfig = NonNullable<Config["metrics"]>;
 
 export class ConfigError extends Error {}
@@ -409,7 +408,7 @@ const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 const MARKER = /\u00ab([A-Za-z_][A-Za-z0-9_]*)\u00bb/g;
 
 /** Replaces env markers in every string of a parsed document; a missing variable is an error. */
-export function substituteEnv(
+function substituteEnv(
   value: unknown,
   env: (name: string) => string | undefined,
   path: PropertyKey[] = [],

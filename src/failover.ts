@@ -32,7 +32,7 @@ export function retryAfterMs(headers: Headers | undefined, now = Date.now()): nu
 }
 
 /** The pause before sending to a target again in the same request: 100–200 ms, jittered. */
-export const backoffMs = () => 100 + Math.random() * 100;
+const backoffMs = () => 100 + Math.random() * 100;
 
 /** What a failed attempt means for the request. */
 type Verdict = "retry" | "key" | "final";

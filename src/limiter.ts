@@ -47,7 +47,7 @@ function window(limit: number | undefined, state: Windows[LimitName]): RateLimit
 }
 
 /** What the rate-limit headers describe: requests per minute, and tokens per minute else per day. */
-export function headerState(limits: Limits, w: Windows): RateLimitState {
+function headerState(limits: Limits, w: Windows): RateLimitState {
   return {
     requests: window(limits.requests_per_minute, w.requests_per_minute),
     tokens: window(limits.tokens_per_minute, w.tokens_per_minute) ??

@@ -171,7 +171,7 @@ export class Histogram extends Family<Buckets> {
 }
 
 /** Label values escape `\`, `"` and newlines; HELP text only `\` and newlines. */
-export const escapeLabel = (v: string) =>
+const escapeLabel = (v: string) =>
   v.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
 const escapeHelp = (v: string) => v.replaceAll("\\", "\\\\").replaceAll("\n", "\\n");
 
@@ -182,7 +182,7 @@ function formatNumber(n: number): string {
 }
 
 /** Keeps a label's distinct values bounded: past `max` of them, new ones read `other`. */
-export class BoundedValues {
+class BoundedValues {
   private readonly seen = new Set<string>();
 
   constructor(private readonly max: number) {}

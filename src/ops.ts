@@ -11,7 +11,7 @@ import type { Dialect, ModelListing } from "./contract/format.ts";
 import { decodePathSegment } from "./http.ts";
 
 /** The listing (and dialect) that answers a request. */
-export type PickListing = (req: Request) => { listing: ModelListing; dialect: Dialect };
+type PickListing = (req: Request) => { listing: ModelListing; dialect: Dialect };
 
 /** The models listed now: never waits for a provider (their lists are read in the background). */
 const listed = (ctx: RequestContext) =>
@@ -60,7 +60,7 @@ function answerError(ctx: RequestContext, dialect: Dialect, err: GatewayError): 
 }
 
 /** What `GET /` (and `HEAD /`) says, with no key: the service's name and nothing else. */
-export const ROOT_TEXT = "LLM gateway\n";
+const ROOT_TEXT = "LLM gateway\n";
 
 /** Clients probe their base URL at start-up (Claude Code's `HEAD /`). */
 export const root: Handler = () =>

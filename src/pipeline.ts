@@ -161,7 +161,7 @@ const nowSeconds = () => Math.floor(Date.now() / 1000);
 const idFor = (ctx: RequestContext) => ctx.requestId.replace(/[^A-Za-z0-9]/g, "").slice(0, 24);
 
 /** A non-generation endpoint of a provider's API, relayed as JSON. */
-export interface OtherEndpoint {
+interface OtherEndpoint {
   path: string;
   /** The tokens its answer reports (for metrics and the access log). */
   usage(json: Record<string, unknown>): ir.Usage | undefined;

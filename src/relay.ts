@@ -17,7 +17,7 @@ export class ClientGone extends Error {}
 export const clientClosed = () =>
   new GatewayError(499, "invalid_request", "client closed the request");
 
-export interface UpstreamRequest {
+interface UpstreamRequest {
   provider: ProviderConfig;
   /** The provider's format: it credentials (or signs) the request. */
   spec: UpstreamSpec;
@@ -60,8 +60,7 @@ export function upstreamUrl(provider: ProviderConfig, path: string): string {
   return provider.base_url!.replace(/\/+$/, "") + path;
 }
 
-export const shuttingDown = () =>
-  new GatewayError(503, "overloaded", "the gateway is shutting down");
+const shuttingDown = () => new GatewayError(503, "overloaded", "the gateway is shutting down");
 
 /**
  * Sends a request upstream and waits for its response headers, at most `first_byte_ms`
@@ -150,7 +149,7 @@ function watchCancellation(
 }
 
 /** A WebSocket dial: the same URL, credentials, deadlines and cancellation as an HTTP call. */
-export type SocketRequest = Omit<UpstreamRequest, "body">;
+type SocketRequest = Omit<UpstreamRequest, "body">;
 
 /**
  * Opens a provider's WebSocket (`ws[s]://` of its base_url + path), credentialed by its

@@ -26,7 +26,7 @@ import { RedisLimitStore } from "./limits/redis.ts";
 
 /** Incoming request-id headers, in order of preference (Kong's first). */
 const REQUEST_ID_HEADERS = ["x-kong-request-id", "x-request-id", "x-correlation-id"];
-export const REQUEST_ID_RESPONSE_HEADER = "x-gateway-request-id";
+const REQUEST_ID_RESPONSE_HEADER = "x-gateway-request-id";
 
 /** A gateway serving `plugins`' formats (main.ts passes plugins/mod.ts's). */
 export async function createGateway(

@@ -22,7 +22,7 @@ const MAX_READ_BYTES = 64 * 1024;
 /** A single upstream event larger than this ends the stream (it would be held in memory). */
 const MAX_EVENT_BYTES = 64 * 1024 * 1024;
 
-export interface Timeouts {
+interface Timeouts {
   first_byte_ms: number;
   idle_ms: number;
 }
@@ -112,7 +112,7 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
 }
 
 /** Complete upstream events and the bytes that carry them (scrubbed if they held a key). */
-export interface Batch {
+interface Batch {
   events: SseEvent[];
   bytes: Uint8Array;
 }

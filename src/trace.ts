@@ -28,7 +28,7 @@ export interface Observer {
   ended(t: Trace): void;
 }
 
-export interface TraceStart {
+interface TraceStart {
   requestId: string;
   method: string;
   path: string;

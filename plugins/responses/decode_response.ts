@@ -66,7 +66,7 @@ export function citationOf(a: Json): ir.Citation[] {
 }
 
 /** A `web_search_call` item: a search (its queries and sources) or a page it opened. */
-export function webSearchCall(item: Json): ir.HostedCallPart {
+function webSearchCall(item: Json): ir.HostedCallPart {
   const action = obj(item.action);
   const part: ir.HostedCallPart = {
     type: "hosted_call",

@@ -112,7 +112,7 @@ export interface UpstreamSpec {
 }
 
 /** A provider's model list endpoint (`GET /v1/models`), read page by page. */
-export interface ProviderModelList {
+interface ProviderModelList {
   /** Appended to the provider's `base_url`: the first page, its query included. */
   path: string;
   /** A page's model ids, and the query parameters of the next page when there is one. */

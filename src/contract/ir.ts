@@ -111,7 +111,7 @@ export interface RedactedThinkingPart {
 /** What hosted (server-side) tools the gateway maps between vendors do. */
 export type HostedKind = "web_search" | "web_fetch";
 
-export interface WebResult {
+interface WebResult {
   url: string;
   title?: string;
   /** Anthropic `page_age`. */
