@@ -50,7 +50,7 @@ function scan<T extends { name: string }>(
 export class KeyStore {
   /**
    * Presented keys that matched, in plaintext, and their names: hashing every request's key
-   * cost ~4% of relayed JSON throughput (BENCHMARKS.md). Only matches enter, so this holds at
+   * showed on relayed JSON throughput (docs/performance.md). Only matches enter, so this holds at
    * most the configured keys, which every request carries anyway; a wrong key is always hashed.
    * Not a Map: its lookup compares text only when hashes agree, and V8's string hash is fixed
    * per build. A reload builds a new store, so a removed key stops matching at once.

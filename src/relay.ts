@@ -104,8 +104,8 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
 /**
  * The gateway's shutdown, as far as open upstream calls are concerned: once the grace runs out,
  * `stop` cuts every call still watching. A set of calls rather than a listener per call on a
- * shared AbortSignal: adding and removing those cost ~2% req/s on relayed JSON, and removing
- * one is linear in the listeners (thousands, with as many open streams).
+ * shared AbortSignal: adding and removing those showed on relayed JSON (docs/performance.md),
+ * and removing one is linear in the listeners (thousands, with as many open streams).
  */
 export class Stopping {
   #stopped = false;
