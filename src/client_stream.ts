@@ -7,7 +7,7 @@
 import type { StreamStep } from "./contract/codec.ts";
 import { GatewayError } from "./contract/errors.ts";
 import type * as ir from "./contract/ir.ts";
-import { ClientGone, clientGone, closeStream, type StreamEnd } from "./relay.ts";
+import { ClientGone, clientGone, closeStream, type StreamEnd } from "./stream_end.ts";
 import type { SseEvent } from "./contract/sse.ts";
 import type { EventReader } from "./stream_stage.ts";
 import type { Trace } from "./trace.ts";

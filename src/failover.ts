@@ -8,7 +8,7 @@ import type { RequestContext } from "./context.ts";
 import { GatewayError, kindForStatus } from "./contract/errors.ts";
 import type * as ir from "./contract/ir.ts";
 import { logEvent } from "./log.ts";
-import { ClientGone } from "./relay.ts";
+import { ClientGone } from "./stream_end.ts";
 import { type Resolved, retarget } from "./router.ts";
 import type { PoolKey } from "./health.ts";
 

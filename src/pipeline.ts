@@ -27,12 +27,11 @@ import {
   JSON_TYPE,
   readErrorText,
   readUpstreamJson,
-  sseEnd,
-  type StreamEnd,
   upstreamError,
   upstreamHeaders,
   type UpstreamResponse,
 } from "./relay.ts";
+import { sseEnd, type StreamEnd } from "./stream_end.ts";
 import type { Resolved } from "./router.ts";
 import { type Attempt, failover, holdOpening, ProviderFailure } from "./failover.ts";
 import type { PoolKey } from "./health.ts";

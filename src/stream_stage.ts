@@ -9,7 +9,8 @@
 import type { StreamWatch } from "./contract/codec.ts";
 import type { Deadline } from "./deadline.ts";
 import { GatewayError } from "./contract/errors.ts";
-import { ClientGone, clientGone, closeStream, type UpstreamResponse } from "./relay.ts";
+import type { UpstreamResponse } from "./relay.ts";
+import { ClientGone, clientGone, closeStream } from "./stream_end.ts";
 import type { Secrets } from "./secrets.ts";
 import type { SseEvent } from "./contract/sse.ts";
 import type { UpstreamFraming } from "./contract/framing.ts";

@@ -2,8 +2,9 @@
  * The contract between the core and a format plugin. A plugin declares everything about its
  * wire format — endpoints, where its clients put keys, its error envelope, how an upstream
  * request is credentialed or signed, its stream framing, usage and end markers (through its
- * codec) — and `main.ts` hands the plugins to the core (`createGateway`). Nothing in `src/`
- * imports `plugins/` or names a vendor. See docs/design.md#format-plugins.
+ * codec) — and `main.ts` hands the plugins to the core (`createGateway`). Nothing in
+ * `src/contract/` imports the rest of `src/`, and nothing in `src/` imports `plugins/`; the
+ * vendor traces left in the core are listed in docs/design.md#format-plugins.
  */
 import type { Codec } from "./codec.ts";
 import type { ErrorKind, GatewayError } from "./errors.ts";
