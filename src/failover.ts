@@ -1,12 +1,10 @@
 /**
- * Failover, retries and load balancing: which target of a route a request tries next, which
- * pool key it sends, and what a failure means (move on, rotate the key, or give up). State is
- * per gateway process: smooth weighted round-robin counters, target cooldowns, key cooldowns.
+ * Failover and retries: the targets of a route in the order src/health.ts plans, the pool key
+ * each attempt sends, and what a failure means (move on, rotate the key, or give up).
  */
 import { DEFAULT_RETRY } from "./config.ts";
 import type { RequestContext } from "./context.ts";
-import { GatewayError, kindForStatus } from "./contract/errors.ts";
-import type * as ir from "./contract/ir.ts";
+import { GatewayError } from "./contract/errors.ts";
 import { logEvent } from "./log.ts";
 import { ClientGone } from "./stream_end.ts";
 import { type Resolved, retarget } from "./router.ts";
@@ -210,64 +208,4 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     const timer = setTimeout(done, ms);
     signal.addEventListener("abort", gone, { once: true });
   });
-}
-
-/** Opening events held back at most, so an error right after them can still fail over. */
-const HOLD_EVENTS = 32;
-
-/** An event that shows the client something (an opening `start` or empty part does not). */
-function isContent(e: ir.StreamEvent): boolean {
-  if (e.type === "start" || e.type === "usage" || e.type === "signature") return false;
-  return !(e.type === "part_start" && (e.part.type === "text" || e.part.type === "thinking"));
-}
-
-/** A source of stream batches (upstream events, or IR events). */
-interface BatchSource<B> {
-  next(): Promise<B | undefined>;
-  cancel(reason: unknown): Promise<void>;
-}
-
-/**
- * Reads a stream's opening batches until one carries content (or HOLD_EVENTS events went by;
- * the reader's first-byte deadline bounds the wait). An error event or an end before any
- * content fails the attempt, so nothing has reached the client and another target may answer.
- * Returns the source with the held batches put back in front.
- */
-export async function holdOpening<B>(
-  source: BatchSource<B>,
-  toIr: (batch: B) => Promise<ir.StreamEvent[]>,
-): Promise<BatchSource<B>> {
-  const held: B[] = [];
-  let seen = 0;
-  try {
-    for (let open = true; open && seen < HOLD_EVENTS;) {
-      const batch = await source.next();
-      if (batch === undefined) {
-        throw new GatewayError(
-          502,
-          "upstream",
-          "the upstream closed the stream before any content",
-        );
-      }
-      for (const e of await toIr(batch)) {
-        seen++;
-        if (e.type === "error") {
-          const err = new GatewayError(e.status, kindForStatus(e.status), e.message);
-          throw new ProviderFailure(err);
-        }
-        if (isContent(e)) {
-          open = false;
-          break;
-        }
-      }
-      held.push(batch);
-    }
-  } catch (e) {
-    await source.cancel(e);
-    throw e;
-  }
-  return {
-    next: () => held.length ? Promise.resolve(held.shift()) : source.next(),
-    cancel: (reason) => source.cancel(reason),
-  };
 }

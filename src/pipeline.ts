@@ -33,7 +33,8 @@ import {
 } from "./relay.ts";
 import { sseEnd, type StreamEnd } from "./stream_end.ts";
 import type { Resolved } from "./router.ts";
-import { type Attempt, failover, holdOpening, ProviderFailure } from "./failover.ts";
+import { type Attempt, failover, ProviderFailure } from "./failover.ts";
+import { holdOpening } from "./hold_opening.ts";
 import type { PoolKey } from "./health.ts";
 import { boundFamily } from "./contract/ir.ts";
 import { checkNesting } from "./nesting.ts";
