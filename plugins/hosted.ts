@@ -3,12 +3,12 @@
  * under the route's `hosted_tools` policy, and the offset arithmetic their citations need.
  * See docs/hosted-tools.md.
  */
-import type { EncodeContext } from "../src/codec.ts";
-import { badRequest } from "../src/errors.ts";
-import type * as ir from "../src/ir.ts";
+import type { EncodeContext } from "../src/contract/codec.ts";
+import { badRequest } from "../src/contract/errors.ts";
+import type * as ir from "../src/contract/ir.ts";
 
 /** What a target can run natively: a hosted tool, given whether function tools come along. */
-export type HostedSupport = (tool: ir.HostedTool, withFunctions: boolean) => boolean;
+type HostedSupport = (tool: ir.HostedTool, withFunctions: boolean) => boolean;
 
 export interface HostedPlan {
   /** The hosted tools to send, in the target's own form. */

@@ -2,13 +2,13 @@
  * The formats this gateway serves, in the order the core consults them (the first one's
  * dialect answers paths no format claims). `main.ts` hands them to the core.
  */
-import type { FormatPlugin } from "../src/format.ts";
-import { chatPlugin } from "./chat_completions/plugin.ts";
-import { generateContentPlugin } from "./generate_content/plugin.ts";
+import type { Plugin } from "../src/context.ts";
+import { chatPlugin } from "./chat/plugin.ts";
+import { generateContentPlugin } from "./generate-content/plugin.ts";
 import { messagesPlugin } from "./messages/plugin.ts";
 import { responsesPlugin } from "./responses/plugin.ts";
 
-export const PLUGINS: readonly FormatPlugin[] = [
+export const PLUGINS: readonly Plugin[] = [
   chatPlugin,
   responsesPlugin,
   messagesPlugin,

@@ -2,10 +2,10 @@
  * What the two OpenAI formats (chat completions and Responses) share: their clients' error
  * dialect and key, and how their providers are credentialed. Not a plugin of its own.
  */
-import type { ErrorKind, GatewayError } from "../src/errors.ts";
-import type { Dialect, UpstreamSpec } from "../src/format.ts";
+import type { ErrorKind, GatewayError } from "../src/contract/errors.ts";
+import type { Dialect, UpstreamSpec } from "../src/contract/format.ts";
 import { goDuration } from "../src/limits/windows.ts";
-import type { ListedModel } from "../src/router.ts";
+import type { ListedModel } from "../src/contract/format.ts";
 import { bearer, idPage, overloadedError, rateLimitHeaders } from "./shared.ts";
 
 const TYPE: Record<ErrorKind, string> = {

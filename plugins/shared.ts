@@ -1,7 +1,7 @@
 /** Wire-format conventions that more than one codec follows, each defined once. */
-import { badRequest, GatewayError } from "../src/errors.ts";
-import type { Dialect, RateLimitState } from "../src/format.ts";
-import type * as ir from "../src/ir.ts";
+import { badRequest, GatewayError } from "../src/contract/errors.ts";
+import type { Dialect, RateLimitState } from "../src/contract/format.ts";
+import type * as ir from "../src/contract/ir.ts";
 import { carrySignature } from "../src/signature.ts";
 
 // ---- requests ----

@@ -5,8 +5,8 @@
  * remembered, and compared the same way (below).
  */
 import type { Config } from "./config.ts";
-import { GatewayError } from "./errors.ts";
-import type { Dialect } from "./format.ts";
+import { GatewayError } from "./contract/errors.ts";
+import type { Dialect } from "./contract/format.ts";
 import { sha256 } from "./sha256.ts";
 
 interface StoredKey {
@@ -50,7 +50,7 @@ function scan<T extends { name: string }>(
 export class KeyStore {
   /**
    * Presented keys that matched, in plaintext, and their names: hashing every request's key
-   * cost ~4% of relayed JSON throughput (BENCHMARKS.md). Only matches enter, so this holds at
+   * showed on relayed JSON throughput (docs/performance.md). Only matches enter, so this holds at
    * most the configured keys, which every request carries anyway; a wrong key is always hashed.
    * Not a Map: its lookup compares text only when hashes agree, and V8's string hash is fixed
    * per build. A reload builds a new store, so a removed key stops matching at once.

@@ -4,11 +4,11 @@
  * encoded into the client's format and serialized — all synchronously, by the codecs'
  * `StreamStep`s — and goes out as one chunk. No stream per step: a step costs a function call.
  */
-import type { StreamStep } from "./codec.ts";
-import { GatewayError } from "./errors.ts";
-import type * as ir from "./ir.ts";
-import { ClientGone, clientGone, closeStream, type StreamEnd } from "./relay.ts";
-import type { SseEvent } from "./sse.ts";
+import type { StreamStep } from "./contract/codec.ts";
+import { GatewayError } from "./contract/errors.ts";
+import type * as ir from "./contract/ir.ts";
+import { ClientGone, clientGone, closeStream, type StreamEnd } from "./stream_end.ts";
+import type { SseEvent } from "./contract/sse.ts";
 import type { EventReader } from "./stream_stage.ts";
 import type { Trace } from "./trace.ts";
 

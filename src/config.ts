@@ -3,7 +3,7 @@
  * key files read at every load, and a zod schema whose errors name the path of each bad field.
  */
 import { z } from "zod";
-import { DEMO_API, type Formats } from "./formats.ts";
+import type { DefaultVendor, FormatPlugin, UpstreamSpec } from "./contract/format.ts";
 import { isAddressOrCidr } from "./trusted_proxies.ts";
 import { globToRegExp } from "./glob.ts";
 import { formatPath } from "./validate.ts";
@@ -18,6 +18,19 @@ import {
   priceSchema,
 } from "./limits/schema.ts";
 
+/** The core's own provider api: answers locally, no upstream (src/demo.ts). */
+export const DEMO_API = "demo";
+
+/** What validation asks of the format registry (src/formats.ts), seen from here. */
+export interface KnownFormats {
+  /** The provider apis a config may name. */
+  readonly ids: readonly string[];
+  readonly vendors: readonly (DefaultVendor & { api: string })[];
+  readonly plugins: readonly Pick<FormatPlugin<unknown>, "id" | "passthroughRoutes">[];
+  get(api: string): Pick<FormatPlugin<unknown>, "passthroughRoutes"> | undefined;
+  upstream(api: string): UpstreamSpec | undefined;
+}
+
 const timeoutsSchema = z.strictObject({
   /** Until an upstream WebSocket is open (connect + handshake). */
   connect_ms: z.number().int().positive().default(15_000),
@@ -31,7 +44,7 @@ const timeoutsSchema = z.strictObject({
  * The keys in a key file: one a line; blank lines and `#` comments are skipped. Read at every
  * load, so editing the file and reloading rotates the key (the environment cannot change).
  */
-export function readKeyFile(path: string): string[] {
+function readKeyFile(path: string): string[] {
   return Deno.readTextFileSync(path).split("\n").map((l) => l.trim())
     .filter((l) => l && !l.startsWith("#"));
 }
@@ -105,7 +118,7 @@ const targetSchema = z.strictObject({
   priority: z.number().int().min(0).optional(),
 });
 
-export const DEFAULT_RETRY_ON = [408, 429, 500, 502, 503, 504, 529];
+const DEFAULT_RETRY_ON = [408, 429, 500, 502, 503, 504, 529];
 const NEVER_RETRIED = [400, 404, 413, 422];
 
 const retrySchema = z.strictObject({
@@ -244,7 +257,7 @@ const catalogSchema = z.strictObject({
   max_output_tokens: z.number().int().positive().optional(),
 });
 
-export const configSchema = z.strictObject({
+const configSchema = z.strictObject({
   listen: z.strictObject({
     hostname: z.string().default("127.0.0.1"),
     port: z.number().int().min(0).max(65535).default(8080),
@@ -301,7 +314,7 @@ interface Issue {
  * Cross-references (route → provider, catalog → route) checked on the raw document, so they
  * are reported together with type errors elsewhere in the file.
  */
-function crossCheck(doc: unknown, formats?: Formats): Issue[] {
+function crossCheck(doc: unknown, formats?: KnownFormats): Issue[] {
   const d = (doc ?? {}) as { providers?: unknown; routes?: unknown };
   const providers = Array.isArray(d.providers) ? d.providers : [];
   const routes = Array.isArray(d.routes) ? d.routes : [];
@@ -372,7 +385,6 @@ export type ProviderConfig = Config["providers"][number];
 export type RouteConfig = Config["routes"][number];
 export type CooldownConfig = Config["cooldown"];
 export type ResponseStoreConfig = Config["response_store"];
-export type CatalogEntry = Config["catalog"][number];
 export type MetricsConfig = NonNullable<Config["metrics"]>;
 
 export class ConfigError extends Error {}
@@ -385,7 +397,7 @@ const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 const MARKER = /\u00ab([A-Za-z_][A-Za-z0-9_]*)\u00bb/g;
 
 /** Replaces env markers in every string of a parsed document; a missing variable is an error. */
-export function substituteEnv(
+function substituteEnv(
   value: unknown,
   env: (name: string) => string | undefined,
   path: PropertyKey[] = [],
@@ -412,7 +424,7 @@ export function substituteEnv(
 
 /** Validates a parsed (already substituted) document. */
 /** `formats`, when given, also checks each provider's `api` (checkFormats does the rest). */
-export function validateConfig(doc: unknown, formats?: Formats): Config {
+export function validateConfig(doc: unknown, formats?: KnownFormats): Config {
   const result = configSchema.safeParse(doc);
   const issues: Issue[] = [...(result.error?.issues ?? []), ...crossCheck(doc, formats)];
   if (result.success && issues.length === 0) return result.data;
@@ -425,7 +437,7 @@ function invalid(issues: Issue[]): ConfigError {
 }
 
 /** Why `api` names no format plugin, or undefined. */
-function unknownApi(api: string, formats: Formats): string | undefined {
+function unknownApi(api: string, formats: KnownFormats): string | undefined {
   if (formats.ids.includes(api)) return undefined;
   return `unknown api "${api}" (one of ${formats.ids.join(", ")})`;
 }
@@ -434,7 +446,7 @@ function unknownApi(api: string, formats: Formats): string | undefined {
  * What only the format plugins can judge: that each provider's api is one of theirs, that a
  * target's model can be sent to its format, and where routes may set `passthrough`.
  */
-export function checkFormats(config: Config, formats: Formats): void {
+export function checkFormats(config: Config, formats: KnownFormats): void {
   const issues: Issue[] = [];
   const apiOf = new Map(config.providers.map((p) => [p.name, p.api]));
   config.providers.forEach((p, i) => {
@@ -467,7 +479,7 @@ export function parseConfigText(
   text: string,
   env: (name: string) => string | undefined,
   /** The formats served: an unknown `api` is then reported with the other errors. */
-  formats?: Formats,
+  formats?: KnownFormats,
 ): Config {
   let doc: unknown;
   try {
@@ -487,7 +499,7 @@ export function parseConfigText(
  */
 export function defaultConfig(
   env: (name: string) => string | undefined,
-  formats: Formats,
+  formats: KnownFormats,
   opts: { dev?: boolean; devKey?: string; onGeneratedKey?: (key: string) => void } = {},
 ): Config {
   let keys = (env("GATEWAY_API_KEYS") ?? "").split(",").map((k) => k.trim()).filter(Boolean);

@@ -1,9 +1,9 @@
 /** What a request handler gets: the gateway's shared state and this request's own. */
 import type { KeyStore } from "./auth.ts";
 import type { Config, ProviderConfig } from "./config.ts";
-import type { Dialect } from "./format.ts";
-import type { Formats } from "./formats.ts";
-import type { Limiter } from "./limits/limiter.ts";
+import type { Dialect, FormatPlugin, Handler as HandlerOf } from "./contract/format.ts";
+import type { FormatRegistry } from "./registry.ts";
+import type { Limiter } from "./limiter.ts";
 import type { Identity, LimitPolicy } from "./limits/policy.ts";
 import type { Metrics } from "./metrics.ts";
 import type { Stopping } from "./relay.ts";
@@ -20,7 +20,7 @@ import type { TrustedProxies } from "./trusted_proxies.ts";
 export interface Gateway {
   config: Config;
   /** The format plugins main.ts handed over: endpoints, dialects, codecs, upstream rules. */
-  formats: Formats;
+  formats: FormatRegistry<RequestContext>;
   router: Router;
   keys: KeyStore;
   /** Identities' limits, admins and prices of this snapshot's config. */
@@ -83,4 +83,7 @@ export interface RequestContext {
   trace: Trace;
 }
 
-export type Handler = (ctx: RequestContext) => Promise<Response>;
+export type Handler = HandlerOf<RequestContext>;
+
+/** A format plugin whose handlers take this core's request context. */
+export type Plugin = FormatPlugin<RequestContext>;

@@ -1,10 +1,10 @@
 /** One re-armable deadline per upstream call, all checked by one shared timer. */
-import { GatewayError } from "./errors.ts";
+import { GatewayError } from "./contract/errors.ts";
 
 /**
  * How often pending deadlines are checked: a deadline fires at most this late. A timer per
- * call (set, then cleared almost every time) cost ~3% req/s on relayed JSON; one timer that
- * runs only while some call is pending costs a set insertion.
+ * call is set, then cleared almost every time, and showed on relayed JSON (docs/performance.md);
+ * one timer that runs only while some call is pending costs a set insertion.
  */
 const TICK_MS = 10;
 

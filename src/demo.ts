@@ -3,7 +3,7 @@
  * bare `deno task dev` plus one curl shows a working gateway. It is also the zero-upstream
  * target for benchmarks. It never stands in for a real upstream in translation tests.
  */
-import type * as ir from "./ir.ts";
+import type * as ir from "./contract/ir.ts";
 
 /** What the demo provider lists as its models (it answers any name its route sends). */
 export const DEMO_MODELS: readonly string[] = ["demo-1"];

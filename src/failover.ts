@@ -1,124 +1,14 @@
 /**
- * Failover, retries and load balancing: which target of a route a request tries next, which
- * pool key it sends, and what a failure means (move on, rotate the key, or give up). State is
- * per gateway process: smooth weighted round-robin counters, target cooldowns, key cooldowns.
+ * Failover and retries: the targets of a route in the order src/health.ts plans, the pool key
+ * each attempt sends, and what a failure means (move on, rotate the key, or give up).
  */
-import { type CooldownConfig, DEFAULT_RETRY, type ProviderConfig } from "./config.ts";
+import { DEFAULT_RETRY } from "./config.ts";
 import type { RequestContext } from "./context.ts";
-import { GatewayError, kindForStatus } from "./errors.ts";
-import type * as ir from "./ir.ts";
+import { GatewayError } from "./contract/errors.ts";
 import { logEvent } from "./log.ts";
-import { ClientGone } from "./relay.ts";
-import { type Resolved, retarget, type Target } from "./router.ts";
-
-/** A provider key of a pool, named (never by value) as `<provider>#<index>`. */
-export interface PoolKey {
-  value: string;
-  name: string;
-  index: number;
-}
-
-interface Cooling {
-  failures: number;
-  until: number;
-}
-
-export class Health {
-  /** Smooth weighted round-robin: each target's current weight. */
-  private readonly current = new Map<string, number>();
-  /** By provider name: a provider that fails is down for every route that sends to it. */
-  private readonly targets = new Map<string, Cooling>();
-  private readonly keys = new Map<string, { next: number; until: number[] }>();
-
-  constructor(private readonly now: () => number = Date.now) {}
-
-  private cooling(provider: string): boolean {
-    return (this.targets.get(provider)?.until ?? 0) > this.now();
-  }
-
-  /**
-   * The order a request tries its route's targets in: by priority; within a priority the
-   * weighted round-robin pick first, the others after it; cooling targets last of all.
-   */
-  plan(r: Resolved): Resolved[] {
-    // The common route of one target: nothing to order.
-    if (r.targets.length === 1) return [r];
-    const healthy: Target[] = [];
-    const cooling: Target[] = [];
-    for (const t of r.targets) (this.cooling(t.provider.name) ? cooling : healthy).push(t);
-    const order: Target[] = [];
-    for (let i = 0; i < healthy.length;) {
-      let j = i;
-      while (j < healthy.length && healthy[j].priority === healthy[i].priority) j++;
-      order.push(...this.balance(healthy.slice(i, j)));
-      i = j;
-    }
-    return [...order, ...cooling].map((t) => retarget(r, t, r.requested));
-  }
-
-  /** One smooth weighted round-robin step over a priority group: the pick, then the rest. */
-  private balance(group: Target[]): Target[] {
-    if (group.length === 1) return group;
-    let total = 0;
-    let best = group[0];
-    for (const t of group) {
-      const w = (this.current.get(t.id) ?? 0) + t.weight;
-      this.current.set(t.id, w);
-      total += t.weight;
-      if (w > this.current.get(best.id)!) best = t;
-    }
-    this.current.set(best.id, this.current.get(best.id)! - total);
-    return [best, ...group.filter((t) => t !== best)];
-  }
-
-  succeeded(provider: string): void {
-    this.targets.delete(provider);
-  }
-
-  /** A failure: cooled after `failures` in a row, or for the provider's retry-after. */
-  failed(provider: string, cooldown: CooldownConfig, retryAfterMs?: number): void {
-    const c = this.targets.get(provider) ?? { failures: 0, until: 0 };
-    c.failures++;
-    const now = this.now();
-    if (c.failures >= cooldown.failures) c.until = Math.max(c.until, now + cooldown.seconds * 1000);
-    if (retryAfterMs !== undefined) c.until = Math.max(c.until, now + retryAfterMs);
-    this.targets.set(provider, c);
-  }
-
-  /** The provider's next healthy key, round-robin (undefined: it has none). */
-  key(provider: ProviderConfig): PoolKey | undefined {
-    const pool = provider.api_keys ?? (provider.api_key ? [provider.api_key] : []);
-    if (pool.length === 0) return undefined;
-    // A pool that changed size (a reload) starts its rotation afresh.
-    const known = this.keys.get(provider.name);
-    const s = known?.until.length === pool.length ? known : { next: 0, until: pool.map(() => 0) };
-    this.keys.set(provider.name, s);
-    const now = this.now();
-    let index = s.next % pool.length;
-    for (let k = 0; k < pool.length; k++) {
-      const i = (s.next + k) % pool.length;
-      if (s.until[i] <= now) {
-        index = i;
-        break;
-      }
-    }
-    s.next = index + 1;
-    return { value: pool[index], name: `${provider.name}#${index}`, index };
-  }
-
-  /** A key the provider refused (401/403) or rate-limited: out of rotation for a while. */
-  coolKey(provider: ProviderConfig, key: PoolKey, ms: number): void {
-    const s = this.keys.get(provider.name);
-    if (s) s.until[key.index] = this.now() + ms;
-  }
-
-  /** Whether the provider has a pool key other than `key` that is not cooling. */
-  hasOtherKey(provider: ProviderConfig, key: PoolKey): boolean {
-    const s = this.keys.get(provider.name);
-    const now = this.now();
-    return !!s && s.until.some((until, i) => i !== key.index && until <= now);
-  }
-}
+import { ClientGone } from "./stream_end.ts";
+import { type Resolved, retarget } from "./router.ts";
+import type { PoolKey } from "./health.ts";
 
 /** An HTTP date in its one current form (IMF-fixdate, RFC 9110 section 5.6.7). */
 const HTTP_DATE = /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/;
@@ -140,7 +30,7 @@ export function retryAfterMs(headers: Headers | undefined, now = Date.now()): nu
 }
 
 /** The pause before sending to a target again in the same request: 100–200 ms, jittered. */
-export const backoffMs = () => 100 + Math.random() * 100;
+const backoffMs = () => 100 + Math.random() * 100;
 
 /** What a failed attempt means for the request. */
 type Verdict = "retry" | "key" | "final";
@@ -152,20 +42,6 @@ function verdict(e: GatewayError, on: number[], transport: boolean): Verdict {
   if (transport) return "retry";
   if (refusedCredential(e)) return "key";
   return on.includes(e.status) ? "retry" : "final";
-}
-
-/**
- * Provider state a conversation carries: signatures and encrypted reasoning only the family
- * that issued them can read. Such a request stays on targets of that family.
- */
-export function boundFamily(req: ir.Request): ir.Family | undefined {
-  for (const m of req.messages) {
-    for (const p of m.parts) {
-      if (p.type === "redacted_thinking") return p.family;
-      if ("signature" in p && p.signature) return p.signature.family;
-    }
-  }
-  return undefined;
 }
 
 export interface Attempt<T> {
@@ -205,7 +81,8 @@ export async function failover<T>(
   const health = ctx.gw.router.health;
   const retry = r.route.retry ?? DEFAULT_RETRY;
   const cooldown = r.route.cooldown ?? ctx.gw.config.cooldown;
-  const all = health.plan(r);
+  const order = health.plan(r.targets);
+  const all = order.length === 1 ? [r] : order.map((t) => retarget(r, t, r.requested));
   const queue = all.filter((t) => attempt.eligible?.(t) ?? true);
   const skipped = all.length - queue.length;
   if (queue.length === 0) {
@@ -331,64 +208,4 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     const timer = setTimeout(done, ms);
     signal.addEventListener("abort", gone, { once: true });
   });
-}
-
-/** Opening events held back at most, so an error right after them can still fail over. */
-const HOLD_EVENTS = 32;
-
-/** An event that shows the client something (an opening `start` or empty part does not). */
-function isContent(e: ir.StreamEvent): boolean {
-  if (e.type === "start" || e.type === "usage" || e.type === "signature") return false;
-  return !(e.type === "part_start" && (e.part.type === "text" || e.part.type === "thinking"));
-}
-
-/** A source of stream batches (upstream events, or IR events). */
-interface BatchSource<B> {
-  next(): Promise<B | undefined>;
-  cancel(reason: unknown): Promise<void>;
-}
-
-/**
- * Reads a stream's opening batches until one carries content (or HOLD_EVENTS events went by;
- * the reader's first-byte deadline bounds the wait). An error event or an end before any
- * content fails the attempt, so nothing has reached the client and another target may answer.
- * Returns the source with the held batches put back in front.
- */
-export async function holdOpening<B>(
-  source: BatchSource<B>,
-  toIr: (batch: B) => Promise<ir.StreamEvent[]>,
-): Promise<BatchSource<B>> {
-  const held: B[] = [];
-  let seen = 0;
-  try {
-    for (let open = true; open && seen < HOLD_EVENTS;) {
-      const batch = await source.next();
-      if (batch === undefined) {
-        throw new GatewayError(
-          502,
-          "upstream",
-          "the upstream closed the stream before any content",
-        );
-      }
-      for (const e of await toIr(batch)) {
-        seen++;
-        if (e.type === "error") {
-          const err = new GatewayError(e.status, kindForStatus(e.status), e.message);
-          throw new ProviderFailure(err);
-        }
-        if (isContent(e)) {
-          open = false;
-          break;
-        }
-      }
-      held.push(batch);
-    }
-  } catch (e) {
-    await source.cancel(e);
-    throw e;
-  }
-  return {
-    next: () => held.length ? Promise.resolve(held.shift()) : source.next(),
-    cancel: (reason) => source.cancel(reason),
-  };
 }

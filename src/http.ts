@@ -7,7 +7,7 @@ import {
   isSupported,
   SUPPORTED_CODINGS,
 } from "./content_encoding.ts";
-import { badRequest, GatewayError } from "./errors.ts";
+import { badRequest, GatewayError } from "./contract/errors.ts";
 import { MAX_MODEL_CHARS } from "./model_name.ts";
 
 /** Matches Anthropic's documented request limit; Kong may enforce a smaller one. */
@@ -137,7 +137,7 @@ export type HeaderPairs = [string, string][];
 
 /**
  * The headers whose names are listed, or start with a listed prefix ending in `-`. `forEach`,
- * not `for…of`: Deno's header iterator costs ~2% req/s on the JSON path (measured).
+ * not `for…of`: Deno's header iterator is dearer on the JSON path (docs/performance.md).
  */
 export function pickHeaders(from: Headers, allow: readonly string[]): HeaderPairs {
   const { names, prefixes } = compiled(allow);
@@ -165,9 +165,8 @@ function compiled(allow: readonly string[]) {
 
 /**
  * Sets each pair on `headers` and returns it. Deno converts a `headers` init (pairs, a record or a
- * `Headers`) through WebIDL's generic sequence conversion, ~0.5 µs a header, where `set` costs ~0.1
- * µs (a relayed JSON answer's four headers: 2.4 → 0.6 µs, measured in a loop). Names must be
- * distinct: a later pair replaces an earlier one.
+ * `Headers`) through WebIDL's generic sequence conversion, several times dearer than `set`
+ * (docs/performance.md). Names must be distinct: a later pair replaces an earlier one.
  */
 function setAll(headers: Headers, pairs: Iterable<readonly [string, string]>): Headers {
   for (const [name, value] of pairs) headers.set(name, value);
@@ -190,7 +189,7 @@ export const headersFrom = (pairs: HeaderPairs = []): Headers => setAll(new Head
 
 /**
  * Every header as pairs, for a `fetch` init: Deno converts a `Headers` there by generic iteration,
- * slower than the pairs it would be made of (a request's three: 0.8 µs less in a loop).
+ * slower than the pairs it would be made of (docs/performance.md).
  */
 export function pairsOf(headers: Headers): HeaderPairs {
   const out: HeaderPairs = [];

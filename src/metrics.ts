@@ -4,8 +4,8 @@
  * request traces feeds them; `GET /metrics` on a listener of its own exposes them.
  */
 import type { MetricsConfig } from "./config.ts";
-import { DEMO_API } from "./formats.ts";
-import type { ErrorKind } from "./errors.ts";
+import { DEMO_API } from "./config.ts";
+import type { ErrorKind } from "./contract/errors.ts";
 import { clip } from "./model_name.ts";
 import type { Observer, Trace } from "./trace.ts";
 
@@ -171,7 +171,7 @@ export class Histogram extends Family<Buckets> {
 }
 
 /** Label values escape `\`, `"` and newlines; HELP text only `\` and newlines. */
-export const escapeLabel = (v: string) =>
+const escapeLabel = (v: string) =>
   v.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
 const escapeHelp = (v: string) => v.replaceAll("\\", "\\\\").replaceAll("\n", "\\n");
 
@@ -182,7 +182,7 @@ function formatNumber(n: number): string {
 }
 
 /** Keeps a label's distinct values bounded: past `max` of them, new ones read `other`. */
-export class BoundedValues {
+class BoundedValues {
   private readonly seen = new Set<string>();
 
   constructor(private readonly max: number) {}

@@ -3,7 +3,7 @@
  * could make the gateway call another endpoint of the provider with the provider's key
  * (`gemini-x/../../v1beta/cachedContents#`).
  */
-import { badRequest } from "./errors.ts";
+import { badRequest } from "./contract/errors.ts";
 
 const UNSAFE: [RegExp, string][] = [
   [/[/\\]/, "a slash"],

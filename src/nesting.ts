@@ -3,7 +3,7 @@
  * recursively, so a body nested thousands of levels deep (cheap to send) would overflow the
  * stack; no real request comes near the bound (deep JSON schemas are tens of levels).
  */
-import { badRequest } from "./errors.ts";
+import { badRequest } from "./contract/errors.ts";
 import { clip } from "./model_name.ts";
 import { formatPath } from "./validate.ts";
 

@@ -5,12 +5,13 @@
  * claims the request.
  */
 import type { Handler, RequestContext } from "./context.ts";
-import { errorResponse, GatewayError } from "./errors.ts";
-import type { Dialect, ModelListing } from "./format.ts";
+import { GatewayError } from "./contract/errors.ts";
+import { errorResponse } from "./error_response.ts";
+import type { Dialect, ModelListing } from "./contract/format.ts";
 import { decodePathSegment } from "./http.ts";
 
 /** The listing (and dialect) that answers a request. */
-export type PickListing = (req: Request) => { listing: ModelListing; dialect: Dialect };
+type PickListing = (req: Request) => { listing: ModelListing; dialect: Dialect };
 
 /** The models listed now: never waits for a provider (their lists are read in the background). */
 const listed = (ctx: RequestContext) =>
@@ -59,7 +60,7 @@ function answerError(ctx: RequestContext, dialect: Dialect, err: GatewayError): 
 }
 
 /** What `GET /` (and `HEAD /`) says, with no key: the service's name and nothing else. */
-export const ROOT_TEXT = "LLM gateway\n";
+const ROOT_TEXT = "LLM gateway\n";
 
 /** Clients probe their base URL at start-up (Claude Code's `HEAD /`). */
 export const root: Handler = () =>

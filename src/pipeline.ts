@@ -3,7 +3,7 @@
  * = provider API) or convert through the IR (decode → encode upstream → decode upstream →
  * encode for the client), streams included.
  */
-import type { ClientContext, Codec, DecodeContext, StreamStep } from "./codec.ts";
+import type { ClientContext, Codec, DecodeContext, StreamStep } from "./contract/codec.ts";
 import type { RequestContext } from "./context.ts";
 import { demoResponse, demoStream } from "./demo.ts";
 import {
@@ -16,34 +16,31 @@ import {
   respond,
   STREAM_HEADERS,
 } from "./http.ts";
-import type * as ir from "./ir.ts";
-import { errorResponse, fromProviderError } from "./errors.ts";
-import type { UpstreamSpec } from "./format.ts";
-import { DEMO_API } from "./formats.ts";
+import type * as ir from "./contract/ir.ts";
+import { fromProviderError } from "./contract/errors.ts";
+import { errorResponse } from "./error_response.ts";
+import type { UpstreamSpec } from "./contract/format.ts";
+import { DEMO_API } from "./config.ts";
 import {
   callUpstream,
   checkContentType,
   JSON_TYPE,
   readErrorText,
   readUpstreamJson,
-  sseEnd,
-  type StreamEnd,
   upstreamError,
   upstreamHeaders,
   type UpstreamResponse,
 } from "./relay.ts";
+import { sseEnd, type StreamEnd } from "./stream_end.ts";
 import type { Resolved } from "./router.ts";
-import {
-  type Attempt,
-  boundFamily,
-  failover,
-  holdOpening,
-  type PoolKey,
-  ProviderFailure,
-} from "./failover.ts";
+import { type Attempt, failover, ProviderFailure } from "./failover.ts";
+import { holdOpening } from "./hold_opening.ts";
+import type { PoolKey } from "./health.ts";
+import { boundFamily } from "./contract/ir.ts";
 import { checkNesting } from "./nesting.ts";
-import { formatSse, type SseEvent } from "./sse.ts";
-import { EventReader, relayStream, sseFraming, type UpstreamFraming } from "./stream_stage.ts";
+import { formatSse, type SseEvent } from "./contract/sse.ts";
+import type { UpstreamFraming } from "./contract/framing.ts";
+import { EventReader, relayStream, sseFraming } from "./stream_stage.ts";
 import { clientStream, type IrSource, localIr, upstreamIr } from "./client_stream.ts";
 
 /** A non-SSE stream framing. */
@@ -164,7 +161,7 @@ const nowSeconds = () => Math.floor(Date.now() / 1000);
 const idFor = (ctx: RequestContext) => ctx.requestId.replace(/[^A-Za-z0-9]/g, "").slice(0, 24);
 
 /** A non-generation endpoint of a provider's API, relayed as JSON. */
-export interface OtherEndpoint {
+interface OtherEndpoint {
   path: string;
   /** The tokens its answer reports (for metrics and the access log). */
   usage(json: Record<string, unknown>): ir.Usage | undefined;

@@ -7,12 +7,12 @@
 import type { ProviderConfig } from "./config.ts";
 import type { Gateway, ReportedModels } from "./context.ts";
 import { DEMO_MODELS } from "./demo.ts";
-import { DEMO_API } from "./formats.ts";
+import { DEMO_API } from "./config.ts";
 import { logEvent } from "./log.ts";
 import { upstreamUrl } from "./relay.ts";
 
 /** Seconds between two reads of every provider's list. */
-export const REFRESH_S = 600;
+const REFRESH_S = 600;
 
 /** Pages read at most from one provider (a broken `next` must not loop). */
 const MAX_PAGES = 50;

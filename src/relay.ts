@@ -1,23 +1,17 @@
 /**
- * Talking to providers: credentials, timeouts, cancellation, and the stream guards that turn
- * an upstream that stops early into an `upstream_interrupted` event instead of a silent end.
+ * Talking to providers: the call (URL, credential, forwarded headers, deadline, cancellation),
+ * the provider socket, the gateway's shutdown of open calls, and reading an upstream answer or
+ * error. How a client's stream ends lives in src/stream_end.ts.
  */
 import type { ProviderConfig } from "./config.ts";
-import { fromProviderError, GatewayError } from "./errors.ts";
-import type { Dialect, UpstreamSpec } from "./format.ts";
+import { fromProviderError, GatewayError } from "./contract/errors.ts";
+import type { UpstreamSpec } from "./contract/format.ts";
 import { type HeaderPairs, headersFrom, pairsOf, pickHeaders, RETRY_HEADERS } from "./http.ts";
 import type { Secrets } from "./secrets.ts";
-import type { Trace } from "./trace.ts";
+import { ClientGone } from "./stream_end.ts";
 import { Deadline } from "./deadline.ts";
 
-/** The client went away; nothing is left to answer. */
-export class ClientGone extends Error {}
-
-/** How a request whose client went away is logged and counted (nobody reads the answer). */
-export const clientClosed = () =>
-  new GatewayError(499, "invalid_request", "client closed the request");
-
-export interface UpstreamRequest {
+interface UpstreamRequest {
   provider: ProviderConfig;
   /** The provider's format: it credentials (or signs) the request. */
   spec: UpstreamSpec;
@@ -60,8 +54,7 @@ export function upstreamUrl(provider: ProviderConfig, path: string): string {
   return provider.base_url!.replace(/\/+$/, "") + path;
 }
 
-export const shuttingDown = () =>
-  new GatewayError(503, "overloaded", "the gateway is shutting down");
+const shuttingDown = () => new GatewayError(503, "overloaded", "the gateway is shutting down");
 
 /**
  * Sends a request upstream and waits for its response headers, at most `first_byte_ms`
@@ -105,8 +98,8 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
 /**
  * The gateway's shutdown, as far as open upstream calls are concerned: once the grace runs out,
  * `stop` cuts every call still watching. A set of calls rather than a listener per call on a
- * shared AbortSignal: adding and removing those cost ~2% req/s on relayed JSON, and removing
- * one is linear in the listeners (thousands, with as many open streams).
+ * shared AbortSignal: adding and removing those showed on relayed JSON (docs/performance.md),
+ * and removing one is linear in the listeners (thousands, with as many open streams).
  */
 export class Stopping {
   #stopped = false;
@@ -150,7 +143,7 @@ function watchCancellation(
 }
 
 /** A WebSocket dial: the same URL, credentials, deadlines and cancellation as an HTTP call. */
-export type SocketRequest = Omit<UpstreamRequest, "body">;
+type SocketRequest = Omit<UpstreamRequest, "body">;
 
 /**
  * Opens a provider's WebSocket (`ws[s]://` of its base_url + path), credentialed by its
@@ -271,6 +264,7 @@ function concatAll(chunks: Uint8Array<ArrayBuffer>[], size: number): Uint8Array<
 }
 
 const decoder = new TextDecoder();
+const encoder = new TextEncoder();
 
 const MIB = 1024 * 1024;
 
@@ -360,47 +354,4 @@ export async function upstreamError(
   const text = await readErrorText(up, idleMs, secrets);
   const headers = headersFrom(upstreamHeaders(up.res, RETRY_HEADERS, secrets));
   return fromProviderError(up.res.status, text, headers, spec.readError);
-}
-
-/** How a client stream ends, in its framing. `sent`: whether any bytes went out before. */
-export interface StreamEnd {
-  /** Text after a complete stream. */
-  complete(sent: boolean): string;
-  /** Text that tells the client the upstream stopped before its end marker. */
-  interrupted(sent: boolean, why: string): string;
-}
-
-/** SSE framing: the interruption event, then `data: [DONE]`. */
-export function sseEnd(dialect: Dialect): StreamEnd {
-  return {
-    complete: () => "",
-    interrupted: (_, why) => dialect.interruption(why) + "data: [DONE]\n\n",
-  };
-}
-
-const encoder = new TextEncoder();
-
-/** Closes a client stream with its ending text and ends its trace (interrupted if `why`). */
-export function closeStream(
-  controller: ReadableStreamDefaultController<Uint8Array>,
-  trace: Trace,
-  ending: string,
-  why?: string,
-): void {
-  if (ending) controller.enqueue(encoder.encode(ending));
-  controller.close();
-  if (why !== undefined) trace.interruptedBy(why);
-  trace.end();
-}
-
-/** The client left mid-stream: the trace ends there. */
-export function clientGone(
-  trace: Trace,
-  controller?: ReadableStreamDefaultController<Uint8Array>,
-  e?: unknown,
-): void {
-  trace.clientGone = true;
-  trace.failed("invalid_request", "client disconnected");
-  trace.end();
-  controller?.error(e);
 }

@@ -18,8 +18,8 @@ import {
 } from "./config.ts";
 import type { Gateway } from "./context.ts";
 import { logEvent } from "./log.ts";
-import type { Health } from "./failover.ts";
-import type { DefaultVendor } from "./format.ts";
+import type { Health } from "./health.ts";
+import type { DefaultVendor } from "./contract/format.ts";
 import type { Formats } from "./formats.ts";
 import { LimitPolicy } from "./limits/policy.ts";
 import { Router } from "./router.ts";
@@ -43,7 +43,7 @@ export function configured(
   };
 }
 
-export interface ConfigSource {
+interface ConfigSource {
   /** The formats served: the config may only name theirs. */
   formats: Formats;
   /** `--config` / `GATEWAY_CONFIG`; absent: the built-in default from the environment. */
@@ -80,13 +80,13 @@ export function configLoader(source: ConfigSource): () => Config {
 const RESTART_ONLY = ["listen", "response_store", "metrics", "limits_store"] as const;
 
 /** A short digest that tells configs apart in logs (keys included, never shown). */
-export function configDigest(config: Config): string {
+function configDigest(config: Config): string {
   const digest = sha256(JSON.stringify(config)).subarray(0, 8);
   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** What one reload did, as logged. */
-export interface ReloadOutcome {
+interface ReloadOutcome {
   outcome: "applied" | "rejected" | "ignored";
   trigger: string;
   digest?: string;

@@ -1,10 +1,10 @@
 /** Model name → route → provider. First matching route wins; patterns are `*` globs. */
 import { globToRegExp } from "./glob.ts";
 import type { Config, ProviderConfig, RouteConfig } from "./config.ts";
-import type { DefaultVendor } from "./format.ts";
-import { GatewayError } from "./errors.ts";
+import type { DefaultVendor, ListedModel } from "./contract/format.ts";
+import { GatewayError } from "./contract/errors.ts";
 import { clip } from "./model_name.ts";
-import { Health } from "./failover.ts";
+import { Health } from "./health.ts";
 
 /** One deployment of a route, as configured. */
 export interface Target {
@@ -33,14 +33,6 @@ export interface Resolved {
   label: string;
   /** The route's `name`, or its first model pattern: a metric label. */
   name: string;
-}
-
-export interface ListedModel {
-  id: string;
-  owned_by: string;
-  display_name?: string;
-  context_window?: number;
-  max_output_tokens?: number;
 }
 
 export class Router {

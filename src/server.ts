@@ -3,21 +3,23 @@
  * dialect, and one access-log line per request.
  */
 import { authenticate } from "./auth.ts";
-import { checkFormats, type Config, providerKeys } from "./config.ts";
-import type { Gateway, RequestContext } from "./context.ts";
-import type { FormatPlugin } from "./format.ts";
+import { checkFormats, type Config, providerKeys, type ResponseStoreConfig } from "./config.ts";
+import type { Gateway, Plugin, RequestContext } from "./context.ts";
+import type { FormatRegistry } from "./registry.ts";
 import { type Endpoint, Formats } from "./formats.ts";
-import { errorResponse, GatewayError, notFound } from "./errors.ts";
+import { GatewayError, notFound } from "./contract/errors.ts";
+import { errorResponse } from "./error_response.ts";
 import { accessLog } from "./log.ts";
 import { Metrics } from "./metrics.ts";
 import { dropSpanQuery, otelEnabled, spanAttributes } from "./otel.ts";
-import { clientClosed, ClientGone, Stopping } from "./relay.ts";
+import { Stopping } from "./relay.ts";
+import { clientClosed, ClientGone } from "./stream_end.ts";
 import { ProviderModels } from "./provider_models.ts";
-import { createStore } from "./store.ts";
+import { MemoryStore, type ResponseStore } from "./store.ts";
 import { Secrets } from "./secrets.ts";
 import { Trace } from "./trace.ts";
 import { configured } from "./reload.ts";
-import { Limiter } from "./limits/limiter.ts";
+import { Limiter } from "./limiter.ts";
 import { agentOf, kongConsumer, sessionOf } from "./limits/identity.ts";
 import type { Identity } from "./limits/policy.ts";
 import { type LimitStore, MemoryLimitStore } from "./limits/store.ts";
@@ -25,12 +27,12 @@ import { RedisLimitStore } from "./limits/redis.ts";
 
 /** Incoming request-id headers, in order of preference (Kong's first). */
 const REQUEST_ID_HEADERS = ["x-kong-request-id", "x-request-id", "x-correlation-id"];
-export const REQUEST_ID_RESPONSE_HEADER = "x-gateway-request-id";
+const REQUEST_ID_RESPONSE_HEADER = "x-gateway-request-id";
 
 /** A gateway serving `plugins`' formats (main.ts passes plugins/mod.ts's). */
 export async function createGateway(
   config: Config,
-  plugins: readonly FormatPlugin[] | Formats,
+  plugins: readonly Plugin[] | Formats,
   /**
    * `builtInConfig`: the config is the built-in default (its 404 hints name vendor keys);
    * `limitStore`: where limits count instead of `config.limits_store`'s (tests shorten windows).
@@ -60,7 +62,7 @@ export async function createGateway(
     observers: [
       accessLog(secrets),
       limiter,
-      // Metrics no listener exposes are not collected either (+1.6% req/s on relayed JSON).
+      // Metrics no listener exposes are not collected either (docs/performance.md).
       ...config.metrics ? [metrics] : [],
       ...otelEnabled() ? [spanAttributes(systems)] : [],
     ],
@@ -89,7 +91,11 @@ function isWebSocketUpgrade(req: Request): boolean {
   return req.headers.get("upgrade")?.toLowerCase() === "websocket";
 }
 
-function findEndpoint(formats: Formats, req: Request, path: string): Endpoint {
+function findEndpoint(
+  formats: FormatRegistry<RequestContext>,
+  req: Request,
+  path: string,
+): Endpoint {
   const matches = formats.matching(path);
   if (matches.length === 0) throw notFound(`no such endpoint: ${req.method} ${path}`);
   // A WebSocket endpoint answers upgrades only; another on its path the plain requests.
@@ -204,4 +210,12 @@ function identify(
 function internalError(e: unknown, requestId: string): GatewayError {
   console.error(JSON.stringify({ level: "error", request_id: requestId, error: String(e) }));
   return new GatewayError(500, "upstream", `internal gateway error (request id ${requestId})`);
+}
+
+/** The configured store: Redis when `redis_url` is set, else the embedded one. */
+async function createStore(cfg: ResponseStoreConfig): Promise<ResponseStore> {
+  // Disabled, the store stays empty (nothing is put): no Redis connection either.
+  if (!cfg.redis_url || !cfg.enabled) return new MemoryStore(cfg);
+  const { RedisStore } = await import("./store_redis.ts");
+  return RedisStore.connect(cfg);
 }

@@ -1,7 +1,7 @@
 /**
  * SHA-256 in plain JavaScript, for the client key of every request (and the config digest).
- * `node:crypto` gives the same digest but slows the rest of the request measurably (tens of µs
- * at c=1); Web Crypto's digest is async (an op round trip). Scratch buffers are reused:
+ * `node:crypto` gives the same digest but slows the rest of the request measurably
+ * (docs/performance.md); Web Crypto's digest is async (an op round trip). Scratch buffers are reused:
  * allocating a typed array costs more here than hashing a short key.
  */
 // deno-fmt-ignore

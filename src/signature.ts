@@ -4,7 +4,7 @@
  * private prefix, and comes back intact on the next turn. Encoders send a signature upstream
  * only to its own family ("drop them when the target model's family differs").
  */
-import type { Family, Signature } from "./ir.ts";
+import type { Family, Signature } from "./contract/ir.ts";
 
 const PREFIX = "gwsig1:";
 

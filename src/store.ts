@@ -7,7 +7,7 @@
  * Nothing here logs a record's content.
  */
 import type { ResponseStoreConfig } from "./config.ts";
-import { GatewayError } from "./errors.ts";
+import { GatewayError } from "./contract/errors.ts";
 
 export interface StoredResponse {
   id: string;
@@ -163,12 +163,4 @@ export class MemoryStore implements ResponseStore {
       this.remove(id, e);
     }
   }
-}
-
-/** The configured store: Redis when `redis_url` is set, else the embedded one. */
-export async function createStore(cfg: ResponseStoreConfig): Promise<ResponseStore> {
-  // Disabled, the store stays empty (nothing is put): no Redis connection either.
-  if (!cfg.redis_url || !cfg.enabled) return new MemoryStore(cfg);
-  const { RedisStore } = await import("./store_redis.ts");
-  return RedisStore.connect(cfg);
 }

@@ -6,12 +6,14 @@
  * Events are parsed only as far as the format's watch needs (end, error, usage); everything
  * else is a scan for blank lines.
  */
-import type { StreamWatch } from "./codec.ts";
+import type { StreamWatch } from "./contract/codec.ts";
 import type { Deadline } from "./deadline.ts";
-import { GatewayError } from "./errors.ts";
-import { ClientGone, clientGone, closeStream, type UpstreamResponse } from "./relay.ts";
+import { GatewayError } from "./contract/errors.ts";
+import type { UpstreamResponse } from "./relay.ts";
+import { ClientGone, clientGone, closeStream } from "./stream_end.ts";
 import type { Secrets } from "./secrets.ts";
-import type { SseEvent } from "./sse.ts";
+import type { SseEvent } from "./contract/sse.ts";
+import type { UpstreamFraming } from "./contract/framing.ts";
 import type { Trace } from "./trace.ts";
 
 /** The buffer sizes an upstream stream is read with. */
@@ -21,36 +23,9 @@ const MAX_READ_BYTES = 64 * 1024;
 /** A single upstream event larger than this ends the stream (it would be held in memory). */
 const MAX_EVENT_BYTES = 64 * 1024 * 1024;
 
-export interface Timeouts {
+interface Timeouts {
   first_byte_ms: number;
   idle_ms: number;
-}
-
-/** What a framing found in the bytes received so far. */
-export interface Scan {
-  /** Offset just past the last complete event. */
-  cut: number;
-  /** The complete events, parsed far enough for a watch. */
-  events: SseEvent[];
-  /** The text of the bytes before `cut`, when the scan decoded it anyway. */
-  text?: string;
-  /**
-   * A complete event that is not a JSON payload: `at` is its index, `before` the framing's own
-   * text of the events before it (relayed as received, then the stream ends).
-   */
-  malformed?: { at: number; before: string };
-}
-
-/** How a stream's bytes divide into events, and how it ends when cut. */
-export interface UpstreamFraming {
-  /** The content type of a stream in this framing (a 2xx of another type is refused). */
-  mediaType: string;
-  /** Scans `buf`, of which bytes before `from` were scanned before and held back. */
-  scan(buf: Uint8Array, from: number, decode: (b: Uint8Array) => string): Scan;
-  /** Text that closes the client's stream after a complete upstream stream. */
-  complete(): string;
-  /** Text that tells the client the stream was cut short. */
-  interrupted(why: string): string;
 }
 
 const LF = 10;
@@ -138,7 +113,7 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
 }
 
 /** Complete upstream events and the bytes that carry them (scrubbed if they held a key). */
-export interface Batch {
+interface Batch {
   events: SseEvent[];
   bytes: Uint8Array;
 }

@@ -3,9 +3,9 @@
  * ended — told to every observer from one place. The access log is one observer; metrics and
  * failover plug in beside it. A WebSocket response frame gets its own trace (`forResponse`).
  */
-import type { EndpointSpec } from "./format.ts";
-import type { ErrorKind } from "./errors.ts";
-import type { Usage } from "./ir.ts";
+import type { EndpointSpec } from "./contract/format.ts";
+import type { ErrorKind } from "./contract/errors.ts";
+import type { Usage } from "./contract/ir.ts";
 import type { Resolved } from "./router.ts";
 
 /** How a request reached its answer: bytes relayed, converted through the IR, or answered here. */
@@ -28,7 +28,7 @@ export interface Observer {
   ended(t: Trace): void;
 }
 
-export interface TraceStart {
+interface TraceStart {
   requestId: string;
   method: string;
   path: string;
@@ -103,7 +103,7 @@ export class Trace {
   }
 
   /** The endpoint the request matched. */
-  matched(e: Pick<EndpointSpec, "name" | "operation" | "unbilled">): void {
+  matched(e: Pick<EndpointSpec<unknown>, "name" | "operation" | "unbilled">): void {
     this.endpoint = e.name;
     this.operation = e.operation;
     this.billedEndpoint = !e.unbilled;

@@ -3,7 +3,7 @@
  * first bad field (`messages[2].content: expected string or array`) as a 400 in any dialect.
  */
 import { z } from "zod";
-import { badRequest } from "./errors.ts";
+import { badRequest } from "./contract/errors.ts";
 
 /** `["messages", 2, "content"]` → `messages[2].content`. */
 export function formatPath(path: readonly PropertyKey[]): string {
@@ -56,8 +56,8 @@ export function describeIssues(error: z.ZodError): { path: string; message: stri
  * Where a body keeps what it parsed to, by schema: an endpoint validates before routing and the
  * codec's decoder parses again, so a converted request would pay for zod twice (a large body,
  * twice its longest pause of the event loop). A non-enumerable property of the body itself,
- * not a WeakMap: an entry per request in a weak table made every scavenge dearer (relayed JSON
- * 2% slower, BENCHMARKS.md), and spreads and `JSON.stringify` do not copy it.
+ * not a WeakMap: an entry per request in a weak table made every scavenge dearer (measured in
+ * docs/performance.md), and spreads and `JSON.stringify` do not copy it.
  */
 const PARSED = Symbol("parsed");
 type Parsed = { [PARSED]?: { schema: z.ZodType; data: unknown } };
@@ -110,7 +110,7 @@ export function tagged(
 /**
  * A loose object whose optional fields are checked only when present. zod's object parse runs
  * every field's schema on every body, present or not, and a request carries a handful of the
- * twenty-odd optional fields a format allows (measured: up to 2% req/s on relayed chat JSON).
+ * twenty-odd optional fields a format allows (docs/performance.md).
  * Issues keep zod's shape (paths from the object, kinds kept); a present field's parsed value
  * replaces the raw one, as in zod's own object. Bad optional fields are reported in the body's
  * key order, after any required field's.

@@ -7,11 +7,11 @@
  */
 
 /** Past this much unsent, converted responses stop pulling from their provider. */
-export const BACKLOG_BYTES = 1024 * 1024;
+const BACKLOG_BYTES = 1024 * 1024;
 /** Past this much unsent (a provider socket's frames keep coming), the client is given up. */
-export const MAX_BACKLOG_BYTES = 16 * 1024 * 1024;
+const MAX_BACKLOG_BYTES = 16 * 1024 * 1024;
 /** How long a backlog may stay over BACKLOG_BYTES. */
-export const BACKLOG_GRACE_MS = 30_000;
+const BACKLOG_GRACE_MS = 30_000;
 
 /** How often a waiting response looks at the backlog again (Deno fires no "drain" event). */
 const POLL_MS = 20;

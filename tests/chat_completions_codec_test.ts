@@ -1,13 +1,13 @@
 /** Unit tests for the Chat Completions codec's tricky parts (goldens cover the common paths). */
 import assert from "node:assert/strict";
-import { chatCodec } from "../plugins/chat_completions/codec.ts";
-import { validateRequest } from "../plugins/chat_completions/schema.ts";
-import { MOVED_MEDIA_NOTE } from "../plugins/chat_completions/encode_request.ts";
+import { chatCodec } from "../plugins/chat/codec.ts";
+import { validateRequest } from "../plugins/chat/schema.ts";
+import { MOVED_MEDIA_NOTE } from "../plugins/chat/encode_request.ts";
 import { TOOL_ERROR_PREFIX } from "../plugins/shared.ts";
-import type { ClientContext, EncodeContext } from "../src/codec.ts";
-import { GatewayError } from "../src/errors.ts";
-import type * as ir from "../src/ir.ts";
-import type { SseEvent } from "../src/sse.ts";
+import type { ClientContext, EncodeContext } from "../src/contract/codec.ts";
+import { GatewayError } from "../src/contract/errors.ts";
+import type * as ir from "../src/contract/ir.ts";
+import type { SseEvent } from "../src/contract/sse.ts";
 import { pipe } from "./codec_helpers.ts";
 
 const ENCODE: EncodeContext = { model: "up", route: '"gpt-*" → oa (chat)', defaultMaxTokens: 1024 };

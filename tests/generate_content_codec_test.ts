@@ -1,10 +1,10 @@
 /** Unit tests for the Gemini generateContent codec's tricky parts. */
 import assert from "node:assert/strict";
-import type * as ir from "../src/ir.ts";
-import type { SseEvent } from "../src/sse.ts";
-import { geminiCodec } from "../plugins/generate_content/codec.ts";
-import { validateRequest } from "../plugins/generate_content/schema.ts";
-import { fromOpenApi } from "../plugins/generate_content/json_schema.ts";
+import type * as ir from "../src/contract/ir.ts";
+import type { SseEvent } from "../src/contract/sse.ts";
+import { generateContentCodec } from "../plugins/generate-content/codec.ts";
+import { validateRequest } from "../plugins/generate-content/schema.ts";
+import { fromOpenApi } from "../plugins/generate-content/json_schema.ts";
 import { pipe, rejects } from "./codec_helpers.ts";
 
 const ENCODE = {
@@ -55,7 +55,7 @@ Deno.test("validateRequest keeps unknown fields and accepts snake_case names", (
 // ---- ingress ids ----
 
 Deno.test("id-less calls and responses pair statelessly by name and order", () => {
-  const r = geminiCodec.decodeRequest({
+  const r = generateContentCodec.decodeRequest({
     contents: [
       { role: "user", parts: [{ text: "go" }] },
       {
@@ -86,7 +86,7 @@ Deno.test("id-less calls and responses pair statelessly by name and order", () =
 });
 
 Deno.test("responses with known ids pair by id; orphans are rejected", () => {
-  const r = geminiCodec.decodeRequest({
+  const r = generateContentCodec.decodeRequest({
     contents: [
       {
         role: "model",
@@ -100,7 +100,7 @@ Deno.test("responses with known ids pair by id; orphans are rejected", () => {
   assert.equal((r.messages[1].parts[0] as ir.ToolResultPart).callId, "a2");
   rejects(
     () =>
-      geminiCodec.decodeRequest({
+      generateContentCodec.decodeRequest({
         contents: [{ role: "user", parts: [{ functionResponse: { name: "f", response: {} } }] }],
       }, "m"),
     /^contents\[0\]\.parts\[0\]\.functionResponse: no earlier functionCall named f/,
@@ -108,7 +108,7 @@ Deno.test("responses with known ids pair by id; orphans are rejected", () => {
 });
 
 Deno.test("model-turn fragments join; user text parts stay apart", () => {
-  const r = geminiCodec.decodeRequest({
+  const r = generateContentCodec.decodeRequest({
     contents: [
       { role: "user", parts: [{ text: "a" }, { text: "b" }] },
       { role: "model", parts: [{ text: "x", thought: true }, { text: "y", thought: true }] },
@@ -141,7 +141,7 @@ Deno.test("foreign thinking signatures ride in thoughtSignature and come back", 
       { type: "tool_call", id: "toolu_1", name: "f", arguments: '{"a":1}' },
     ],
   };
-  const body = geminiCodec.encodeResponse(res, CLIENT) as {
+  const body = generateContentCodec.encodeResponse(res, CLIENT) as {
     candidates: { content: { parts: Record<string, unknown>[] }; finishReason: string }[];
   };
   const parts = body.candidates[0].content.parts;
@@ -154,7 +154,7 @@ Deno.test("foreign thinking signatures ride in thoughtSignature and come back", 
   assert.deepEqual(parts[2], { functionCall: { id: "toolu_1", name: "f", args: { a: 1 } } });
   assert.equal(body.candidates[0].finishReason, "STOP");
 
-  const back = geminiCodec.decodeRequest({ contents: [{ role: "model", parts }] }, "m");
+  const back = generateContentCodec.decodeRequest({ contents: [{ role: "model", parts }] }, "m");
   assert.deepEqual(back.messages[0].parts, [
     { type: "thinking", text: "hmm", signature: { family: "anthropic", value: "EqQB" } },
     { type: "redacted_thinking", data: "ErEd", family: "anthropic" },
@@ -163,7 +163,7 @@ Deno.test("foreign thinking signatures ride in thoughtSignature and come back", 
 });
 
 Deno.test("upstream: only Gemini's own signatures and ids go to Gemini", () => {
-  const body = geminiCodec.encodeRequest(
+  const body = generateContentCodec.encodeRequest(
     req([
       {
         role: "assistant",
@@ -221,7 +221,7 @@ Deno.test("upstream: only Gemini's own signatures and ids go to Gemini", () => {
 // ---- upstream request ----
 
 Deno.test("upstream: mid-conversation system text is marked and tool results lead the turn", () => {
-  const body = geminiCodec.encodeRequest(
+  const body = generateContentCodec.encodeRequest(
     req([
       { role: "user", parts: [{ type: "text", text: "hi" }] },
       {
@@ -256,20 +256,24 @@ Deno.test("upstream: rejections name the field and the route", () => {
     source: ir.MediaSource,
   ): ir.Message[] => [{ role: "user", parts: [{ type: "image", source }] }];
   rejects(
-    () => geminiCodec.encodeRequest(req(image({ kind: "url", url: "https://x/y.png" })), ENCODE),
+    () =>
+      generateContentCodec.encodeRequest(
+        req(image({ kind: "url", url: "https://x/y.png" })),
+        ENCODE,
+      ),
     /image URLs cannot be fetched .* route "g-\*" → gemini/,
     "image_url",
   );
-  rejects(() => geminiCodec.encodeRequest(req([], { n: 2 }), ENCODE), /n > 1/, "n");
+  rejects(() => generateContentCodec.encodeRequest(req([], { n: 2 }), ENCODE), /n > 1/, "n");
   rejects(
     () =>
-      geminiCodec.encodeRequest(
+      generateContentCodec.encodeRequest(
         req([{ role: "tool", parts: [{ type: "tool_result", callId: "x", content: [] }] }]),
         ENCODE,
       ),
     /Gemini needs the function name/,
   );
-  const inline = geminiCodec.encodeRequest(
+  const inline = generateContentCodec.encodeRequest(
     req(image({ kind: "url", url: "data:image/png;base64,AAA=" })),
     ENCODE,
   );
@@ -281,7 +285,7 @@ Deno.test("upstream: rejections name the field and the route", () => {
 
 Deno.test("upstream: reasoning table", () => {
   const thinking = (reasoning: ir.Reasoning) =>
-    (geminiCodec.encodeRequest(req([], { reasoning }), ENCODE).generationConfig as Record<
+    (generateContentCodec.encodeRequest(req([], { reasoning }), ENCODE).generationConfig as Record<
       string,
       unknown
     >)
@@ -298,7 +302,7 @@ Deno.test("upstream: reasoning table", () => {
 });
 
 Deno.test("upstream: custom tools become a function taking {input}", () => {
-  const body = geminiCodec.encodeRequest(
+  const body = generateContentCodec.encodeRequest(
     req([{
       role: "assistant",
       parts: [{
@@ -347,7 +351,7 @@ Deno.test("fromOpenApi: upper-case types, nullable, examples", () => {
 // ---- upstream responses and streams ----
 
 Deno.test("decodeResponse: synthesized ids, usage per §5.6, tool calls finish as tool_calls", () => {
-  const res = geminiCodec.decodeResponse({
+  const res = generateContentCodec.decodeResponse({
     candidates: [{
       content: {
         role: "model",
@@ -382,7 +386,7 @@ Deno.test("decodeResponse: synthesized ids, usage per §5.6, tool calls finish a
 });
 
 Deno.test("decodeResponse: calls to custom tools unwrap their {input}", () => {
-  const res = geminiCodec.decodeResponse({
+  const res = generateContentCodec.decodeResponse({
     candidates: [{
       content: { parts: [{ functionCall: { name: "patch", args: { input: "*** Begin" } } }] },
       finishReason: "STOP",
@@ -415,7 +419,7 @@ Deno.test("decodeStream: parts open and close with consecutive indexes", async (
       chunk([{ text: "", thoughtSignature: "S" }], { finishReason: "STOP" }),
       chunk([{ text: "ignored after the end" }]),
     ),
-    geminiCodec.decodeStream(DECODE),
+    generateContentCodec.decodeStream(DECODE),
   );
   assert.deepEqual(
     events.map((e) => e.type === "start" ? "start" : `${e.type}:${"index" in e ? e.index : ""}`),
@@ -453,11 +457,11 @@ Deno.test("decodeStream: parts open and close with consecutive indexes", async (
 });
 
 Deno.test("decodeStream: no finish without finishReason; errors become IR errors", async () => {
-  const cut = await pipe(sse(chunk([{ text: "a" }])), geminiCodec.decodeStream(DECODE));
+  const cut = await pipe(sse(chunk([{ text: "a" }])), generateContentCodec.decodeStream(DECODE));
   assert.ok(!cut.some((e) => e.type === "finish"));
   const failed = await pipe(
     sse({ error: { code: 503, message: "overloaded", status: "UNAVAILABLE" } }),
-    geminiCodec.decodeStream(DECODE),
+    generateContentCodec.decodeStream(DECODE),
   );
   assert.deepEqual(failed, [{
     type: "error",
@@ -485,7 +489,7 @@ Deno.test("encodeStream: calls go out whole, the last chunk finishes, errors in 
     },
     { type: "error", status: 529, kind: "overloaded", message: "busy" },
   ];
-  const out = (await pipe(events, geminiCodec.encodeStream(CLIENT))).map((e) => {
+  const out = (await pipe(events, generateContentCodec.encodeStream(CLIENT))).map((e) => {
     assert.equal(e.event, undefined);
     return JSON.parse(e.data);
   });
@@ -511,7 +515,7 @@ Deno.test("encodeStream: nothing terminal without finish", async () => {
     { type: "start", id: "x", model: "m", created: 0 },
     { type: "part_start", index: 0, part: { type: "text" } },
     { type: "text_delta", index: 0, text: "cut" },
-  ], geminiCodec.encodeStream(CLIENT));
+  ], generateContentCodec.encodeStream(CLIENT));
   assert.equal(out.length, 1);
   assert.ok(!out[0].data.includes("finishReason"));
 });

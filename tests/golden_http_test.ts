@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { validateConfig } from "../src/config.ts";
-import type { Api } from "../src/ir.ts";
+import type { Api } from "../src/contract/ir.ts";
 import { setAccessLogSink } from "../src/log.ts";
 import { createGateway, createHandler } from "../src/server.ts";
 import { bodies, FORMATS, INGRESS, KEY, post } from "./helpers.ts";

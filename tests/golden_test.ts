@@ -13,13 +13,13 @@
  */
 import assert from "node:assert/strict";
 import { PLUGINS } from "../plugins/mod.ts";
-import type { Codec } from "../src/codec.ts";
-import type { Api } from "../src/ir.ts";
-import { GatewayError } from "../src/errors.ts";
+import type { Codec } from "../src/contract/codec.ts";
+import type { Api } from "../src/contract/ir.ts";
+import { GatewayError } from "../src/contract/errors.ts";
 // Test-only, so not in the import map (which `deno task dev/start` installs whole).
 // deno-lint-ignore no-import-prefix
 import { EventSourceParserStream } from "npm:eventsource-parser@4.1.3/stream";
-import { formatSse, type SseEvent } from "../src/sse.ts";
+import { formatSse, type SseEvent } from "../src/contract/sse.ts";
 import { sseFraming } from "../src/stream_stage.ts";
 
 const ROOT = new URL("./golden/", import.meta.url);

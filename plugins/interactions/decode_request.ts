@@ -4,8 +4,8 @@
  * only Google can run — agents, background runs, stored chains it would have to resolve,
  * non-text outputs — is refused with a 400 naming the field.
  */
-import type * as ir from "../../src/ir.ts";
-import { badRequest } from "../../src/errors.ts";
+import type * as ir from "../../src/contract/ir.ts";
+import { badRequest } from "../../src/contract/errors.ts";
 import {
   type GenerationConfig,
   type InteractionsRequest,

@@ -2,9 +2,9 @@
  * Interactions clients speak Google's dialect (key headers, error envelope); only the end of a
  * cut stream differs: an `error` event, whose `error.code` says `upstream_interrupted`.
  */
-import type { Dialect } from "../../src/format.ts";
-import { formatSse } from "../../src/sse.ts";
-import { googleDialect } from "../generate_content/dialect.ts";
+import type { Dialect } from "../../src/contract/format.ts";
+import { formatSse } from "../../src/contract/sse.ts";
+import { googleDialect } from "../generate-content/dialect.ts";
 import { errorEvent } from "./encode_stream.ts";
 
 export const interactionsDialect: Dialect = {

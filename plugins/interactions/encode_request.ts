@@ -3,9 +3,9 @@
  * whole conversation as steps every time, with `store: false`: Google keeps nothing it would
  * only be asked to forget.
  */
-import type * as ir from "../../src/ir.ts";
-import type { EncodeContext } from "../../src/codec.ts";
-import { unsupported } from "../../src/errors.ts";
+import type * as ir from "../../src/contract/ir.ts";
+import type { EncodeContext } from "../../src/contract/codec.ts";
+import { unsupported } from "../../src/contract/errors.ts";
 import { signatureFor } from "../../src/signature.ts";
 import { CUSTOM_INPUT_KEY, urlSource } from "../shared.ts";
 import { dropOptions, planHosted } from "../hosted.ts";

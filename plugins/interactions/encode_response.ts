@@ -4,8 +4,8 @@
  * the answer's only: the request's input is the stored interaction's business. `output_text`
  * is left out as Google leaves it out: the SDK computes it from the steps.
  */
-import type * as ir from "../../src/ir.ts";
-import type { ClientContext } from "../../src/codec.ts";
+import type * as ir from "../../src/contract/ir.ts";
+import type { ClientContext } from "../../src/contract/codec.ts";
 import { carrySignature } from "../../src/signature.ts";
 import { encodeUsage, FAMILY, isoTime, modelSteps, type SignatureSlot, statusOf } from "./steps.ts";
 

@@ -5,13 +5,13 @@
  * position among the interaction's steps, which differs from the IR index where a signature
  * becomes a step of its own or a hosted run two.
  */
-import type * as ir from "../../src/ir.ts";
-import type { ClientContext, StreamStep } from "../../src/codec.ts";
-import type { SseEvent } from "../../src/sse.ts";
+import type * as ir from "../../src/contract/ir.ts";
+import type { ClientContext, StreamStep } from "../../src/contract/codec.ts";
+import type { SseEvent } from "../../src/contract/sse.ts";
 import { streamErrorBody } from "../shared.ts";
 import { carried, resourceHead } from "./encode_response.ts";
 import { annotation, encodeUsage, functionCallStep, modelSteps, statusOf } from "./steps.ts";
-import { googleDialect } from "../generate_content/dialect.ts";
+import { googleDialect } from "../generate-content/dialect.ts";
 
 type Obj = Record<string, unknown>;
 

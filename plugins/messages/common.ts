@@ -1,6 +1,6 @@
 /** Mappings the Anthropic Messages decoders and encoders share (both directions). */
-import type * as ir from "../../src/ir.ts";
-import { type ErrorKind, kindForStatus } from "../../src/errors.ts";
+import type * as ir from "../../src/contract/ir.ts";
+import { type ErrorKind, kindForStatus } from "../../src/contract/errors.ts";
 import { carrySignature } from "../../src/signature.ts";
 import { ATTACHED, carryMarked, CUSTOM_INPUT_KEY, readMarked } from "../shared.ts";
 
@@ -144,7 +144,7 @@ export function readAttached(sig: ir.Signature): ir.Signature | undefined {
 // ---- server tools (hosted web search and fetch) ----
 
 /** Anthropic's server tool name for each IR hosted kind, and back. */
-export const SERVER_TOOL_NAMES: Record<ir.HostedKind, string> = {
+const SERVER_TOOL_NAMES: Record<ir.HostedKind, string> = {
   web_search: "web_search",
   web_fetch: "web_fetch",
 };
@@ -205,7 +205,7 @@ export function citationOf(c: Obj): ir.Citation | undefined {
 }
 
 /** Server tool ids look like `srvtoolu_…`; others' ids are kept behind that prefix. */
-export const serverToolId = (irId: string) =>
+const serverToolId = (irId: string) =>
   irId.startsWith("srvtoolu_") ? irId : `srvtoolu_${irId.replace(/[^a-zA-Z0-9_-]/g, "_")}`;
 
 /** A hosted run as the client blocks Claude Code reads: `server_tool_use` and its result. */

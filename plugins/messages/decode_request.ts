@@ -1,7 +1,7 @@
 /** Ingress: an Anthropic Messages client request to the IR. */
-import type * as ir from "../../src/ir.ts";
+import type * as ir from "../../src/contract/ir.ts";
 import type { z } from "zod";
-import { badRequest } from "../../src/errors.ts";
+import { badRequest } from "../../src/contract/errors.ts";
 import { readSignature } from "../../src/signature.ts";
 import { userLocationOf } from "../hosted.ts";
 import { FAMILY, readAttached } from "./common.ts";

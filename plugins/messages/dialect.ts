@@ -1,7 +1,7 @@
 /** Anthropic's error envelope, where its clients put their key, and its model list. */
-import type { ErrorKind, GatewayError } from "../../src/errors.ts";
-import type { Dialect, ModelListing } from "../../src/format.ts";
-import type { ListedModel } from "../../src/router.ts";
+import type { ErrorKind, GatewayError } from "../../src/contract/errors.ts";
+import type { Dialect, ModelListing } from "../../src/contract/format.ts";
+import type { ListedModel } from "../../src/contract/format.ts";
 import { bearer, rateLimitHeaders } from "../shared.ts";
 
 const TYPE: Record<ErrorKind, string> = {

@@ -1,7 +1,7 @@
 /** Upstream: the IR to an Anthropic Messages request body. */
-import type * as ir from "../../src/ir.ts";
-import type { EncodeContext } from "../../src/codec.ts";
-import { unsupported } from "../../src/errors.ts";
+import type * as ir from "../../src/contract/ir.ts";
+import type { EncodeContext } from "../../src/contract/codec.ts";
+import { unsupported } from "../../src/contract/errors.ts";
 import { signatureFor } from "../../src/signature.ts";
 import { argumentsObject, CUSTOM_INPUT_KEY, urlSource } from "../shared.ts";
 import { dropOptions, type HostedPlan, planHosted } from "../hosted.ts";

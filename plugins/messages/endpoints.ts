@@ -1,6 +1,6 @@
 /** POST /v1/messages and /v1/messages/count_tokens */
 import type { Handler } from "../../src/context.ts";
-import { badRequest } from "../../src/errors.ts";
+import { badRequest } from "../../src/contract/errors.ts";
 import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
 import { generate, passthrough, resolveRoute } from "../../src/pipeline.ts";
 import { messagesCodec } from "./codec.ts";

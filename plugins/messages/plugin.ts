@@ -1,5 +1,5 @@
 /** Anthropic Messages (`/v1/messages`, count_tokens): Claude Code and the Anthropic SDKs. */
-import type { FormatPlugin } from "../../src/format.ts";
+import type { Plugin } from "../../src/context.ts";
 import { messagesCodec } from "./codec.ts";
 import { anthropicDialect, anthropicModels } from "./dialect.ts";
 import { countTokens, messages } from "./endpoints.ts";
@@ -8,7 +8,7 @@ import { idPage, overloadedError } from "../shared.ts";
 /** The API version sent upstream when the client named none (converted calls). */
 const DEFAULT_VERSION = "2023-06-01";
 
-export const messagesPlugin: FormatPlugin = {
+export const messagesPlugin: Plugin = {
   id: "messages",
   family: "anthropic",
   system: "anthropic",

@@ -1,6 +1,6 @@
 /** Non-streaming bodies: an Anthropic Message from upstream to the IR, and the IR to clients. */
-import type * as ir from "../../src/ir.ts";
-import type { ClientContext, DecodeContext } from "../../src/codec.ts";
+import type * as ir from "../../src/contract/ir.ts";
+import type { ClientContext, DecodeContext } from "../../src/contract/codec.ts";
 import { carrySignature } from "../../src/signature.ts";
 import { argumentsObject } from "../shared.ts";
 import {

@@ -2,7 +2,7 @@
  * A relayed Anthropic stream ends with `message_stop` or an `error` event. Usage comes in two
  * parts: input counts in `message_start`, cumulative output counts in `message_delta`.
  */
-import type { StreamWatch } from "../../src/codec.ts";
+import type { StreamWatch } from "../../src/contract/codec.ts";
 import { jsonObjectOf } from "../shared.ts";
 import { type Obj, usageToIr, type WireUsage } from "./common.ts";
 

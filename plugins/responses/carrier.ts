@@ -12,7 +12,7 @@
  * One IR thinking part is one reasoning item, so several Anthropic thinking blocks keep their
  * own signatures.
  */
-import type * as ir from "../../src/ir.ts";
+import type * as ir from "../../src/contract/ir.ts";
 import { carrySignature, readSignature } from "../../src/signature.ts";
 import { ATTACHED, carryMarked, readMarked, REDACTED } from "../shared.ts";
 

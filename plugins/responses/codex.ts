@@ -6,7 +6,7 @@
  */
 import type { Config } from "../../src/config.ts";
 import { Router } from "../../src/router.ts";
-import { chatPlugin } from "../chat_completions/plugin.ts";
+import { chatPlugin } from "../chat/plugin.ts";
 
 export function codexConfig(config: Config, model: string, baseUrl: string): string {
   const r = new Router(config).resolve(model);

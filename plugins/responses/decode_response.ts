@@ -1,7 +1,7 @@
 /** A Responses provider's answer → IR (non-streaming), and what streams share with it. */
-import type { DecodeContext } from "../../src/codec.ts";
-import { GatewayError, kindForStatus } from "../../src/errors.ts";
-import type * as ir from "../../src/ir.ts";
+import type { DecodeContext } from "../../src/contract/codec.ts";
+import { GatewayError, kindForStatus } from "../../src/contract/errors.ts";
+import type * as ir from "../../src/contract/ir.ts";
 import { appendReasoning, reasoningText } from "./carrier.ts";
 import { arr, type Json, num, obj, str } from "./read.ts";
 import { fromWireUsage } from "./usage.ts";
@@ -66,7 +66,7 @@ export function citationOf(a: Json): ir.Citation[] {
 }
 
 /** A `web_search_call` item: a search (its queries and sources) or a page it opened. */
-export function webSearchCall(item: Json): ir.HostedCallPart {
+function webSearchCall(item: Json): ir.HostedCallPart {
   const action = obj(item.action);
   const part: ir.HostedCallPart = {
     type: "hosted_call",

@@ -7,7 +7,7 @@
  */
 import type { ResponsesRequest } from "./schema.ts";
 
-export type ResponseSettings = Record<string, unknown>;
+type ResponseSettings = Record<string, unknown>;
 
 /** A declared tool as echoed: function tools with every field the spec requires. */
 function echoTool(tool: Record<string, unknown>): unknown {

@@ -5,9 +5,9 @@
  * sequences, several choices, penalties, audio) are rejected; randomness hints it lacks
  * (`seed`, `top_k`) are dropped and reported in `ctx.dropped`.
  */
-import type { EncodeContext } from "../../src/codec.ts";
-import { unsupported } from "../../src/errors.ts";
-import type * as ir from "../../src/ir.ts";
+import type { EncodeContext } from "../../src/contract/codec.ts";
+import { unsupported } from "../../src/contract/errors.ts";
+import type * as ir from "../../src/contract/ir.ts";
 import { signatureFor } from "../../src/signature.ts";
 import { dataUri, TOOL_ERROR_PREFIX } from "../shared.ts";
 import { dropOptions, planHosted } from "../hosted.ts";

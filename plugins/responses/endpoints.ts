@@ -1,7 +1,7 @@
 /** POST /v1/responses and /v1/responses/compact (converted routes: compact.ts) */
 import type { Handler, RequestContext } from "../../src/context.ts";
-import type * as ir from "../../src/ir.ts";
-import { badRequest } from "../../src/errors.ts";
+import type * as ir from "../../src/contract/ir.ts";
+import { badRequest } from "../../src/contract/errors.ts";
 import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
 import {
   answerLocally,

@@ -5,9 +5,9 @@
  * the calling client key, so a key never reads another key's responses. Nothing stored is
  * logged: the access log gets only the outcome (`stored`).
  */
-import type { ClientContext } from "../../src/codec.ts";
+import type { ClientContext } from "../../src/contract/codec.ts";
 import type { Handler, RequestContext } from "../../src/context.ts";
-import { badRequest, GatewayError } from "../../src/errors.ts";
+import { badRequest, GatewayError } from "../../src/contract/errors.ts";
 import { decodePathSegment } from "../../src/http.ts";
 import type { Resolved } from "../../src/router.ts";
 import type { StoredResponse } from "../../src/store.ts";

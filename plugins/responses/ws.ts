@@ -9,15 +9,16 @@
  */
 import { authenticate } from "../../src/auth.ts";
 import type { Gateway, Handler, RequestContext } from "../../src/context.ts";
-import { GatewayError } from "../../src/errors.ts";
+import { GatewayError } from "../../src/contract/errors.ts";
 import { jsonErrorPosition, modelOf, pickHeaders } from "../../src/http.ts";
 import { Deadline } from "../../src/deadline.ts";
-import { clientClosed, ClientGone, openUpstreamSocket } from "../../src/relay.ts";
+import { openUpstreamSocket } from "../../src/relay.ts";
+import { clientClosed, ClientGone } from "../../src/stream_end.ts";
 import { failureMessage, IrWatch, localIr } from "../../src/client_stream.ts";
 import { localEvents, resolveRoute, upstreamEvents } from "../../src/pipeline.ts";
 import { checkNesting } from "../../src/nesting.ts";
 import { NOT_READING, SendBacklog } from "../../src/ws_backlog.ts";
-import type { SseEvent } from "../../src/sse.ts";
+import type { SseEvent } from "../../src/contract/sse.ts";
 import { type Resolved, retarget } from "../../src/router.ts";
 import { failover } from "../../src/failover.ts";
 import type { Trace } from "../../src/trace.ts";

@@ -6,7 +6,7 @@ import { redisUrlSchema } from "../redis_url.ts";
 export const CONSUMER_PREFIX = "consumer:";
 
 /** An identity's limits; an absent one is unlimited. */
-export const limitsSchema = z.strictObject({
+const limitsSchema = z.strictObject({
   /** Requests in any 60 seconds (sliding). */
   requests_per_minute: z.number().int().positive().optional(),
   /** Input + output tokens in any 60 seconds (sliding). */
@@ -49,7 +49,7 @@ export const priceSchema = z.strictObject({
   cache_write: usd.optional(),
 });
 
-export type Price = z.infer<typeof priceSchema>;
+type Price = z.infer<typeof priceSchema>;
 
 export const limitsStoreSchema = z.strictObject({
   /** Count in Redis, shared by every instance; absent: in memory (one instance). */

@@ -14,7 +14,7 @@ export const LIMIT_NAMES = [
 export type LimitName = typeof LIMIT_NAMES[number];
 
 /** One window's state: what it counted, and when it frees (ms). */
-export interface WindowState {
+interface WindowState {
   used: number;
   reset: number;
 }

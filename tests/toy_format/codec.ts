@@ -3,10 +3,16 @@
  * `stop` and `tokens`; a stream `{"delta"}` lines then one `{"done": true, …}` line (or a
  * `{"fault"}` line).
  */
-import type { Codec, DecodeContext, Emit, StreamStep, StreamWatch } from "../../src/codec.ts";
-import { type ErrorKind, GatewayError, unsupported } from "../../src/errors.ts";
-import type * as ir from "../../src/ir.ts";
-import type { SseEvent } from "../../src/sse.ts";
+import type {
+  Codec,
+  DecodeContext,
+  Emit,
+  StreamStep,
+  StreamWatch,
+} from "../../src/contract/codec.ts";
+import { type ErrorKind, GatewayError, unsupported } from "../../src/contract/errors.ts";
+import type * as ir from "../../src/contract/ir.ts";
+import type { SseEvent } from "../../src/contract/sse.ts";
 
 type Obj = Record<string, unknown>;
 

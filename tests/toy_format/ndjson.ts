@@ -3,8 +3,8 @@
  * line, no SSE records. A cut stream ends with the interruption line on a line of its own.
  */
 import type { Framing } from "../../src/pipeline.ts";
-import type { SseEvent } from "../../src/sse.ts";
-import type { Scan, UpstreamFraming } from "../../src/stream_stage.ts";
+import type { SseEvent } from "../../src/contract/sse.ts";
+import type { Scan, UpstreamFraming } from "../../src/contract/framing.ts";
 
 const NDJSON_TYPE = "application/x-ndjson";
 

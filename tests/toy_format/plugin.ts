@@ -4,9 +4,9 @@
  * and error envelope, HMAC-signed upstream requests, and NDJSON streams instead of SSE.
  */
 import { createHash, createHmac } from "node:crypto";
-import type { Handler } from "../../src/context.ts";
-import { badRequest } from "../../src/errors.ts";
-import type { Dialect, FormatPlugin, OutgoingRequest } from "../../src/format.ts";
+import type { Handler, Plugin } from "../../src/context.ts";
+import { badRequest } from "../../src/contract/errors.ts";
+import type { Dialect, OutgoingRequest } from "../../src/contract/format.ts";
 import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
 import { generate } from "../../src/pipeline.ts";
 import { faultKind, toyCodec } from "./codec.ts";
@@ -57,7 +57,7 @@ const toyGenerate: Handler = async (ctx) => {
   return await generate(ctx, { ingress: toyCodec, body, model, stream, framing: NDJSON });
 };
 
-export const toyPlugin: FormatPlugin = {
+export const toyPlugin: Plugin = {
   id: "toy",
   family: "toy",
   system: "toy",

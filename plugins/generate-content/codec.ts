@@ -1,0 +1,24 @@
+/**
+ * The Gemini generateContent format (`/v1beta/models/{model}:generateContent`): Gemini CLI and
+ * @google/genai as clients, the Gemini API as an upstream.
+ */
+import type { Codec } from "../../src/contract/codec.ts";
+import { decodeResponse, encodeResponse } from "./response.ts";
+import { decodeRequest } from "./ingress.ts";
+import { decodeStream, encodeStream } from "./stream.ts";
+import { encodeRequest, path } from "./upstream.ts";
+import { watch } from "./watch.ts";
+import { decodeUsage } from "./chunks.ts";
+
+export const generateContentCodec: Codec = {
+  api: "generate-content",
+  decodeRequest,
+  encodeResponse,
+  encodeStream,
+  path,
+  encodeRequest,
+  decodeResponse,
+  usage: (body) => decodeUsage(body.usageMetadata),
+  decodeStream,
+  watch,
+};

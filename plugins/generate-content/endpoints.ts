@@ -1,0 +1,45 @@
+/** POST /v1beta/models/{model}:generateContent | :streamGenerateContent */
+import type { Handler } from "../../src/context.ts";
+import { badRequest } from "../../src/contract/errors.ts";
+import { checkModelName, readJsonBody } from "../../src/http.ts";
+import { generate } from "../../src/pipeline.ts";
+import { JSON_ARRAY } from "./framing.ts";
+import { generateContentCodec } from "./codec.ts";
+import { path } from "./upstream.ts";
+import { validateRequest } from "./schema.ts";
+
+const PREFIX = "/v1beta/models/";
+const ACTIONS = ["generateContent", "streamGenerateContent"];
+
+function parsePath(pathname: string): { model: string; action: string } {
+  const target = pathname.slice(PREFIX.length);
+  const colon = target.lastIndexOf(":");
+  const model = colon < 0 ? target : target.slice(0, colon);
+  const action = colon < 0 ? "" : target.slice(colon + 1);
+  checkModelName(model);
+  if (!/^[A-Za-z0-9._-]+$/.test(model)) {
+    throw badRequest(
+      `invalid model "${model}" in the path: only letters, digits, ".", "_" and "-" are allowed`,
+      "model",
+    );
+  }
+  if (!ACTIONS.includes(action)) throw badRequest("unsupported vendor2 action", "action");
+  return { model, action };
+}
+
+export const generateContent: Handler = async (ctx) => {
+  const { model, action } = parsePath(ctx.url.pathname);
+  const stream = action === "streamGenerateContent";
+  const sse = ctx.url.searchParams.get("alt") === "sse";
+  const body = await readJsonBody(ctx.req);
+  validateRequest(body.json);
+  const arrayStream = stream && !sse;
+  return await generate(ctx, {
+    ingress: generateContentCodec,
+    body,
+    model,
+    stream,
+    passthroughPath: arrayStream ? (upstreamModel) => path(upstreamModel, true, "") : undefined,
+    framing: arrayStream ? JSON_ARRAY : undefined,
+  });
+};

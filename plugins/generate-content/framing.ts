@@ -1,0 +1,87 @@
+/**
+ * Google's streamed JSON array (`[{…}\n,\r\n{…}\n]`), what Gemini clients get without
+ * `alt=sse`: the elements are the events. A cut stream still ends as a parseable array, its
+ * last element the interruption error.
+ */
+import type { Framing } from "../../src/pipeline.ts";
+import type { SseEvent } from "../../src/contract/sse.ts";
+import type { Scan, UpstreamFraming } from "../../src/contract/framing.ts";
+
+function jsonArrayFraming(
+  errorElement: (why: string) => string,
+): UpstreamFraming {
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  let opened = false;
+  let closed = false;
+  let elements = 0;
+  let start = -1;
+  return {
+    mediaType: "application/json",
+    scan(buf, from, decode) {
+      let cut = 0;
+      const events: Scan["events"] = [];
+      for (let i = from; i < buf.length; i++) {
+        const c = buf[i];
+        if (inString) {
+          if (escaped) escaped = false;
+          else if (c === 0x5c) escaped = true;
+          else if (c === 0x22) inString = false;
+          continue;
+        }
+        if (c === 0x22) inString = true;
+        else if (c === 0x5b || c === 0x7b) { // [ {
+          depth++;
+          if (depth === 1 && c === 0x5b) {
+            opened = true;
+            cut = i + 1;
+          } else if (depth === 2) start = i;
+        } else if (c === 0x5d || c === 0x7d) { // ] }
+          depth--;
+          if (depth === 1) {
+            events.push({ data: decode(buf.subarray(start, i + 1)) });
+            elements++;
+            cut = i + 1;
+          } else if (depth === 0) {
+            closed = true;
+            cut = i + 1;
+          }
+        }
+      }
+      // Offsets are relative to buf; an element still open keeps its start for the next scan.
+      if (start >= 0) start -= cut;
+      return { cut, events };
+    },
+    complete: () => (closed ? "" : opened ? "]" : "[]"),
+    interrupted: (why) => {
+      if (closed) return "";
+      const element = errorElement(why);
+      return opened ? `${elements ? ",\r\n" : ""}${element}]` : `[${element}]`;
+    },
+  };
+}
+
+/** Without `alt=sse`, Google streams one JSON array whose elements arrive as they are made. */
+export const JSON_ARRAY: Framing = {
+  contentType: "application/json; charset=utf-8",
+  serializer: () => {
+    let first = true;
+    return (e: SseEvent) => {
+      const text = (first ? "[" : ",\r\n") + e.data;
+      first = false;
+      return text;
+    };
+  },
+  end: {
+    complete: (sent) => (sent ? "]" : "[]"),
+    interrupted: (sent, why) => `${sent ? ",\r\n" : "["}${errorElement(why)}]`,
+  },
+  relayed: () => jsonArrayFraming(errorElement),
+};
+
+/** The interruption as the array's last element, in Google's error shape (js-genai raises it). */
+function errorElement(why: string): string {
+  const error = { code: 502, message: why, status: "UNAVAILABLE", type: "upstream_interrupted" };
+  return JSON.stringify({ error });
+}

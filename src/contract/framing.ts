@@ -1,0 +1,32 @@
+/**
+ * The byte level of a stream: how upstream bytes divide into events and how a stream ends.
+ * Each format plugin names its framing; the core's stream stage scans with it.
+ */
+import type { SseEvent } from "./sse.ts";
+
+/** What a framing found in the bytes received so far. */
+export interface Scan {
+  /** Offset just past the last complete event. */
+  cut: number;
+  /** The complete events, parsed far enough for a watch. */
+  events: SseEvent[];
+  /** The text of the bytes before `cut`, when the scan decoded it anyway. */
+  text?: string;
+  /**
+   * A complete event that is not a JSON payload: `at` is its index, `before` the framing's own
+   * text of the events before it (relayed as received, then the stream ends).
+   */
+  malformed?: { at: number; before: string };
+}
+
+/** How a stream's bytes divide into events, and how it ends when cut. */
+export interface UpstreamFraming {
+  /** The content type of a stream in this framing (a 2xx of another type is refused). */
+  mediaType: string;
+  /** Scans `buf`, of which bytes before `from` were scanned before and held back. */
+  scan(buf: Uint8Array, from: number, decode: (b: Uint8Array) => string): Scan;
+  /** Text that closes the client's stream after a complete upstream stream. */
+  complete(): string;
+  /** Text that tells the client the stream was cut short. */
+  interrupted(why: string): string;
+}
