@@ -31,8 +31,8 @@ export interface FormatSide {
 export interface StreamSide {
   /** The extension of its stream fixtures (`.sse`). */
   ext: string;
-  /** One client stream event as its wire text. */
-  serialize(e: SseEvent): string;
+  /** A serializer for one client stream: an event to its wire text. */
+  serializer(): (e: SseEvent) => string;
 }
 
 export interface TestFormat extends FormatSide {
@@ -41,7 +41,7 @@ export interface TestFormat extends FormatSide {
   streams: StreamSide;
 }
 
-const SSE: StreamSide = { ext: ".sse", serialize: formatSse };
+const SSE: StreamSide = { ext: ".sse", serializer: () => formatSse };
 
 export function testFormat(plugin: FormatPlugin, side: FormatSide): TestFormat {
   return { ...side, id: plugin.id, plugin, streams: side.streams ?? SSE };

@@ -84,12 +84,12 @@ function upstreamEvents(format: TestFormat, text: string): ReadableStream<SseEve
   return ReadableStream.from(events);
 }
 
-/** Registers the golden tests over `root` for every pair of `formats`. */
-export function goldenSuite(root: URL, formats: readonly TestFormat[]) {
+/** Registers the golden tests over `root` for every pair of `formats`, named `<title>: …`. */
+export function goldenSuite(root: URL, formats: readonly TestFormat[], title = "golden") {
   const jsonExt = () => ".json";
   const streamExt = (f: TestFormat) => f.streams.ext;
 
-  Deno.test("golden: request conversion", async (t) => {
+  Deno.test(`${title}: request conversion`, async (t) => {
     for (const c of goldenCases(root, "requests", formats, jsonExt)) {
       const input = JSON.parse(Deno.readTextFileSync(c.file));
       for (const target of formats) {
@@ -120,7 +120,7 @@ export function goldenSuite(root: URL, formats: readonly TestFormat[]) {
     }
   });
 
-  Deno.test("golden: response conversion", async (t) => {
+  Deno.test(`${title}: response conversion`, async (t) => {
     for (const c of goldenCases(root, "responses", formats, jsonExt)) {
       const body = JSON.parse(Deno.readTextFileSync(c.file));
       const res = c.format.plugin.codec.decodeResponse(body, DECODE);
@@ -133,12 +133,12 @@ export function goldenSuite(root: URL, formats: readonly TestFormat[]) {
     }
   });
 
-  Deno.test("golden: stream conversion", async (t) => {
+  Deno.test(`${title}: stream conversion`, async (t) => {
     for (const c of goldenCases(root, "streams", formats, streamExt)) {
       const text = Deno.readTextFileSync(c.file);
       for (const ingress of formats) {
         await t.step(`${c.format.id}/${c.name} → ${ingress.id}`, async () => {
-          const serialize = ingress.streams.serialize;
+          const serialize = ingress.streams.serializer();
           const events = upstreamEvents(c.format, text)
             .pipeThrough(new TransformStream(c.format.plugin.codec.decodeStream(DECODE)))
             .pipeThrough(new TransformStream(ingress.plugin.codec.encodeStream(CLIENT)))
@@ -150,7 +150,7 @@ export function goldenSuite(root: URL, formats: readonly TestFormat[]) {
     }
   });
 
-  Deno.test("golden: the relay's SSE splitter agrees with eventsource-parser", async (t) => {
+  Deno.test(`${title}: the relay's SSE splitter agrees with eventsource-parser`, async (t) => {
     const sse = formats.filter((f) => f.streams.ext === ".sse");
     for (const c of goldenCases(root, "streams", sse, streamExt)) {
       await t.step(`${c.format.id}/${c.name}`, async () => {
