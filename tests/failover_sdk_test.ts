@@ -40,7 +40,7 @@ Deno.test("failover through real SDKs (openai, anthropic, genai): the primary is
       })));
     },
   });
-  const hello = /Hello from \w+ mock: hi/;
+  const hello = /Hello from [\w-]+ mock: hi/;
   try {
     const anthropic = new Anthropic({ baseURL: h.url, apiKey: KEY, maxRetries: 0 });
     const params = {

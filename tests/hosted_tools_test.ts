@@ -18,7 +18,7 @@ import {
   post,
   startHarness,
 } from "./helpers.ts";
-import { groundingWeb } from "./mock/gemini.ts";
+import { groundingWeb } from "./mock/generate-content.ts";
 import { SEARCH_CITED, SEARCH_RESULTS } from "./mock/scenario.ts";
 
 type WebSearchCall = OpenAI.Responses.ResponseFunctionWebSearch;

@@ -515,7 +515,7 @@ Deno.test("mock upstream: Gemini", async (t) => {
       const chunks = payloads(recs);
       assert.ok(chunks.length >= 3);
       const parts = chunks.map((c) => c.candidates[0].content.parts[0].text);
-      assert.equal(parts.join(""), "Hello from gemini mock: bonjour");
+      assert.equal(parts.join(""), "Hello from generate-content mock: bonjour");
       assert.ok(chunks.slice(0, -1).every((c) => !c.candidates[0].finishReason));
       const last = chunks.at(-1);
       assert.equal(last.candidates[0].finishReason, "STOP");

@@ -351,11 +351,11 @@ Deno.test("vertex mock: @google/genai in Vertex mode, JSON and SSE, with a token
   });
   try {
     const out = await ai.models.generateContent({ model: "gemini-2.5-flash", contents: USER });
-    assert.equal(out.text, `Hello from gemini mock: ${USER}`);
+    assert.equal(out.text, `Hello from generate-content mock: ${USER}`);
     let text = "";
     const stream = await ai.models.generateContentStream({ model: "gemini-think", contents: USER });
     for await (const chunk of stream) text += chunk.text ?? "";
-    assert.equal(text, `Hello from gemini mock: ${USER}`);
+    assert.equal(text, `Hello from generate-content mock: ${USER}`);
     const paths = mock.requests.map((r) => r.path + r.search);
     assert.equal(paths[0], "/token");
     assert.match(

@@ -216,8 +216,8 @@ function vendorOf(model: string): string {
     chat: "chat",
     resp: "responses",
     pt: "responses",
-    gem: "gemini",
-    gemini: "gemini",
+    gem: "generate-content",
+    gemini: "generate-content",
   };
   return vendors[model.split("-")[0]];
 }

@@ -93,7 +93,7 @@ function events(reply: Reply): WireEvent[] {
 
 /** The Converse body parts of a vendor (bedrock.ts adds the platform's errors and headers). */
 export const converseFormat = {
-  name: "converse" as const,
+  name: "converse",
   jsonContentType: "application/json",
   turn(body: Json) {
     const turns = arrayOf(body.messages);

@@ -15,7 +15,7 @@ import {
   textOf,
   type Usage,
 } from "./scenario.ts";
-import { gemini } from "./gemini.ts";
+import { generateContent } from "./generate-content.ts";
 import { arrayOf, type ErrorDetail, type Json, searchTools, type Vendor } from "./vendor.ts";
 import type { WireEvent } from "./wire.ts";
 
@@ -204,16 +204,16 @@ export const interactions: Vendor = {
     return r;
   },
   events,
-  error: gemini.error,
+  error: generateContent.error,
   streamError: (status: number, detail?: ErrorDetail) => {
-    const body = gemini.error(status, detail).body as {
+    const body = generateContent.error(status, detail).body as {
       error: { status: string; message: string };
     };
     return event("error", { error: { code: body.error.status, message: body.error.message } });
   },
-  headers: gemini.headers,
-  badJson: gemini.badJson,
-  notFound: gemini.notFound,
+  headers: generateContent.headers,
+  badJson: generateContent.badJson,
+  notFound: generateContent.notFound,
 };
 
 /**

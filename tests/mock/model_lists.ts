@@ -6,7 +6,7 @@
  * Pages hold at most PAGE models (the vendors allow 1000) so that paging is exercised.
  */
 import { chat } from "./chat.ts";
-import { gemini } from "./gemini.ts";
+import { generateContent } from "./generate-content.ts";
 import { messages } from "./messages.ts";
 import type { ErrorDetail, Vendor } from "./vendor.ts";
 
@@ -51,7 +51,7 @@ export function modelList(
     ? req.headers.has("x-api-key") ? "anthropic" : "openai"
     : undefined;
   if (!which) return undefined;
-  const vendor = { openai: chat, anthropic: messages, gemini }[which];
+  const vendor = { openai: chat, anthropic: messages, gemini: generateContent }[which];
   const reply = (body: unknown) => ({ vendor, body });
   const keyed = ["x-api-key", "authorization", "x-goog-api-key"].some((h) => req.headers.has(h));
   if (!keyed) return { vendor, error: 401, detail: { message: "missing API key" } };

@@ -3,8 +3,6 @@
  * reply (reasoning, text or tool call, usage) that each vendor module renders in its format.
  */
 
-export type VendorName = "chat" | "responses" | "messages" | "gemini" | "converse" | "interactions";
-
 /** Milliseconds a `stall` stream goes quiet after its first event(s). */
 export const STALL_MS = 60_000;
 /** Milliseconds between events of a `slow` stream. */
@@ -169,7 +167,8 @@ export interface Search {
 }
 
 export interface Reply {
-  vendor: VendorName;
+  /** The format id of the vendor replying (see vendor.ts `name`). */
+  vendor: string;
   model: string;
   /** A hosted web search runs first (its results are SEARCH_RESULTS). */
   search?: Search;
@@ -186,7 +185,7 @@ export const DEFAULT_TOOL = "get_weather";
 export const TOOL_ARGUMENTS = '{"city":"Paris"}';
 
 export function planReply(
-  vendor: VendorName,
+  vendor: string,
   model: string,
   scenario: Scenario,
   turn: Turn,

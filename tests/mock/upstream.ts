@@ -18,7 +18,7 @@
  * - GET|DELETE /v1beta/interactions/{id}              an interaction the mock answered
  */
 import { chat } from "./chat.ts";
-import { gemini } from "./gemini.ts";
+import { generateContent } from "./generate-content.ts";
 import { interactionResource, interactions } from "./interactions.ts";
 import { messages } from "./messages.ts";
 import { type ListedModels, listedModels, modelList } from "./model_lists.ts";
@@ -155,20 +155,20 @@ const ENDPOINTS: Endpoint[] = [
   },
   {
     path: /^\/v1beta\/models\/([^/:]+):generateContent$/,
-    vendor: gemini,
+    vendor: generateContent,
     model: geminiModel,
     framing: () => undefined,
   },
   {
     path: /^\/v1beta\/models\/([^/:]+):streamGenerateContent$/,
-    vendor: gemini,
+    vendor: generateContent,
     model: geminiModel,
     framing: (c) => c.url.searchParams.get("alt") === "sse" ? GEMINI_SSE : GEMINI_ARRAY,
   },
   { path: /^\/v1beta\/interactions$/, vendor: interactions, framing: bodyStream(TYPED_SSE) },
   {
     path: /^\/v1beta\/models\/([^/:]+):countTokens$/,
-    vendor: gemini,
+    vendor: generateContent,
     model: geminiModel,
     answer: (c) => {
       const n = countTokens(c.text);
@@ -179,7 +179,7 @@ const ENDPOINTS: Endpoint[] = [
 
 /** The vendor whose error envelope an unknown path gets. */
 function vendorForPath(path: string): Vendor {
-  if (path.startsWith("/v1beta/")) return gemini;
+  if (path.startsWith("/v1beta/")) return generateContent;
   return path.startsWith("/v1/messages") ? messages : chat;
 }
 

@@ -1,5 +1,5 @@
 /** The contract each vendor module fulfils, so that one request path serves all four formats. */
-import { planReply, type Reply, type Scenario, type Turn, type VendorName } from "./scenario.ts";
+import { planReply, type Reply, type Scenario, type Turn } from "./scenario.ts";
 import type { WireEvent } from "./wire.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -18,7 +18,11 @@ export interface ErrorReply {
 }
 
 export interface Vendor {
-  name: VendorName;
+  /**
+   * The format id of the wire format it speaks: a plugin's (`chat`, `generate-content`, …) or an
+   * upstream-only one's (`converse`). Its replies name it.
+   */
+  name: string;
   /** Content type of JSON (non-streaming and error) responses. */
   jsonContentType: string;
   /** The last user text, or the tool result the last turn carries. */

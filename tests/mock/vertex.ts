@@ -10,7 +10,7 @@
  * Content, scenarios and faults are upstream.ts's (the model name picks them).
  */
 import { anthropicVersionProblem } from "./claude_body.ts";
-import { gemini } from "./gemini.ts";
+import { generateContent } from "./generate-content.ts";
 import { messages } from "./messages.ts";
 import { createServiceAccount, RS256, type ServiceAccountJson } from "./service_account.ts";
 import {
@@ -59,13 +59,13 @@ const modelOf = (m: RegExpMatchArray) => decodeURIComponent(m[1]);
 const ENDPOINTS: Endpoint[] = [
   {
     path: at("google/models/([^/:]+):generateContent"),
-    vendor: gemini,
+    vendor: generateContent,
     model: modelOf,
     framing: () => undefined,
   },
   {
     path: at("google/models/([^/:]+):streamGenerateContent"),
-    vendor: gemini,
+    vendor: generateContent,
     model: modelOf,
     framing: (c) => c.url.searchParams.get("alt") === "sse" ? GEMINI_SSE : GEMINI_ARRAY,
   },
@@ -208,7 +208,7 @@ export async function startMockVertex(options: VertexOptions = {}): Promise<Mock
   const authority = new TokenAuthority(account.json, account.publicKey, options.expiresIn ?? 3599);
   const platform: MockPlatform = {
     endpoints: ENDPOINTS,
-    fallback: gemini,
+    fallback: generateContent,
     async intercept(req, url, text) {
       if (url.pathname === "/token" && req.method === "POST") {
         return await authority.grant(new URLSearchParams(text));

@@ -15,8 +15,8 @@ export interface Provider {
   /** Step label: the provider API (and "passthrough" for `pt-*`). */
   label: string;
   prefix: "chat" | "resp" | "pt" | "msg" | "gem";
-  /** The mock vendor that answers, as it names itself in its replies. */
-  vendor: "chat" | "responses" | "messages" | "gemini";
+  /** The format id of the mock vendor that answers, as it names itself in its replies. */
+  vendor: string;
 }
 
 export const CHAT: Provider = { label: "chat", prefix: "chat", vendor: "chat" };
@@ -27,7 +27,11 @@ export const PASSTHROUGH: Provider = {
   vendor: "responses",
 };
 export const MESSAGES: Provider = { label: "messages", prefix: "msg", vendor: "messages" };
-export const GEMINI: Provider = { label: "generate-content", prefix: "gem", vendor: "gemini" };
+export const GEMINI: Provider = {
+  label: "generate-content",
+  prefix: "gem",
+  vendor: "generate-content",
+};
 
 /** One route per provider API; every client is run against each. */
 export const PROVIDERS: Provider[] = [CHAT, RESPONSES, MESSAGES, GEMINI];
@@ -86,7 +90,7 @@ function expectUpstream(p: Provider, modelName: string, r: RecordedRequest) {
       assert.ok(Array.isArray(body.messages), `${where}: messages body needs messages[]`);
       assert.equal(typeof body.max_tokens, "number", `${where}: messages body needs max_tokens`);
       break;
-    case "gemini":
+    case "generate-content":
       assert.match(
         r.path,
         new RegExp(`^/v1beta/models/${modelName}:(generateContent|streamGenerateContent)$`),

@@ -164,8 +164,8 @@ function functionResponseText(part: Json): string {
   return typeof output === "string" ? output : JSON.stringify(output);
 }
 
-export const gemini: Vendor = {
-  name: "gemini",
+export const generateContent: Vendor = {
+  name: "generate-content",
   jsonContentType: "application/json; charset=UTF-8",
   turn(body) {
     const contents = arrayOf(body.contents);

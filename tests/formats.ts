@@ -1,0 +1,65 @@
+/**
+ * The formats under test, from the plugin registry: each registered plugin with its test-side
+ * pieces, found by its id in tests/formats/<id>.ts. Shared test code (the golden runner, the
+ * HTTP replay) enumerates these instead of naming formats, so registering a plugin is enough
+ * for it to join; a format outside the registry (tests/toy_format/) builds its own
+ * `TestFormat` and passes it in.
+ */
+import type { Plugin as FormatPlugin } from "../src/context.ts";
+import { formatSse, type SseEvent } from "../src/contract/sse.ts";
+import { PLUGINS } from "../plugins/mod.ts";
+
+/** How a client of the format asks for a generation. */
+export interface ClientSide {
+  /** The generation path for a model (some formats carry the model and the action in it). */
+  path(model: string, stream: boolean): string;
+  /** The headers its SDKs send, the key where its dialect reads it. */
+  headers(key: string): Record<string, string>;
+  /** A minimal request body. */
+  body(model: string, stream: boolean): unknown;
+}
+
+/** What tests need of a format beyond its plugin: tests/formats/<id>.ts exports it as `side`. */
+export interface FormatSide {
+  /** Appended to a loopback provider's URL to make its `base_url` (`/v1` for OpenAI's). */
+  providerBase: string;
+  client: ClientSide;
+  /** Client streams on the wire; default: server-sent events in `.sse` fixtures. */
+  streams?: StreamSide;
+}
+
+export interface StreamSide {
+  /** The extension of its stream fixtures (`.sse`). */
+  ext: string;
+  /** A serializer for one client stream: an event to its wire text. */
+  serializer(): (e: SseEvent) => string;
+}
+
+export interface TestFormat extends FormatSide {
+  id: string;
+  plugin: FormatPlugin;
+  streams: StreamSide;
+}
+
+const SSE: StreamSide = { ext: ".sse", serializer: () => formatSse };
+
+export function testFormat(plugin: FormatPlugin, side: FormatSide): TestFormat {
+  return { ...side, id: plugin.id, plugin, streams: side.streams ?? SSE };
+}
+
+/** Each plugin with its side from tests/formats/<id>.ts (missing: an error naming the file). */
+export async function testFormats(plugins: readonly FormatPlugin[]): Promise<TestFormat[]> {
+  return await Promise.all(plugins.map(async (plugin) => {
+    const file = new URL(`./formats/${plugin.id}.ts`, import.meta.url);
+    let side: FormatSide;
+    try {
+      ({ side } = await import(file.href));
+    } catch (e) {
+      throw new Error(`format ${plugin.id}: no test side in ${file.pathname}`, { cause: e });
+    }
+    return testFormat(plugin, side);
+  }));
+}
+
+/** The registered formats (plugins/mod.ts), in registry order. */
+export const TEST_FORMATS: readonly TestFormat[] = await testFormats(PLUGINS);

@@ -1,0 +1,12 @@
+/** Test side of `interactions` (Gemini Interactions). */
+import type { FormatSide } from "../formats.ts";
+import { googleHeaders } from "../helpers.ts";
+
+export const side: FormatSide = {
+  providerBase: "",
+  client: {
+    path: () => "/v1beta/interactions",
+    headers: googleHeaders,
+    body: (model, stream) => ({ model, stream, input: "hi there" }),
+  },
+};

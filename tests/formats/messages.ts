@@ -1,0 +1,8 @@
+/** Test side of `messages` (Anthropic Messages). */
+import type { FormatSide } from "../formats.ts";
+import { anthropicHeaders, bodies } from "../helpers.ts";
+
+export const side: FormatSide = {
+  providerBase: "",
+  client: { path: () => "/v1/messages", headers: anthropicHeaders, body: bodies.messages },
+};
