@@ -8,7 +8,7 @@ import {
   SUPPORTED_CODINGS,
 } from "./content_encoding.ts";
 import { badRequest, GatewayError } from "./contract/errors.ts";
-import { MAX_MODEL_CHARS } from "./model_name.ts";
+import { clip, MAX_MODEL_CHARS } from "./model_name.ts";
 
 /** Matches Anthropic's documented request limit; Kong may enforce a smaller one. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -29,8 +29,9 @@ const tooLarge = () =>
 function readLimited(req: Request): Promise<string> {
   const length = req.headers.get("content-length");
   if (Number(length ?? 0) > MAX_BODY_BYTES) throw tooLarge();
-  const encoding = req.headers.get("content-encoding");
-  if (encoding !== null) return readEncoded(req.body, codingsOf(encoding));
+  // `identity` (or an empty header) names no coding: the body is read as sent.
+  const codings = codingsOf(req.headers.get("content-encoding") ?? "");
+  if (codings.length) return readEncoded(req.body, codings);
   // A declared length is enforced by Deno: the whole-body read is its fast native path (and
   // `req.body` is not touched: that would make it a JS stream, read chunk by chunk).
   return length !== null ? req.text() : readChunked(req);
@@ -43,7 +44,7 @@ async function readEncoded(body: ReadableStream<Uint8Array> | null, codings: str
     throw new GatewayError(
       415,
       "invalid_request",
-      `Content-Encoding "${unknown}" is not supported (send ${SUPPORTED_CODINGS} or none)`,
+      `Content-Encoding "${clip(unknown)}" is not supported (send ${SUPPORTED_CODINGS} or none)`,
     );
   }
   try {

@@ -9,6 +9,7 @@ import { GatewayError } from "./contract/errors.ts";
 import { errorResponse } from "./error_response.ts";
 import type { Dialect, ModelListing } from "./contract/format.ts";
 import { decodePathSegment } from "./http.ts";
+import { clip } from "./model_name.ts";
 
 /** The listing (and dialect) that answers a request. */
 type PickListing = (req: Request) => { listing: ModelListing; dialect: Dialect };
@@ -43,7 +44,7 @@ export const modelById = (path: string, pick: PickListing): Handler => (ctx) => 
     err = new GatewayError(
       404,
       "model_not_found",
-      `model "${id}" is not listed by this gateway`,
+      `model "${clip(id)}" is not listed by this gateway`,
       "model",
     );
   } catch (e) {

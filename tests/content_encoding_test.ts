@@ -60,6 +60,17 @@ Deno.test("content-encoding: each coding is decoded and relayed decoded", async 
         assert.equal(h.upstream.requests.at(-1)!.json.messages[0].content, "hi there");
       });
     }
+    for (const encoding of ["identity", "", " "]) {
+      await t.step(
+        `Content-Encoding ${JSON.stringify(encoding)}: no coding, read as sent`,
+        async () => {
+          const text = JSON.stringify(bodies.chat("chat-text"));
+          const res = await send(h, "/v1/chat/completions", openaiHeaders(), encoding, text);
+          assert.equal(res.status, 200, await res.clone().text());
+          assert.equal((await res.json()).object, "chat.completion");
+        },
+      );
+    }
   } finally {
     await h.close();
   }
@@ -88,6 +99,10 @@ Deno.test("content-encoding: a bomb stops at the limit with 413; bad codings are
       const body = await res.json();
       assert.equal(body.type, "error");
       assert.match(body.error.message, /Content-Encoding "compress" is not supported/);
+      const long = await send(h, "/v1/messages", anthropicHeaders(), "x".repeat(60_000), text);
+      assert.equal(long.status, 415);
+      const message: string = (await long.json()).error.message;
+      assert.ok(message.length < 400, `an unknown coding is quoted clipped (${message.length})`);
     });
     await t.step("a body that is not what its coding says → 400", async () => {
       const text = JSON.stringify(bodies.chat("chat-text"));

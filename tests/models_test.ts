@@ -119,6 +119,10 @@ Deno.test("models: each dialect's list and model, concrete ids only", async (t) 
       const g404 = await getJson(h, "/v1beta/models/nope", googleHeaders());
       assert.equal(g404.status, 404);
       assert.equal(g404.body.error.status, "NOT_FOUND");
+      const long = await getJson(h, `/v1/models/${"m".repeat(60_000)}`, openaiHeaders());
+      assert.equal(long.status, 404);
+      const message: string = long.body.error.message;
+      assert.ok(message.length < 400, `an unknown id is quoted clipped (${message.length})`);
     });
     await t.step("no key → 401", async () => {
       const res = await fetch(h.url + "/v1/models");
