@@ -324,6 +324,8 @@ export async function readErrorText(
 
 /** Retry hints a client's SDK acts on: relayed only in the form it expects. */
 const WELL_FORMED: Record<string, RegExp> = {
+  // Seconds, or an HTTP date (IMF-fixdate), as RFC 9110 has it.
+  "retry-after": /^(\d+|[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT)$/,
   "retry-after-ms": /^\d+(\.\d+)?$/,
   "x-should-retry": /^(true|false)$/,
 };

@@ -410,10 +410,12 @@ Deno.test("scrub: no provider key reaches a client, the log or the metrics, in a
             const bad = await h.call(c, `${p}-errheaders`, stream);
             assert.equal(bad.status, 429, `${label}: ${bad.body}`);
             assertClean(bad, label);
+            assert.equal(bad.headers.get("retry-after"), null, label);
             assert.equal(bad.headers.get("retry-after-ms"), null, label);
             assert.equal(bad.headers.get("x-should-retry"), null, label);
             const good = await h.call(c, `${p}-errgood`, stream);
             assert.equal(good.status, 429, label);
+            assert.equal(good.headers.get("retry-after"), "1", label);
             assert.equal(good.headers.get("retry-after-ms"), "250", label);
             assert.equal(good.headers.get("x-should-retry"), "false", label);
           }
