@@ -161,6 +161,7 @@ export class Limiter implements Observer {
       (windows) => void (a.windows = windows),
       (e) => this.storeFailed(e),
     );
+    t.counted = a.recorded;
   }
 
   /** The answer's USD by its upstream model's price (0 and logged once if it has none). */

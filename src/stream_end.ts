@@ -31,17 +31,32 @@ export function sseEnd(dialect: Dialect): StreamEnd {
 
 const encoder = new TextEncoder();
 
-/** Closes a client stream with its ending text and ends its trace (interrupted if `why`). */
+/**
+ * Ends a client stream with its ending text and ends its trace (interrupted if `why`). The close
+ * waits for the trace's bookkeeping (a limited identity's usage counted, in Redis too), so a
+ * request that starts after the client saw this answer end sees it counted; other streams close
+ * at once.
+ */
 export function closeStream(
   controller: ReadableStreamDefaultController<Uint8Array>,
   trace: Trace,
   ending: string,
   why?: string,
-): void {
+): void | Promise<void> {
   if (ending) controller.enqueue(encoder.encode(ending));
-  controller.close();
   if (why !== undefined) trace.interruptedBy(why);
   trace.end();
+  if (!trace.counted) return controller.close();
+  return trace.counted.then(() => closeQuietly(controller));
+}
+
+/** The client may have left while the count was written: nothing is left to close then. */
+function closeQuietly(controller: ReadableStreamDefaultController<Uint8Array>): void {
+  try {
+    controller.close();
+  } catch {
+    // cancelled meanwhile
+  }
 }
 
 /** The client left mid-stream: the trace ends there. */

@@ -249,7 +249,7 @@ export function relayStream(
   const finish = (controller: ReadableStreamDefaultController<Uint8Array>, why?: string) => {
     trace.reportUsage(watch.usage());
     const ending = why === undefined ? framing.complete() : framing.interrupted(why);
-    closeStream(controller, trace, ending, why);
+    return closeStream(controller, trace, ending, why);
   };
   trace.streaming = true;
   return new ReadableStream<Uint8Array>({

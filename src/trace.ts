@@ -92,6 +92,11 @@ export class Trace {
   dropped?: string[];
   /** The WebSocket itself (its responses have their own traces): ends when the socket closes. */
   upgrade = false;
+  /**
+   * Set by an observer whose bookkeeping of this request (a limited identity's usage) must land
+   * before the client sees the answer end: a stream closes only once it settles.
+   */
+  counted?: Promise<void>;
   private ended = false;
 
   constructor(private readonly observers: readonly Observer[], start: TraceStart) {

@@ -171,6 +171,76 @@ Deno.test({
   },
 });
 
+/**
+ * A loopback proxy to Redis whose answers arrive `delayMs` late: an instance behind it counts
+ * slowly, as over a congested network.
+ */
+function slowRedisProxy(redisPort: number, delayMs: number) {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const conns: Deno.Conn[] = [];
+  (async () => {
+    for await (const client of listener) {
+      const server = await Deno.connect({ hostname: "127.0.0.1", port: redisPort });
+      conns.push(client, server);
+      client.readable.pipeTo(server.writable).catch(() => {});
+      server.readable.pipeThrough(
+        new TransformStream({
+          transform: (chunk, c) =>
+            new Promise((r) => setTimeout(() => r(c.enqueue(chunk)), delayMs)),
+        }),
+      ).pipeTo(client.writable).catch(() => {});
+    }
+  })().catch(() => {});
+  return {
+    port: (listener.addr as Deno.NetAddr).port,
+    close() {
+      listener.close();
+      for (const c of conns) {
+        try {
+          c.close();
+        } catch {
+          // closed by its peer
+        }
+      }
+    },
+  };
+}
+
+Deno.test({
+  name:
+    "limits in redis: a stream closes only once its usage is counted, seen by the other instance",
+  ignore: REDIS === undefined,
+  async fn() {
+    const redis = await startRedis(freePort());
+    const slow = slowRedisProxy(redis.port, 300);
+    const limited = (port: number) => (c: Config) => {
+      withLimits(c, port);
+      c.keys[0].limits = { tokens_per_day: 10 };
+      c.limits_store = { ...c.limits_store, timeout_ms: 5000 };
+    };
+    // A counts through the slow proxy; B reads Redis directly.
+    const a = await startHarness({ tweak: limited(slow.port) });
+    const b = await startHarness({ tweak: limited(redis.port) });
+    try {
+      await untilReady(a.url);
+      await untilReady(b.url);
+      const stream = { ...CHAT, stream: true, stream_options: { include_usage: true } };
+      const res = await post(`${a.url}/v1/chat/completions`, openaiHeaders(KEY), stream);
+      assert.equal(res.status, 200);
+      assert.match(await res.text(), /\[DONE\]/);
+      // The client saw the stream end: its 18 tokens are in Redis before anything else happens.
+      const next = await post(`${b.url}/v1/chat/completions`, openaiHeaders(KEY), CHAT);
+      assert.equal(next.status, 429, await next.clone().text());
+      assert.equal((await next.json()).error.code, "insufficient_quota");
+    } finally {
+      await a.close();
+      await b.close();
+      slow.close();
+      await redis.stop();
+    }
+  },
+});
+
 /** A Redis command's answer through redis-cli. */
 async function redisCli(port: number, ...args: string[]): Promise<string> {
   const out = await new Deno.Command("redis-cli", { args: ["-p", String(port), ...args] }).output();

@@ -678,6 +678,41 @@ Deno.test("limits: config errors name the bad field; a config without limits is 
   );
 });
 
+Deno.test("limits: a Kong consumer's WebSocket follows a reload: new limits, or no trust at all", async () => {
+  const h = await limited({}, (c) => {
+    c.identities = { kong_consumers: true };
+    c.consumers = { by_name: { alice: { limits: { requests_per_minute: 5 } } } };
+  });
+  const reloadWith = (change: (c: typeof h.gw.config) => void) => {
+    const next = structuredClone(h.gw.live.current.config);
+    change(next);
+    assert.equal(new Reloader(h.gw, () => next).reload("test").outcome, "applied");
+  };
+  try {
+    const frame = { type: "response.create", model: "msg-text", input: "hi" };
+    const alice = { "x-consumer-username": "alice" };
+    const [ok, refused] = await wsExchange(h.url, [frame, () => {
+      reloadWith((c) => c.consumers.by_name.alice = { limits: { requests_per_minute: 1 } });
+      return frame;
+    }], alice);
+    assert.equal(ok.at(-1)!.type, "response.completed");
+    const e = refused[0] as { type: string; error: { message: string } };
+    assert.equal(e.type, "error");
+    assert.match(e.error.message, /^consumer:alice has reached its limit requests_per_minute \(1 /);
+    reloadWith((c) => c.consumers.by_name.alice = { limits: { requests_per_minute: 5 } });
+    const [first, untrusted] = await wsExchange(h.url, [frame, () => {
+      reloadWith((c) => c.identities = { kong_consumers: false });
+      return frame;
+    }], alice);
+    assert.equal(first.at(-1)!.type, "response.completed");
+    const u = untrusted[0] as { type: string; error: { message: string } };
+    assert.equal(u.type, "error");
+    assert.match(u.error.message, /Kong consumer identities are no longer accepted/);
+  } finally {
+    await h.close();
+  }
+});
+
 Deno.test("limits: a Kong consumer's WebSocket needs no key; each response counts on its budget", async () => {
   const h = await limited({}, (c) => {
     c.identities = { kong_consumers: true };

@@ -244,8 +244,19 @@ class ResponsesSocket {
       }
       // Each response is a request of its own for the identity's limits (refused: an error
       // frame, and the socket stays open).
-      const policy = this.ctx.gw.live.current.policy;
-      const identity = trace.consumer ? this.ctx.identity! : policy.key(trace.key!);
+      const live = this.ctx.gw.live.current;
+      if (trace.consumer && !live.config.identities.kong_consumers) {
+        this.closeAfter = "Kong consumers are no longer accepted";
+        throw new GatewayError(
+          401,
+          "authentication",
+          "Kong consumer identities are no longer accepted by this gateway; reconnect with an API key",
+        );
+      }
+      // Under the config in force: a reload may have changed the identity's limits.
+      const identity = trace.consumer
+        ? live.policy.consumerAgain(this.ctx.identity!)
+        : live.policy.key(trace.key!);
       await gw.limiter.admit(trace, identity, openAiDialect);
       const r = resolveRoute(ctx, modelOf(json));
       if (isPassthroughRoute(r)) {
@@ -268,6 +279,8 @@ class ResponsesSocket {
     } finally {
       // A relayed response ends when the upstream socket says so.
       if (!relayed) trace.end(trace.status ?? 200);
+      // The socket's next frame is admitted only once this response's usage is counted.
+      await trace.counted;
     }
   }
 

@@ -80,6 +80,11 @@ export class LimitPolicy {
     };
   }
 
+  /** A Kong consumer identity under this config (a reload may have changed its limits). */
+  consumerAgain(identity: Identity): Identity {
+    return this.consumer({ username: identity.name.slice(CONSUMER_PREFIX.length) });
+  }
+
   /** Identities an admin may name: every key and every consumer named in `by_name`. */
   named(name: string): Identity | undefined {
     if (!name.startsWith(CONSUMER_PREFIX)) return this.keys.get(name);
