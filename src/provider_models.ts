@@ -9,10 +9,14 @@ import type { Gateway, ReportedModels } from "./context.ts";
 import { DEMO_MODELS } from "./demo.ts";
 import { DEMO_API } from "./config.ts";
 import { logEvent } from "./log.ts";
+import { clip } from "./model_name.ts";
 import { upstreamUrl } from "./relay.ts";
 
 /** Seconds between two reads of every provider's list. */
 const REFRESH_S = 600;
+
+/** The longest paging cursor followed (it goes into a URL, and a failure's log line). */
+const MAX_CURSOR_CHARS = 1024;
 
 /** Pages read at most from one provider (a broken `next` must not loop). */
 const MAX_PAGES = 50;
@@ -98,13 +102,19 @@ export class ProviderModels implements ReportedModels {
         const { ids: more, next } = spec.models.page(body);
         ids.push(...more);
         if (!next) break;
-        for (const [k, v] of Object.entries(next)) url.searchParams.set(k, v);
+        for (const [k, v] of Object.entries(next)) {
+          // A cursor is an id or a token; a longer one is not a page to ask for.
+          if (v.length > MAX_CURSOR_CHARS) {
+            throw new Error(`a page cursor over ${MAX_CURSOR_CHARS} characters`);
+          }
+          url.searchParams.set(k, v);
+        }
       }
       this.lists.set(provider.name, ids);
     } catch (e) {
       if (this.stopping.signal.aborted) return;
       // The last good list stays; the operator learns why this read failed.
-      const error = (e as Error).message;
+      const error = clip((e as Error).message);
       logEvent({ msg: "provider_models_failed", provider: provider.name, error }, secrets);
     }
   }

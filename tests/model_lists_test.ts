@@ -205,6 +205,18 @@ Deno.test("model lists: a list over 8 MiB is a failed read; the last good list s
       const failed = failedReads(h).filter((l) => l.provider === "gemini");
       assert.deepEqual(failed.map((l) => l.error), ["a list over 8 MiB"]);
     });
+    await t.step(
+      "a page cursor of 300,000 characters is not followed, nor logged whole",
+      async () => {
+        const anthropic = () => ids(`${h.url}/v1/models`, { "x-api-key": KEY });
+        const before = await anthropic();
+        h.upstream.models.anthropic.splice(1, 0, `msg-${"x".repeat(300_000)}`);
+        await h.gw.providerModels.refresh();
+        assert.deepEqual(await anthropic(), before);
+        const failed = failedReads(h).filter((l) => l.provider === "anthropic").at(-1)!;
+        assert.equal(failed.error, "a page cursor over 1024 characters");
+      },
+    );
   } finally {
     await h.close();
   }
