@@ -215,3 +215,9 @@ export function rateLimitHeaders(
     return out;
   };
 }
+
+/**
+ * Chat's end-of-stream record. The gateway's SSE dialects send it after an interruption event
+ * (each dialect's own ending, src/contract/format.ts `interruption`).
+ */
+export const DONE = "data: [DONE]\n\n";

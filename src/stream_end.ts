@@ -21,11 +21,11 @@ export interface StreamEnd {
   interrupted(sent: boolean, why: string): string;
 }
 
-/** SSE framing: the interruption event, then `data: [DONE]`. */
+/** SSE framing: the dialect's interruption ending (its event and any end marker it needs). */
 export function sseEnd(dialect: Dialect): StreamEnd {
   return {
     complete: () => "",
-    interrupted: (_, why) => dialect.interruption(why) + "data: [DONE]\n\n",
+    interrupted: (_, why) => dialect.interruption(why),
   };
 }
 

@@ -70,8 +70,8 @@ function looksWhole(data: string): boolean {
 }
 
 /**
- * Server-sent events, ended (when cut) by `interruption` in the client's dialect, then
- * `data: [DONE]` (converted streams, which encode their own ending, need none).
+ * Server-sent events, ended (when cut) by `interruption`: the client dialect's whole ending
+ * (converted streams, which encode their own ending, need none).
  */
 export function sseFraming(interruption: (why: string) => string = () => ""): UpstreamFraming {
   return {
@@ -99,7 +99,7 @@ export function sseFraming(interruption: (why: string) => string = () => ""): Up
       return { cut, events, text };
     },
     complete: () => "",
-    interrupted: (why) => interruption(why) + "data: [DONE]\n\n",
+    interrupted: interruption,
   };
 }
 

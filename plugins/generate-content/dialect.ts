@@ -2,6 +2,7 @@
 import { badRequest, type ErrorKind, type GatewayError } from "../../src/contract/errors.ts";
 import type { Dialect, ModelListing } from "../../src/contract/format.ts";
 import type { ListedModel } from "../../src/contract/format.ts";
+import { DONE } from "../shared.ts";
 
 const STATUS: Record<ErrorKind, string> = {
   invalid_request: "INVALID_ARGUMENT",
@@ -41,7 +42,8 @@ export const googleDialect: Dialect = {
   interruption: (message) => {
     // js-genai raises an in-stream error only when it carries an HTTP-like `code`.
     const error = { type: "upstream_interrupted", message, code: 502, status: "UNAVAILABLE" };
-    return `data: ${JSON.stringify({ type: "upstream_interrupted", error })}\n\n`;
+    // The `[DONE]` record after it is what this gateway has always sent (the SDK skips it).
+    return `data: ${JSON.stringify({ type: "upstream_interrupted", error })}\n\n${DONE}`;
   },
 };
 
