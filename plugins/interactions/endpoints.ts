@@ -13,7 +13,10 @@ export const createInteraction: Handler = async (ctx) => {
   if (json.background === true) {
     throw badRequest("background: background interactions are not supported", "background");
   }
-  const model = typeof json.model === "string" ? json.model : "";
+  // An agent interaction is routed by its agent's name: relayed to a provider that speaks
+  // Interactions, refused (400 naming `agent`) by the converting decoder elsewhere.
+  const name = json.model ?? json.agent;
+  const model = typeof name === "string" ? name : "";
   if (model) checkModelName(model);
   return await generate(ctx, {
     ingress: interactionsCodec,
