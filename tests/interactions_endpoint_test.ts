@@ -1,6 +1,7 @@
 /** POST /v1beta/interactions on converted routes: answers, streams and the 400s it owes. */
 import assert from "node:assert/strict";
-import { googleHeaders, KEY, post, startHarness } from "./helpers.ts";
+import type { Config } from "../src/config.ts";
+import { googleHeaders, KEY, openaiHeaders, post, PROVIDER_KEY, startHarness } from "./helpers.ts";
 
 const URL_PATH = "/v1beta/interactions";
 
@@ -51,6 +52,46 @@ Deno.test("interactions: background, agent and a ?key= key are refused in Google
     const text = await res.text();
     assert.ok(!text.includes(KEY));
     assert.match(JSON.parse(text).error.status, /INVALID_ARGUMENT|UNAUTHENTICATED/);
+  } finally {
+    await h.close();
+  }
+});
+
+/** A route to Gemini's own Interactions endpoint (the mock's), for models `int-*`. */
+const interactionsRoute = {
+  tweak(config: Config) {
+    const gemini = config.providers.find((p) => p.name === "gemini")!;
+    config.providers.push({ ...gemini, name: "gemini-int", api: "interactions" });
+    config.routes.unshift({ models: ["int-*"], provider: "gemini-int", passthrough: false });
+  },
+};
+
+Deno.test("interactions upstream: an Interactions client is relayed, others convert to it", async () => {
+  const h = await startHarness(interactionsRoute);
+  try {
+    const relayed = await post(h.url + URL_PATH, googleHeaders(), {
+      model: "int-text",
+      input: "hi",
+    });
+    assert.equal(relayed.status, 200);
+    const body = await relayed.json();
+    // Relayed as Google answered: its input step first (the converting encoder writes none).
+    assert.match(body.id, /^v1_/);
+    assert.deepEqual(body.steps.map((s: { type: string }) => s.type), [
+      "user_input",
+      "model_output",
+    ]);
+    const chat = await post(h.url + "/v1/chat/completions", openaiHeaders(), {
+      model: "int-text",
+      messages: [{ role: "user", content: "hi" }],
+    });
+    assert.equal(chat.status, 200);
+    const completion = await chat.json();
+    assert.equal(completion.object, "chat.completion");
+    assert.equal(typeof completion.choices[0].message.content, "string");
+    const upstream = h.upstream.requests.filter((r) => r.path === URL_PATH);
+    assert.equal(upstream.length, 2);
+    assert.ok(upstream.every((r) => r.headers["x-goog-api-key"] === PROVIDER_KEY));
   } finally {
     await h.close();
   }
