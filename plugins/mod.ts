@@ -5,6 +5,7 @@
 import type { Plugin } from "../src/context.ts";
 import { chatPlugin } from "./chat/plugin.ts";
 import { generateContentPlugin } from "./generate-content/plugin.ts";
+import { interactionsPlugin } from "./interactions/plugin.ts";
 import { messagesPlugin } from "./messages/plugin.ts";
 import { responsesPlugin } from "./responses/plugin.ts";
 
@@ -13,4 +14,5 @@ export const PLUGINS: readonly Plugin[] = [
   responsesPlugin,
   messagesPlugin,
   generateContentPlugin,
+  interactionsPlugin,
 ];

@@ -18,8 +18,10 @@ const REQUEST_ID = "gwtest";
 const MODEL = "client-model";
 
 /** Timestamps come from the clock where the fixture has none. */
+// Times are the gateway's clock: epoch seconds, or ISO strings (Interactions' created/updated).
 const normalize = (text: string) =>
-  text.replace(/"(created|created_at|completed_at)":\s*\d+/g, '"$1":0');
+  text.replace(/"(created|created_at|completed_at)":\s*\d+/g, '"$1":0')
+    .replace(/"(created|updated)":\s*"\d{4}-\d\d-\d\dT[\d:]+Z"/g, '"$1":0');
 
 /** Serves one fixed body for every request, as the provider would send it. */
 function fixtureServer(body: () => { text: string; type: string }) {

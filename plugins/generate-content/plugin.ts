@@ -1,9 +1,15 @@
 /** Gemini generateContent (`/v1beta/models/{model}:…`): Gemini CLI and @google/genai. */
 import type { Plugin } from "../../src/context.ts";
+import type { OutgoingRequest } from "../../src/contract/format.ts";
 import { unsafeSegmentReason } from "../../src/model_segment.ts";
 import { generateContentCodec } from "./codec.ts";
 import { geminiModelPage, geminiModels, googleDialect } from "./dialect.ts";
 import { generateContent } from "./endpoints.ts";
+
+/** Google's key header (never `?key=`): Interactions providers are authorised alike. */
+export function googleAuthorize(req: OutgoingRequest, key: string | undefined) {
+  if (key) req.headers.set("x-goog-api-key", key);
+}
 
 export const generateContentPlugin: Plugin = {
   id: "generate-content",
@@ -24,9 +30,7 @@ export const generateContentPlugin: Plugin = {
     },
   ],
   upstream: {
-    authorize(req, key) {
-      if (key) req.headers.set("x-goog-api-key", key);
-    },
+    authorize: googleAuthorize,
     forwardHeaders: ["x-goog-api-client"],
     models: { path: "/v1beta/models?pageSize=1000", page: geminiModelPage },
     // The model is a segment of the upstream URL.

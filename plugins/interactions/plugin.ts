@@ -1,0 +1,29 @@
+/** Gemini Interactions (`/v1beta/interactions`): @google/genai's `client.interactions`. */
+import type { Plugin } from "../../src/context.ts";
+import { googleAuthorize } from "../generate-content/plugin.ts";
+import { interactionsCodec } from "./codec.ts";
+import { interactionsDialect } from "./dialect.ts";
+import { createInteraction } from "./endpoints.ts";
+
+export const interactionsPlugin: Plugin = {
+  id: "interactions",
+  family: "gemini",
+  system: "gcp.gemini",
+  codec: interactionsCodec,
+  dialect: interactionsDialect,
+  paths: ["/v1beta/interactions"],
+  endpoints: [
+    {
+      name: "interactions",
+      operation: "chat",
+      method: "POST",
+      pattern: /^\/v1beta\/interactions$/,
+      example: "/v1beta/interactions",
+      handler: createInteraction,
+    },
+  ],
+  upstream: {
+    authorize: googleAuthorize,
+    forwardHeaders: ["x-goog-api-client", "api-revision"],
+  },
+};
