@@ -6,7 +6,7 @@ import type { ErrorKind, GatewayError } from "../src/contract/errors.ts";
 import type { Dialect, UpstreamSpec } from "../src/contract/format.ts";
 import { goDuration } from "../src/limits/windows.ts";
 import type { ListedModel } from "../src/contract/format.ts";
-import { bearer, idPage, overloadedError, rateLimitHeaders } from "./shared.ts";
+import { bearer, idPage, overloadedError, rateLimitHeaders, SSE_DONE } from "./shared.ts";
 
 const TYPE: Record<ErrorKind, string> = {
   invalid_request: "invalid_request_error",
@@ -59,7 +59,7 @@ export const openAiDialect: Dialect = {
   rateLimitHeaders: openAiRateLimitHeaders,
   interruption: (message) => {
     const error = { type: "upstream_interrupted", message };
-    return `data: ${JSON.stringify({ type: "upstream_interrupted", error })}\n\n`;
+    return `data: ${JSON.stringify({ type: "upstream_interrupted", error })}\n\n${SSE_DONE}`;
   },
 };
 

@@ -116,6 +116,12 @@ export function overloadedError(body: Record<string, unknown>): { kind: "overloa
 
 // ---- streams ----
 
+/**
+ * Chat's end marker, which ends a cut SSE stream in every SSE dialect: after the interruption
+ * event, where SDKs of the other dialects have already raised it.
+ */
+export const SSE_DONE = "data: [DONE]\n\n";
+
 /** An SSE event's JSON object; undefined for anything else (keep-alive noise, `null`). */
 export function jsonObjectOf(data: string): Record<string, unknown> | undefined {
   try {

@@ -21,11 +21,11 @@ export interface StreamEnd {
   interrupted(sent: boolean, why: string): string;
 }
 
-/** SSE framing: the interruption event, then `data: [DONE]`. */
+/** SSE framing: a cut stream ends with the dialect's own interruption ending. */
 export function sseEnd(dialect: Dialect): StreamEnd {
   return {
     complete: () => "",
-    interrupted: (_, why) => dialect.interruption(why) + "data: [DONE]\n\n",
+    interrupted: (_, why) => dialect.interruption(why),
   };
 }
 

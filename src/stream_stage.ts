@@ -60,18 +60,20 @@ function parseRecord(record: string): SseEvent | undefined {
   return data === undefined ? undefined : { event, data };
 }
 
-/** A JSON payload (or the chat `[DONE]` marker), judged by its first and last characters. */
+/**
+ * A JSON payload, judged by its first and last characters (a bracketed end marker such as
+ * chat's passes as an array).
+ */
 function looksWhole(data: string): boolean {
   const t = data.trim();
-  if (t === "[DONE]") return true;
   const first = t[0];
   const last = t[t.length - 1];
   return (first === "{" && last === "}") || (first === "[" && last === "]");
 }
 
 /**
- * Server-sent events, ended (when cut) by `interruption` in the client's dialect, then
- * `data: [DONE]` (converted streams, which encode their own ending, need none).
+ * Server-sent events, ended (when cut) by `interruption`, the client dialect's whole ending
+ * (converted streams, which encode their own ending, need none).
  */
 export function sseFraming(interruption: (why: string) => string = () => ""): UpstreamFraming {
   return {
@@ -99,7 +101,7 @@ export function sseFraming(interruption: (why: string) => string = () => ""): Up
       return { cut, events, text };
     },
     complete: () => "",
-    interrupted: (why) => interruption(why) + "data: [DONE]\n\n",
+    interrupted: interruption,
   };
 }
 
@@ -259,7 +261,7 @@ export function relayStream(
         batch = await events.next();
       } catch (e) {
         if (e instanceof ClientGone) return clientGone(trace, controller, e);
-        // A failure after the end marker (e.g. a reset after [DONE]) lost nothing.
+        // A failure after the stream's terminal event (a reset after it) lost nothing.
         return finish(controller, ended ? undefined : (e as GatewayError).message);
       }
       if (!batch) {

@@ -2,6 +2,7 @@
 import { badRequest, type ErrorKind, type GatewayError } from "../../src/contract/errors.ts";
 import type { Dialect, ModelListing } from "../../src/contract/format.ts";
 import type { ListedModel } from "../../src/contract/format.ts";
+import { SSE_DONE } from "../shared.ts";
 
 const STATUS: Record<ErrorKind, string> = {
   invalid_request: "INVALID_ARGUMENT",
@@ -41,7 +42,7 @@ export const googleDialect: Dialect = {
   interruption: (message) => {
     // js-genai raises an in-stream error only when it carries an HTTP-like `code`.
     const error = { type: "upstream_interrupted", message, code: 502, status: "UNAVAILABLE" };
-    return `data: ${JSON.stringify({ type: "upstream_interrupted", error })}\n\n`;
+    return `data: ${JSON.stringify({ type: "upstream_interrupted", error })}\n\n${SSE_DONE}`;
   },
 };
 

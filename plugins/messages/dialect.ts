@@ -2,7 +2,7 @@
 import type { ErrorKind, GatewayError } from "../../src/contract/errors.ts";
 import type { Dialect, ModelListing } from "../../src/contract/format.ts";
 import type { ListedModel } from "../../src/contract/format.ts";
-import { bearer, rateLimitHeaders } from "../shared.ts";
+import { bearer, rateLimitHeaders, SSE_DONE } from "../shared.ts";
 
 const TYPE: Record<ErrorKind, string> = {
   invalid_request: "invalid_request_error",
@@ -46,7 +46,7 @@ export const anthropicDialect: Dialect = {
     const error = { type: "upstream_interrupted", message };
     const data = JSON.stringify({ type: "upstream_interrupted", error });
     // The Anthropic SDK ignores records without an event name; `error` makes it throw.
-    return `event: error\ndata: ${data}\n\n`;
+    return `event: error\ndata: ${data}\n\n${SSE_DONE}`;
   },
 };
 

@@ -40,8 +40,8 @@ export interface Dialect {
   /** The HTTP status this dialect's SDKs must see for `status` (default: the same). */
   status?(status: number): number;
   /**
-   * The text that tells a client its stream was cut, in the client's stream framing (an SSE
-   * event for SSE formats), shaped so its SDKs raise it.
+   * The whole text that ends a client's SSE stream cut short: an event shaped so this dialect's
+   * SDKs raise it, and any end marker its clients wait for. The core appends nothing.
    */
   interruption(message: string): string;
   /** The gateway's own limits as the headers this dialect's clients read (none by default). */
