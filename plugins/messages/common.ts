@@ -2,7 +2,13 @@
 import type * as ir from "../../src/contract/ir.ts";
 import { type ErrorKind, kindForStatus } from "../../src/contract/errors.ts";
 import { carrySignature } from "../../src/signature.ts";
-import { ATTACHED, carryMarked, CUSTOM_INPUT_KEY, readMarked } from "../shared.ts";
+import {
+  ANTHROPIC_STATUSES,
+  ATTACHED,
+  carryMarked,
+  CUSTOM_INPUT_KEY,
+  readMarked,
+} from "../shared.ts";
 
 export const FAMILY: ir.Family = "anthropic";
 
@@ -105,7 +111,7 @@ const STATUS_BY_ERROR_TYPE: Record<string, number> = {
 /** An Anthropic in-stream `error.type` as an HTTP status and a vendor-neutral kind. */
 export function errorFromType(type: unknown): { status: number; kind: ErrorKind } {
   const status = STATUS_BY_ERROR_TYPE[String(type)] ?? 500;
-  return { status, kind: kindForStatus(status) };
+  return { status, kind: kindForStatus(status, ANTHROPIC_STATUSES) };
 }
 
 /** The raw text of a custom tool's `{"input": text}`; the JSON itself if it is not that shape. */
