@@ -120,7 +120,7 @@ const targetSchema = z.strictObject({
 
 /**
  * Neutral error kinds a route may retry on (`retry.on`), whatever status the provider's format
- * gives them (Anthropic's 529 is `overloaded`).
+ * gives them (the messages plugin reads a 529 as `overloaded`).
  */
 const RETRYABLE_KINDS = ["rate_limit", "overloaded", "timeout", "upstream"] as const;
 const DEFAULT_RETRY_ON = [408, 429, 500, 502, 503, 504, "overloaded"] as const;

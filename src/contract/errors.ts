@@ -67,7 +67,7 @@ export function kindForStatus(status: number, own?: StatusKinds): ErrorKind {
 
 /** How a format reads its providers' errors where the generic reading does not suffice. */
 export interface ProviderErrors {
-  /** Statuses of its own, outside the standard ones (Anthropic's 529 means `overloaded`). */
+  /** Statuses of its own, outside the standard ones (a vendor's 529 meaning `overloaded`). */
   statusKinds?: StatusKinds;
   /**
    * What a provider's error body says, where the default reading (`error.message`, the kind
