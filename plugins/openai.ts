@@ -6,7 +6,14 @@ import type { ErrorKind, GatewayError } from "../src/contract/errors.ts";
 import type { Dialect, UpstreamSpec } from "../src/contract/format.ts";
 import { goDuration } from "../src/limits/windows.ts";
 import type { ListedModel } from "../src/contract/format.ts";
-import { bearer, DONE, idPage, overloadedError, rateLimitHeaders } from "./shared.ts";
+import {
+  ANTHROPIC_STATUSES,
+  bearer,
+  DONE,
+  idPage,
+  overloadedError,
+  rateLimitHeaders,
+} from "./shared.ts";
 
 const TYPE: Record<ErrorKind, string> = {
   invalid_request: "invalid_request_error",
@@ -67,12 +74,13 @@ export const openAiDialect: Dialect = {
 /** OpenAI providers take the key as a Bearer token. */
 export const openAiUpstream: Pick<
   UpstreamSpec,
-  "authorize" | "responseHeaders" | "readError" | "models"
+  "authorize" | "responseHeaders" | "statusKinds" | "readError" | "models"
 > = {
   authorize(req, key) {
     if (key) req.headers.set("authorization", `Bearer ${key}`);
   },
   // OpenAI-compatible proxies in front of Anthropic models pass its overload through.
+  statusKinds: ANTHROPIC_STATUSES,
   readError: overloadedError,
   // OpenAI answers one page; compatible servers that page do it the Anthropic way.
   models: { path: "/models", page: (body) => idPage(body, "after") },

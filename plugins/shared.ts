@@ -1,5 +1,5 @@
 /** Wire-format conventions that more than one codec follows, each defined once. */
-import { badRequest, GatewayError } from "../src/contract/errors.ts";
+import { badRequest, GatewayError, type StatusKinds } from "../src/contract/errors.ts";
 import type { Dialect, RateLimitState } from "../src/contract/format.ts";
 import type * as ir from "../src/contract/ir.ts";
 import { carrySignature } from "../src/signature.ts";
@@ -107,6 +107,12 @@ export function bearer(headers: Headers): string | undefined {
 }
 
 // ---- upstream errors ----
+
+/**
+ * Anthropic's own status: 529, overloaded. OpenAI-compatible proxies in front of Anthropic
+ * models pass it through, so the OpenAI formats read it too.
+ */
+export const ANTHROPIC_STATUSES: StatusKinds = { 529: "overloaded" };
 
 /** Anthropic's `overloaded_error` type says what its 529 does, whatever the status relayed. */
 export function overloadedError(body: Record<string, unknown>): { kind: "overloaded" } | undefined {

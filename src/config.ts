@@ -118,19 +118,30 @@ const targetSchema = z.strictObject({
   priority: z.number().int().min(0).optional(),
 });
 
-const DEFAULT_RETRY_ON = [408, 429, 500, 502, 503, 504, 529];
+/**
+ * Neutral error kinds a route may retry on (`retry.on`), whatever status the provider's format
+ * gives them (the messages plugin reads a 529 as `overloaded`).
+ */
+const RETRYABLE_KINDS = ["rate_limit", "overloaded", "timeout", "upstream"] as const;
+const DEFAULT_RETRY_ON = [408, 429, 500, 502, 503, 504, "overloaded"] as const;
 const NEVER_RETRIED = [400, 404, 413, 422];
 
 const retrySchema = z.strictObject({
   /** Upstream attempts in total for one request, across targets, the first included. */
   attempts: z.number().int().min(1).max(20).default(3),
-  /** Provider statuses worth another attempt (connection failures and timeouts always are). */
+  /**
+   * Provider statuses (as the provider answered) and error kinds worth another attempt
+   * (connection failures and timeouts always are).
+   */
   on: z.array(
-    z.number().int().min(400).max(599).refine(
-      (n) => !NEVER_RETRIED.includes(n),
-      "400, 404, 413 and 422 are the client's own errors: never retried",
-    ),
-  ).default(DEFAULT_RETRY_ON),
+    z.union([
+      z.number().int().min(400).max(599).refine(
+        (n) => !NEVER_RETRIED.includes(n),
+        "400, 404, 413 and 422 are the client's own errors: never retried",
+      ),
+      z.enum(RETRYABLE_KINDS),
+    ], { error: `expected an HTTP status or one of ${RETRYABLE_KINDS.join(", ")}` }),
+  ).default([...DEFAULT_RETRY_ON]),
   /** Longest a request may sleep for a provider's retry-after (0: go to the next target). */
   max_wait_s: z.number().min(0).default(0),
 });

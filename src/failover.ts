@@ -38,10 +38,11 @@ type Verdict = "retry" | "key" | "final";
 /** The provider refused the gateway's own credential (never the client's: it is not sent). */
 const refusedCredential = (e: GatewayError) => e.status === 401 || e.status === 403;
 
-function verdict(e: GatewayError, on: number[], transport: boolean): Verdict {
+/** `on`: the statuses and error kinds the route retries. */
+function verdict(e: GatewayError, on: (number | string)[], transport: boolean): Verdict {
   if (transport) return "retry";
   if (refusedCredential(e)) return "key";
-  return on.includes(e.status) ? "retry" : "final";
+  return on.includes(e.status) || on.includes(e.kind) ? "retry" : "final";
 }
 
 export interface Attempt<T> {

@@ -2,7 +2,7 @@
  * The opening of an upstream stream, held back until it shows content: until then nothing has
  * reached the client, so a failure may still go to another target.
  */
-import { GatewayError, kindForStatus } from "./contract/errors.ts";
+import { GatewayError } from "./contract/errors.ts";
 import type * as ir from "./contract/ir.ts";
 import { ProviderFailure } from "./failover.ts";
 
@@ -46,7 +46,7 @@ export async function holdOpening<B>(
       for (const e of await toIr(batch)) {
         seen++;
         if (e.type === "error") {
-          const err = new GatewayError(e.status, kindForStatus(e.status), e.message);
+          const err = new GatewayError(e.status, e.kind, e.message);
           throw new ProviderFailure(err);
         }
         if (isContent(e)) {

@@ -297,7 +297,7 @@ async function relayError(
   spec: UpstreamSpec,
 ): Promise<never> {
   const text = await readErrorText(up, idleMs, ctx.gw.secrets);
-  const err = fromProviderError(up.res.status, text, headers, spec.readError);
+  const err = fromProviderError(up.res.status, text, headers, spec);
   const answer = isJsonObject(text)
     ? new Response(text, { status: up.res.status, headers })
     : errorResponse(ctx.dialect, err, ctx.requestId);

@@ -355,5 +355,5 @@ export async function upstreamError(
 ): Promise<GatewayError> {
   const text = await readErrorText(up, idleMs, secrets);
   const headers = headersFrom(upstreamHeaders(up.res, RETRY_HEADERS, secrets));
-  return fromProviderError(up.res.status, text, headers, spec.readError);
+  return fromProviderError(up.res.status, text, headers, spec);
 }

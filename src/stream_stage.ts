@@ -60,10 +60,12 @@ function parseRecord(record: string): SseEvent | undefined {
   return data === undefined ? undefined : { event, data };
 }
 
-/** A JSON payload (or the chat `[DONE]` marker), judged by its first and last characters. */
+/**
+ * A JSON payload, judged by its first and last characters (a bracketed end marker such as
+ * chat's passes as an array).
+ */
 function looksWhole(data: string): boolean {
   const t = data.trim();
-  if (t === "[DONE]") return true;
   const first = t[0];
   const last = t[t.length - 1];
   return (first === "{" && last === "}") || (first === "[" && last === "]");
@@ -259,7 +261,7 @@ export function relayStream(
         batch = await events.next();
       } catch (e) {
         if (e instanceof ClientGone) return clientGone(trace, controller, e);
-        // A failure after the end marker (e.g. a reset after [DONE]) lost nothing.
+        // A failure after the stream's terminal event (a reset after it) lost nothing.
         return finish(controller, ended ? undefined : (e as GatewayError).message);
       }
       if (!batch) {

@@ -336,6 +336,65 @@ Deno.test("failover: client errors are never retried; when every target fails th
   }
 });
 
+Deno.test("failover: retry.on takes error kinds; Anthropic's 529 is overloaded by the messages plugin, a status in on: matches as answered", async () => {
+  // The primary answers Anthropic's 529 as an HTML page: only its plugin's statuses know it.
+  const primary = "msg-err529html";
+  const routes: [string, unknown[]][] = [
+    ["by-kind", ["overloaded"]],
+    ["by-status", [529]],
+    ["other-status", [503]],
+    ["default", []],
+  ];
+  const h = await harness((url, doc) => {
+    doc.cooldown = { failures: 1000, seconds: 30 }; // the primary fails on every request
+    doc.providers.push(provider("ant-529", "messages", url), provider("oai-ok", "chat", url));
+    for (const [name, on] of routes) {
+      doc.routes.unshift({
+        models: [`retry-${name}`],
+        targets: [{ provider: "ant-529", model: primary }, {
+          provider: "oai-ok",
+          model: "chat-text",
+        }],
+        ...(on.length > 0 && { retry: { on } }),
+      });
+    }
+  });
+  try {
+    const messages = INGRESS.find((c) => c.name === "messages")!;
+    const chat = INGRESS.find((c) => c.name === "chat")!;
+    for (const model of ["retry-by-kind", "retry-by-status", "retry-default"]) {
+      const res = await post(
+        h.url + messages.path(model, false),
+        messages.headers,
+        messages.body(model, false),
+      );
+      await answer(res, model);
+      assert.deepEqual(headerOf(res), { provider: "oai-ok", attempts: 2 }, model);
+    }
+    // Not retried: the client gets the overload in its own dialect.
+    const model = "retry-other-status";
+    const res = await post(
+      h.url + messages.path(model, false),
+      messages.headers,
+      messages.body(model, false),
+    );
+    const body = await res.json();
+    assert.equal(res.status, 529, JSON.stringify(body));
+    assert.deepEqual(headerOf(res), { provider: "ant-529", attempts: 1 });
+    assert.equal(body.error.type, "overloaded_error");
+    const openai = await post(
+      h.url + chat.path(model, false),
+      chat.headers,
+      chat.body(model, false),
+    );
+    const error = (await openai.json()).error;
+    assert.equal(openai.status, 503, JSON.stringify(error));
+    assert.equal(error.type, "service_unavailable_error");
+  } finally {
+    await h.close();
+  }
+});
+
 Deno.test("failover: a failing target cools down (skipped without an attempt) and comes back by itself", async () => {
   let down = true;
   let mock = "";
@@ -584,7 +643,7 @@ Deno.test("failover config: targets, pools and retry are validated with the fiel
       {
         models: ["z"],
         targets: [{ provider: "a", weight: 0 }],
-        retry: { attempts: 0, on: [503, 422] },
+        retry: { attempts: 0, on: [503, 422, "invalid_request"] },
       },
     ],
   };
@@ -595,6 +654,10 @@ Deno.test("failover config: targets, pools and retry are validated with the fiel
     assert.match(e.message, /routes\[2\]\.targets\[0\]\.weight/);
     assert.match(e.message, /routes\[2\]\.retry\.attempts/);
     assert.match(e.message, /routes\[2\]\.retry\.on\[1\]: 400, 404, 413 and 422 .* never retried/);
+    assert.match(
+      e.message,
+      /routes\[2\]\.retry\.on\[2\]: expected an HTTP status or one of rate_limit, overloaded/,
+    );
     return true;
   });
 });

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import type * as ir from "../src/contract/ir.ts";
 import type { SseEvent } from "../src/contract/sse.ts";
 import { messagesCodec as codec } from "../plugins/messages/codec.ts";
+import { chatCodec } from "../plugins/chat/codec.ts";
 import { validateRequest } from "../plugins/messages/schema.ts";
 import { pipe, rejects } from "./codec_helpers.ts";
 
@@ -111,6 +112,45 @@ Deno.test("decodeRequest rejects what only an Anthropic upstream understands", (
     () => codec.decodeRequest(body({ messages: [{ role: "tool", content: "x" }] }), "m"),
     /expected user, assistant or system/,
     "messages[0].role",
+  );
+});
+
+Deno.test("cache_control is the IR's neutral cache breakpoint, both ways; chat's breakpoint becomes one", () => {
+  const control = { type: "ephemeral", ttl: "1h" };
+  const req = codec.decodeRequest(
+    body({
+      cache_control: { type: "ephemeral" },
+      system: [{ type: "text", text: "sys", cache_control: control }],
+      tools: [{ name: "f", input_schema: { type: "object" }, cache_control: control }],
+    }),
+    "m",
+  );
+  assert.deepEqual(req.cache, {});
+  assert.deepEqual(req.system, [{ type: "text", text: "sys", cache: { ttl: "1h" } }]);
+  assert.deepEqual(req.tools?.[0].cache, { ttl: "1h" });
+  const wire = codec.encodeRequest(req, ENC);
+  assert.deepEqual(wire.cache_control, { type: "ephemeral" });
+  assert.deepEqual(wire.system, [{ type: "text", text: "sys", cache_control: control }]);
+  assert.deepEqual((wire.tools as Record<string, unknown>[])[0].cache_control, control);
+
+  const chat = chatCodec.decodeRequest({
+    model: "m",
+    messages: [{
+      role: "system",
+      content: [{ type: "text", text: "s", prompt_cache_breakpoint: { mode: "explicit" } }],
+    }],
+  }, "m");
+  const fromChat = codec.encodeRequest(chat, ENC);
+  assert.deepEqual(fromChat.system, [{
+    type: "text",
+    text: "s",
+    cache_control: { type: "ephemeral" },
+  }]);
+
+  rejects(
+    () => codec.decodeRequest(body({ cache_control: { type: "persistent" } }), "m"),
+    /cache_control\.type: "persistent" cannot be converted/,
+    "cache_control.type",
   );
 });
 

@@ -193,12 +193,12 @@ function decodePart(part: Part, path: string): ir.Part {
   }
 }
 
-/** Chat's explicit cache breakpoint is the nearest thing to Anthropic's `cache_control`. */
+/** Chat's explicit cache breakpoint, at the provider's default lifetime. */
 function withBreakpoint<T extends ir.Extensions>(
   part: T,
   wire: { prompt_cache_breakpoint?: unknown },
 ) {
-  if (wire.prompt_cache_breakpoint) part.cacheControl = { type: "ephemeral" };
+  if (wire.prompt_cache_breakpoint) part.cache = {};
   return part;
 }
 

@@ -8,7 +8,7 @@ import type { DecodeContext, Emit, StreamStep } from "../../src/contract/codec.t
 import type * as ir from "../../src/contract/ir.ts";
 import type { SseEvent } from "../../src/contract/sse.ts";
 import { describeIssues } from "../../src/validate.ts";
-import { openAiErrorStatus } from "../shared.ts";
+import { ANTHROPIC_STATUSES, openAiErrorStatus } from "../shared.ts";
 import { type ChatChunk, chunkSchema, type ToolCallDelta } from "./schema.ts";
 import { finishToIr, readToolCallSignature, reasoningText, toolCallId, usageToIr } from "./wire.ts";
 
@@ -165,7 +165,12 @@ class ChatStreamDecoder {
 
   #fail(out: Out, status: number, message: string) {
     this.#ended = true;
-    out.enqueue({ type: "error", status, kind: kindForStatus(status), message });
+    out.enqueue({
+      type: "error",
+      status,
+      kind: kindForStatus(status, ANTHROPIC_STATUSES),
+      message,
+    });
   }
 }
 

@@ -1,8 +1,14 @@
 /** Mappings the Anthropic Messages decoders and encoders share (both directions). */
 import type * as ir from "../../src/contract/ir.ts";
-import { type ErrorKind, kindForStatus } from "../../src/contract/errors.ts";
+import { badRequest, type ErrorKind, kindForStatus } from "../../src/contract/errors.ts";
 import { carrySignature } from "../../src/signature.ts";
-import { ATTACHED, carryMarked, CUSTOM_INPUT_KEY, readMarked } from "../shared.ts";
+import {
+  ANTHROPIC_STATUSES,
+  ATTACHED,
+  carryMarked,
+  CUSTOM_INPUT_KEY,
+  readMarked,
+} from "../shared.ts";
 
 export const FAMILY: ir.Family = "anthropic";
 
@@ -105,7 +111,7 @@ const STATUS_BY_ERROR_TYPE: Record<string, number> = {
 /** An Anthropic in-stream `error.type` as an HTTP status and a vendor-neutral kind. */
 export function errorFromType(type: unknown): { status: number; kind: ErrorKind } {
   const status = STATUS_BY_ERROR_TYPE[String(type)] ?? 500;
-  return { status, kind: kindForStatus(status) };
+  return { status, kind: kindForStatus(status, ANTHROPIC_STATUSES) };
 }
 
 /** The raw text of a custom tool's `{"input": text}`; the JSON itself if it is not that shape. */
@@ -262,3 +268,28 @@ export function serverToolUsage(runs: readonly ir.HostedCallPart[]): Obj | undef
   const count = (k: ir.HostedKind) => runs.filter((r) => r.kind === k).length;
   return { web_search_requests: count("web_search"), web_fetch_requests: count("web_fetch") };
 }
+
+/** Anthropic's `cache_control`, as clients send it (`type` is `ephemeral`, its one kind). */
+type CacheControl = { type: string; ttl?: string } | null | undefined;
+
+/** A wire object's `cache_control` as the IR's cache breakpoint on `target`. */
+export function readCache(
+  target: { cache?: ir.CacheBreakpoint },
+  wire: { cache_control?: CacheControl },
+): void {
+  const control = wire.cache_control;
+  if (!control) return;
+  if (control.type !== "ephemeral") {
+    throw badRequest(
+      `cache_control.type: "${control.type}" cannot be converted (expected "ephemeral")`,
+      "cache_control.type",
+    );
+  }
+  target.cache = control.ttl === undefined ? {} : { ttl: control.ttl };
+}
+
+/** An IR cache breakpoint as Anthropic's `cache_control`. */
+export const cacheControl = (cache: ir.CacheBreakpoint): Obj => ({
+  type: "ephemeral",
+  ...(cache.ttl !== undefined && { ttl: cache.ttl }),
+});

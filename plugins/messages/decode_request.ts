@@ -4,7 +4,7 @@ import type { z } from "zod";
 import { badRequest } from "../../src/contract/errors.ts";
 import { readSignature } from "../../src/signature.ts";
 import { userLocationOf } from "../hosted.ts";
-import { FAMILY, readAttached } from "./common.ts";
+import { FAMILY, readAttached, readCache } from "./common.ts";
 import {
   type documentBlock,
   type imageBlock,
@@ -51,14 +51,14 @@ export function decodeRequest(body: Record<string, unknown>, model: string): ir.
   if (req.top_k !== undefined) out.topK = req.top_k;
   if (req.stop_sequences?.length) out.stop = req.stop_sequences;
   if (req.metadata?.user_id) out.user = req.metadata.user_id;
-  if (req.cache_control) out.cacheControl = req.cache_control;
+  readCache(out, req);
   // context_management, service_tier, container and inference_geo are advisory: dropped.
   return out;
 }
 
 function textPart(block: TextBlock): ir.TextPart {
   const part: ir.TextPart = { type: "text", text: block.text };
-  if (block.cache_control) part.cacheControl = block.cache_control;
+  readCache(part, block);
   return part;
 }
 
@@ -162,7 +162,7 @@ function decodeToolUse(block: z.infer<typeof toolUseBlock>): ir.ToolCallPart {
     name: block.name,
     arguments: JSON.stringify(block.input),
   };
-  if (block.cache_control) part.cacheControl = block.cache_control;
+  readCache(part, block);
   return part;
 }
 
@@ -199,7 +199,7 @@ function decodeMedia(block: MediaBlock, path: string): ir.ImagePart | ir.Documen
   const part: ir.ImagePart | ir.DocumentPart = block.type === "image"
     ? { type: "image", source }
     : { type: "document", source, ...(block.title ? { filename: block.title } : {}) };
-  if (block.cache_control) part.cacheControl = block.cache_control;
+  readCache(part, block);
   return part;
 }
 
@@ -213,7 +213,7 @@ function decodeToolResult(block: Block, path: string): ir.ToolResultPart {
   });
   const part: ir.ToolResultPart = { type: "tool_result", callId: result.tool_use_id, content };
   if (result.is_error) part.isError = true;
-  if (result.cache_control) part.cacheControl = result.cache_control;
+  readCache(part, result);
   return part;
 }
 
@@ -265,7 +265,7 @@ function decodeTool(tool: ToolParam, path: string): ir.Tool {
   const description = describeTool(tool);
   if (description) out.description = description;
   if (tool.strict !== undefined) out.strict = tool.strict;
-  if (tool.cache_control) out.cacheControl = tool.cache_control;
+  readCache(out, tool);
   // eager_input_streaming only changes how input streams from Anthropic: dropped.
   return out;
 }

@@ -5,7 +5,7 @@ import { unsupported } from "../../src/contract/errors.ts";
 import { signatureFor } from "../../src/signature.ts";
 import { argumentsObject, CUSTOM_INPUT_KEY, urlSource } from "../shared.ts";
 import { dropOptions, type HostedPlan, planHosted } from "../hosted.ts";
-import { FAMILY, type Obj, toolUseId } from "./common.ts";
+import { cacheControl, FAMILY, type Obj, toolUseId } from "./common.ts";
 
 type Role = "user" | "assistant";
 const defined = <T>(x: T | undefined): x is T => x !== undefined;
@@ -43,7 +43,7 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Obj {
   if (req.seed !== undefined) ctx.dropped?.push("seed");
   // `metadata.user_id` is Anthropic's only metadata key; other metadata is dropped.
   if (req.user) body.metadata = { user_id: req.user };
-  if (req.cacheControl) body.cache_control = req.cacheControl;
+  if (req.cache) body.cache_control = cacheControl(req.cache);
   if (req.stream) body.stream = true;
   return body;
 }
@@ -74,7 +74,7 @@ function rejectInexpressible(req: ir.Request, ctx: EncodeContext) {
 
 function textBlock(part: ir.TextPart): Obj {
   const block: Obj = { type: "text", text: part.text };
-  if (part.cacheControl) block.cache_control = part.cacheControl;
+  if (part.cache) block.cache_control = cacheControl(part.cache);
   return block;
 }
 
@@ -143,7 +143,7 @@ function encodePart(part: ir.Part, ctx: EncodeContext, path: string): Obj | unde
 }
 
 function withCache(block: Obj, part: ir.Extensions): Obj {
-  if (part.cacheControl) block.cache_control = part.cacheControl;
+  if (part.cache) block.cache_control = cacheControl(part.cache);
   return block;
 }
 

@@ -3,7 +3,7 @@ import type { Plugin } from "../../src/context.ts";
 import { messagesCodec } from "./codec.ts";
 import { anthropicDialect, anthropicModels } from "./dialect.ts";
 import { countTokens, messages } from "./endpoints.ts";
-import { idPage, overloadedError } from "../shared.ts";
+import { ANTHROPIC_STATUSES, idPage, overloadedError } from "../shared.ts";
 
 /** The API version sent upstream when the client named none (converted calls). */
 const DEFAULT_VERSION = "2023-06-01";
@@ -41,6 +41,7 @@ export const messagesPlugin: Plugin = {
         req.headers.set("anthropic-version", DEFAULT_VERSION);
       }
     },
+    statusKinds: ANTHROPIC_STATUSES,
     readError: overloadedError,
     models: { path: "/v1/models?limit=1000", page: (body) => idPage(body, "after_id") },
     forwardHeaders: ["anthropic-beta", "anthropic-version", "x-stainless-"],

@@ -5,12 +5,12 @@ import type * as ir from "../../src/contract/ir.ts";
 import { appendReasoning, reasoningText } from "./carrier.ts";
 import { arr, type Json, num, obj, str } from "./read.ts";
 import { fromWireUsage } from "./usage.ts";
-import { openAiErrorStatus } from "../shared.ts";
+import { ANTHROPIC_STATUSES, openAiErrorStatus } from "../shared.ts";
 
 export function decodeResponse(body: Json, ctx: DecodeContext): ir.Response {
   if (body.status === "failed") {
     const f = failure(body.error);
-    throw new GatewayError(f.status, kindForStatus(f.status), f.message);
+    throw new GatewayError(f.status, kindForStatus(f.status, ANTHROPIC_STATUSES), f.message);
   }
   const parts = arr(body.output).flatMap((item) => outputItemParts(obj(item)));
   const res: ir.Response = {

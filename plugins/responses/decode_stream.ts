@@ -10,7 +10,7 @@ import { kindForStatus } from "../../src/contract/errors.ts";
 import type { DecodeContext, Emit, StreamStep } from "../../src/contract/codec.ts";
 import type * as ir from "../../src/contract/ir.ts";
 import type { SseEvent } from "../../src/contract/sse.ts";
-import { jsonObjectOf } from "../shared.ts";
+import { ANTHROPIC_STATUSES, jsonObjectOf } from "../shared.ts";
 import { citationOf, failure, finishOf, outputItemParts, toolCall } from "./decode_response.ts";
 import { type Json, num, obj, str } from "./read.ts";
 import { fromWireUsage } from "./usage.ts";
@@ -231,7 +231,12 @@ class StreamDecoder {
   private error(e: Json, out: Out) {
     const f = failure(e.error ?? e);
     const status = num(e.status) ?? f.status;
-    out.enqueue({ type: "error", status, kind: kindForStatus(status), message: f.message });
+    out.enqueue({
+      type: "error",
+      status,
+      kind: kindForStatus(status, ANTHROPIC_STATUSES),
+      message: f.message,
+    });
   }
 }
 

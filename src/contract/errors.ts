@@ -44,7 +44,11 @@ export function unsupported(field: string, route: string, what?: string): Gatewa
   return badRequest(`${detail} by the upstream of route ${route} (field: ${field})`, field);
 }
 
-const KIND_BY_STATUS: Record<number, ErrorKind> = {
+/** A vendor's own HTTP statuses, as the neutral kinds they mean. */
+export type StatusKinds = Readonly<Record<number, ErrorKind>>;
+
+/** What the standard statuses mean, for every vendor. */
+const KIND_BY_STATUS: StatusKinds = {
   400: "invalid_request",
   401: "authentication",
   403: "permission",
@@ -53,11 +57,23 @@ const KIND_BY_STATUS: Record<number, ErrorKind> = {
   429: "rate_limit",
   503: "overloaded",
   504: "timeout",
-  529: "overloaded",
 };
 
-export function kindForStatus(status: number): ErrorKind {
-  return KIND_BY_STATUS[status] ?? (status >= 500 ? "upstream" : "invalid_request");
+/** The kind of an HTTP status: the vendor's own meaning (`own`) first, then the standard one. */
+export function kindForStatus(status: number, own?: StatusKinds): ErrorKind {
+  return own?.[status] ?? KIND_BY_STATUS[status] ??
+    (status >= 500 ? "upstream" : "invalid_request");
+}
+
+/** How a format reads its providers' errors where the generic reading does not suffice. */
+export interface ProviderErrors {
+  /** Statuses of its own, outside the standard ones (a vendor's 529 meaning `overloaded`). */
+  statusKinds?: StatusKinds;
+  /**
+   * What a provider's error body says, where the default reading (`error.message`, the kind
+   * from the HTTP status) does not find it: another envelope, or a kind its status hides.
+   */
+  readError?(body: Record<string, unknown>): { kind?: ErrorKind; message?: string } | undefined;
 }
 
 /** A short, single-line excerpt of a non-JSON error body (an nginx HTML page, plain text). */
@@ -79,16 +95,16 @@ export function fromProviderError(
   status: number,
   text: string,
   headers?: Headers,
-  /** The format's own reading of its error body (see UpstreamSpec.readError). */
-  readError?: (body: Record<string, unknown>) => { kind?: ErrorKind; message?: string } | undefined,
+  /** The provider's format's own reading of its statuses and error bodies. */
+  vendor?: ProviderErrors,
 ): GatewayError {
-  let kind = kindForStatus(status);
+  let kind = kindForStatus(status, vendor?.statusKinds);
   let message: string | undefined;
   try {
     const body = JSON.parse(text);
     const e = body?.error;
     if (e && typeof e.message === "string") message = e.message;
-    const own = body && typeof body === "object" ? readError?.(body) : undefined;
+    const own = body && typeof body === "object" ? vendor?.readError?.(body) : undefined;
     kind = own?.kind ?? kind;
     message = (own?.message ?? message)?.slice(0, 2000);
   } catch {

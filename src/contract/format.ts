@@ -7,7 +7,7 @@
  * vendor traces left in the core are listed in docs/design.md#format-plugins.
  */
 import type { Codec } from "./codec.ts";
-import type { ErrorKind, GatewayError } from "./errors.ts";
+import type { GatewayError, ProviderErrors } from "./errors.ts";
 import type { UpstreamFraming } from "./framing.ts";
 
 /** One of the gateway's own limit windows, as rate-limit headers report it. */
@@ -86,8 +86,11 @@ export interface OutgoingRequest {
   body: string;
 }
 
-/** What a format needs from the core's upstream calls (HTTP and WebSocket alike). */
-export interface UpstreamSpec {
+/**
+ * What a format needs from the core's upstream calls (HTTP and WebSocket alike), and how its
+ * providers' errors read (`statusKinds`, `readError`).
+ */
+export interface UpstreamSpec extends ProviderErrors {
   /**
    * Puts the provider key on a request: a header, or a signature computed over method, URL,
    * headers and body. `key` is undefined for a provider configured without one.
@@ -98,11 +101,6 @@ export interface UpstreamSpec {
    * server-sent events). `interruption` ends a relayed stream that is cut short.
    */
   framing?(interruption?: (why: string) => string): UpstreamFraming;
-  /**
-   * What a provider's error body says, where the default reading (`error.message`, the kind
-   * from the HTTP status) does not find it: another envelope, or a kind its status hides.
-   */
-  readError?(body: Record<string, unknown>): { kind?: ErrorKind; message?: string } | undefined;
   /** Client headers forwarded on relayed calls (never credentials); `x-foo-` is a prefix. */
   forwardHeaders?: readonly string[];
   /** Provider response headers relayed to clients (request ids, rate limits). */

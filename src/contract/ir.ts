@@ -1,8 +1,8 @@
 /**
  * The hub: one intermediate representation every wire format decodes into and encodes from.
- * It is a superset of the formats, not any one vendor's shape. Vendor-only data that
- * another format cannot express rides in `extensions` so it survives a round trip back to
- * the vendor it came from.
+ * It is a superset of the formats, not any one vendor's shape: a vendor's feature is carried
+ * as the neutral concept behind it (a cache breakpoint, a family-marked signature), which
+ * formats that have the concept read and the others drop.
  */
 import type { ErrorKind } from "./errors.ts";
 
@@ -15,10 +15,19 @@ export type Api = string;
  */
 export type Family = string;
 
-/** Vendor-only fields kept opaque (e.g. Anthropic `cache_control`). */
+/**
+ * A prompt-cache breakpoint: the prompt up to and including what carries it may be cached for
+ * later requests. Formats with explicit breakpoints read and write it (Anthropic
+ * `cache_control`; chat's `prompt_cache_breakpoint` sets one); the others drop it.
+ */
+export interface CacheBreakpoint {
+  /** How long the cached prefix should live (`5m`, `1h`); absent: the provider's default. */
+  ttl?: string;
+}
+
+/** What a part or tool may carry besides its content. */
 export interface Extensions {
-  /** Anthropic `cache_control` on a block, tool or system part. */
-  cacheControl?: Record<string, unknown>;
+  cache?: CacheBreakpoint;
 }
 
 export type MediaSource =
@@ -248,8 +257,8 @@ export interface Request {
   stream: boolean;
   /** Wants usage in the stream (chat `stream_options.include_usage`). */
   streamUsage?: boolean;
-  /** Anthropic top-level `cache_control` (automatic breakpoint). */
-  cacheControl?: Record<string, unknown>;
+  /** A breakpoint at the end of the prompt, wherever that is (automatic caching). */
+  cache?: CacheBreakpoint;
   /**
    * Codex in-band compaction (`compaction_trigger`): the messages end with a request for a
    * summary, and the Responses client encoder answers with one `compaction` item.
