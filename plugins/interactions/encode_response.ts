@@ -31,7 +31,7 @@ export function resourceHead(
 
 export function encodeResponse(res: ir.Response, ctx: ClientContext): Record<string, unknown> {
   return {
-    ...resourceHead(ctx.responseId ?? res.id, ctx, res.created, statusOf(res.finish)),
+    ...resourceHead(ctx.id ?? res.id, ctx, res.created, statusOf(res.finish)),
     steps: res.parts.flatMap((p) => modelSteps(p, carried)),
     ...(res.usage && { usage: encodeUsage(res.usage) }),
   };

@@ -76,7 +76,7 @@ export function encodeStream(ctx: ClientContext): StreamStep<ir.StreamEvent, Sse
   const encode = (e: ir.StreamEvent): SseEvent[] => {
     switch (e.type) {
       case "start": {
-        id = ctx.responseId ?? e.id;
+        id = ctx.id ?? e.id;
         created = e.created;
         usage = e.usage;
         const { updated: _, ...head } = resourceHead(id, ctx, created, "in_progress");
