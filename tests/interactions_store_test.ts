@@ -106,6 +106,44 @@ Deno.test("@google/genai interactions: a function call round trip by chaining", 
   }
 });
 
+Deno.test("@google/genai interactions: thinking in a chained tool loop reaches its family signed", async (t) => {
+  const h = await startHarness();
+  const client = sdk(h);
+  // What each family's mock signs its reasoning with (tests/mock/scenario.ts `signature`).
+  const signed = { msg: "thinking", gem: "thought", resp: "reasoning" } as const;
+  try {
+    for (const [family, kind] of Object.entries(signed)) {
+      await t.step(family, async () => {
+        const model = `${family}-think-tool`;
+        // Streamed: the kept interaction is gathered from the stream, signatures included.
+        const events = await Array.fromAsync(
+          await client.create({ model, input: "Weather in Paris?", tools: TOOLS, stream: true }),
+        );
+        const id = (events[0] as { interaction: { id: string } }).interaction.id;
+        const call = await client.get(id);
+        const step = call.steps!.find((s) => s.type === "function_call") as { id: string };
+        await client.create({
+          model,
+          previous_interaction_id: call.id,
+          tools: TOOLS,
+          input: [{
+            type: "function_result",
+            call_id: step.id,
+            name: "get_weather",
+            result: "sunny",
+          }],
+        });
+        assert.ok(
+          lastUpstreamBody(h).includes(btoa(`mock-${kind}:${model}`)),
+          "signature upstream",
+        );
+      });
+    }
+  } finally {
+    await h.close();
+  }
+});
+
 Deno.test("@google/genai interactions: another key's id and store:false are not found", async () => {
   const h = await startHarness();
   const mine = sdk(h);

@@ -23,9 +23,20 @@ const ID = /^int_[0-9a-f]{32}$/;
 /** A fresh id for an interaction the gateway answers (never derived from the client). */
 export const newInteractionId = (): string => `int_${crypto.randomUUID().replaceAll("-", "")}`;
 
-/** Unknown, deleted, expired, not kept (`store: false`) or another key's: Google's 404. */
-export const notFound = (id: string, field?: string) =>
-  new GatewayError(404, "not_found", `interaction '${id.slice(0, 64)}' not found`, field);
+/**
+ * Unknown, deleted, expired, not kept (`store: false`) or another key's: Google's 404. An id
+ * not of the gateway's shape is one a provider made (a relayed route's): said so.
+ */
+export function notFound(id: string, field?: string): GatewayError {
+  const foreign = ID.test(id) ? "" : ": the gateway keeps only the interactions it answers " +
+    "(int_…); one a provider made stays with it";
+  return new GatewayError(
+    404,
+    "not_found",
+    `interaction '${id.slice(0, 64)}' not found${foreign}`,
+    field,
+  );
+}
 
 /** The caller's own stored interaction, if `id` names one. */
 export async function ownInteraction(
