@@ -174,6 +174,24 @@ Deno.test("@google/genai interactions: another key's id and store:false are not 
   }
 });
 
+Deno.test("@google/genai interactions: a zero-retention route keeps nothing, chaining is a 400", async () => {
+  const h = await startHarness({ tweak: (c) => void (c.response_store.enabled = false) });
+  const client = sdk(h);
+  try {
+    const answered = await client.create({ model: "chat-text", input: "hi" });
+    assert.equal(await statusOf(client.get(answered.id)), 404);
+    const err = await client.create({
+      model: "chat-text",
+      input: "x",
+      previous_interaction_id: answered.id,
+    }).catch((e) => e);
+    assert.equal(err.status, 400);
+    assert.match(String(err.message), /previous_interaction_id: this route keeps no interactions/);
+  } finally {
+    await h.close();
+  }
+});
+
 const googleGet = (h: Harness, path: string, init: RequestInit = {}) =>
   fetch(`${h.url}/v1beta/interactions/${path}`, {
     ...init,
