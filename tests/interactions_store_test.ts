@@ -22,127 +22,119 @@ const statusOf = async (p: Promise<unknown>): Promise<number | undefined> => {
 
 const lastUpstreamBody = (h: Harness) => h.upstream.requests.at(-1)!.body;
 
-Deno.test("@google/genai interactions: three chained turns, get, delete on every family", async (t) => {
-  const h = await startHarness();
-  const client = sdk(h);
-  try {
-    for (const family of FAMILIES) {
-      await t.step(family, async () => {
-        const model = `${family}-text`;
-        const first = await client.create({ model, input: "The password is swordfish." });
-        assert.match(first.id, /^int_[0-9a-f]{32}$/);
-        const second = await client.create({
-          model,
-          input: "Remember it.",
-          previous_interaction_id: first.id,
-        });
-        assert.match(lastUpstreamBody(h), /swordfish/);
-        // The third turn streams; it carries the first two turns, questions and answers.
-        const stream = await client.create({
-          model,
-          input: "What was it?",
-          previous_interaction_id: second.id,
-          stream: true,
-        });
-        const events = await Array.fromAsync(stream);
-        const done = events.at(-1) as { event_type: string; interaction: { id: string } };
-        assert.equal(done.event_type, "interaction.completed");
-        const sent = lastUpstreamBody(h);
-        assert.match(sent, /swordfish/);
-        assert.match(sent, /Remember it\./);
-        assert.ok(sent.includes(second.output_text!.slice(0, 20)), "the second answer");
-
-        const third = await client.get(done.interaction.id);
-        assert.equal(third.id, done.interaction.id);
-        assert.equal(third.status, "completed");
-        assert.match(third.output_text ?? "", /What was it\?/);
-
-        await client.delete(first.id);
-        assert.equal(await statusOf(client.get(first.id)), 404);
-        assert.equal(await statusOf(client.delete(first.id)), 404);
-        const chained = client.create({ model, input: "x", previous_interaction_id: first.id });
-        assert.equal(await statusOf(chained), 404);
-        // The rest of the chain stays: turn three still continues from turn two.
-        assert.equal((await client.get(second.id)).status, "completed");
-      });
+/** One test, a step per family, on one harness. */
+function perFamily(
+  name: string,
+  families: readonly string[],
+  fn: (client: ReturnType<typeof sdk>, h: Harness, family: string) => Promise<void>,
+) {
+  Deno.test(name, async (t) => {
+    const h = await startHarness();
+    try {
+      for (const family of families) await t.step(family, () => fn(sdk(h), h, family));
+    } finally {
+      await h.close();
     }
-  } finally {
-    await h.close();
-  }
-});
+  });
+}
 
-Deno.test("@google/genai interactions: a function call round trip by chaining", async (t) => {
-  const h = await startHarness();
-  const client = sdk(h);
-  try {
-    for (const family of FAMILIES) {
-      await t.step(family, async () => {
-        const model = `${family}-tool`;
-        const call = await client.create({ model, input: "Weather in Paris?", tools: TOOLS });
-        assert.equal(call.status, "requires_action");
-        const step = call.steps!.find((s) => s.type === "function_call") as {
-          id: string;
-          name: string;
-        };
-        const answer = await client.create({
-          model,
-          previous_interaction_id: call.id,
-          tools: TOOLS,
-          input: [{
-            type: "function_result",
-            call_id: step.id,
-            name: step.name,
-            result: "18 degrees and sunny",
-          }],
-        });
-        assert.equal(answer.status, "completed");
-        assert.equal(answer.output_text, "Tool said: 18 degrees and sunny");
-        // The call went back upstream with its result, from the stored chain.
-        assert.match(lastUpstreamBody(h), /Weather in Paris\?/);
-      });
-    }
-  } finally {
-    await h.close();
-  }
-});
+perFamily(
+  "@google/genai interactions: three chained turns, get, delete on every family",
+  FAMILIES,
+  async (client, h, family) => {
+    const model = `${family}-text`;
+    const first = await client.create({ model, input: "The password is swordfish." });
+    assert.match(first.id, /^int_[0-9a-f]{32}$/);
+    const second = await client.create({
+      model,
+      input: "Remember it.",
+      previous_interaction_id: first.id,
+    });
+    assert.match(lastUpstreamBody(h), /swordfish/);
+    // The third turn streams; it carries the first two turns, questions and answers.
+    const stream = await client.create({
+      model,
+      input: "What was it?",
+      previous_interaction_id: second.id,
+      stream: true,
+    });
+    const events = await Array.fromAsync(stream);
+    const done = events.at(-1) as { event_type: string; interaction: { id: string } };
+    assert.equal(done.event_type, "interaction.completed");
+    const sent = lastUpstreamBody(h);
+    assert.match(sent, /swordfish/);
+    assert.match(sent, /Remember it\./);
+    assert.ok(sent.includes(second.output_text!.slice(0, 20)), "the second answer");
 
-Deno.test("@google/genai interactions: thinking in a chained tool loop reaches its family signed", async (t) => {
-  const h = await startHarness();
-  const client = sdk(h);
-  // What each family's mock signs its reasoning with (tests/mock/scenario.ts `signature`).
-  const signed = { msg: "thinking", gem: "thought", resp: "reasoning" } as const;
-  try {
-    for (const [family, kind] of Object.entries(signed)) {
-      await t.step(family, async () => {
-        const model = `${family}-think-tool`;
-        // Streamed: the kept interaction is gathered from the stream, signatures included.
-        const events = await Array.fromAsync(
-          await client.create({ model, input: "Weather in Paris?", tools: TOOLS, stream: true }),
-        );
-        const id = (events[0] as { interaction: { id: string } }).interaction.id;
-        const call = await client.get(id);
-        const step = call.steps!.find((s) => s.type === "function_call") as { id: string };
-        await client.create({
-          model,
-          previous_interaction_id: call.id,
-          tools: TOOLS,
-          input: [{
-            type: "function_result",
-            call_id: step.id,
-            name: "get_weather",
-            result: "sunny",
-          }],
-        });
-        assert.ok(
-          lastUpstreamBody(h).includes(btoa(`mock-${kind}:${model}`)),
-          "signature upstream",
-        );
-      });
-    }
-  } finally {
-    await h.close();
-  }
-});
+    const third = await client.get(done.interaction.id);
+    assert.equal(third.id, done.interaction.id);
+    assert.equal(third.status, "completed");
+    assert.match(third.output_text ?? "", /What was it\?/);
+
+    await client.delete(first.id);
+    assert.equal(await statusOf(client.get(first.id)), 404);
+    assert.equal(await statusOf(client.delete(first.id)), 404);
+    const chained = client.create({ model, input: "x", previous_interaction_id: first.id });
+    assert.equal(await statusOf(chained), 404);
+    // The rest of the chain stays: turn three still continues from turn two.
+    assert.equal((await client.get(second.id)).status, "completed");
+  },
+);
+
+perFamily(
+  "@google/genai interactions: a function call round trip by chaining",
+  FAMILIES,
+  async (client, h, family) => {
+    const model = `${family}-tool`;
+    const call = await client.create({ model, input: "Weather in Paris?", tools: TOOLS });
+    assert.equal(call.status, "requires_action");
+    const step = call.steps!.find((s) => s.type === "function_call") as {
+      id: string;
+      name: string;
+    };
+    const answer = await client.create({
+      model,
+      previous_interaction_id: call.id,
+      tools: TOOLS,
+      input: [{
+        type: "function_result",
+        call_id: step.id,
+        name: step.name,
+        result: "18 degrees and sunny",
+      }],
+    });
+    assert.equal(answer.status, "completed");
+    assert.equal(answer.output_text, "Tool said: 18 degrees and sunny");
+    // The call went back upstream with its result, from the stored chain.
+    assert.match(lastUpstreamBody(h), /Weather in Paris\?/);
+  },
+);
+
+/** What each family's mock signs its reasoning with (tests/mock/scenario.ts `signature`). */
+const SIGNED: Record<string, string> = { msg: "thinking", gem: "thought", resp: "reasoning" };
+
+perFamily(
+  "@google/genai interactions: thinking in a chained tool loop reaches its family signed",
+  Object.keys(SIGNED),
+  async (client, h, family) => {
+    const model = `${family}-think-tool`;
+    // Streamed: the kept interaction is gathered from the stream, signatures included.
+    const events = await Array.fromAsync(
+      await client.create({ model, input: "Weather in Paris?", tools: TOOLS, stream: true }),
+    );
+    const id = (events[0] as { interaction: { id: string } }).interaction.id;
+    const call = await client.get(id);
+    const step = call.steps!.find((s) => s.type === "function_call") as { id: string };
+    await client.create({
+      model,
+      previous_interaction_id: call.id,
+      tools: TOOLS,
+      input: [{ type: "function_result", call_id: step.id, name: "get_weather", result: "sunny" }],
+    });
+    const signature = btoa(`mock-${SIGNED[family]}:${model}`);
+    assert.ok(lastUpstreamBody(h).includes(signature), "signature upstream");
+  },
+);
 
 Deno.test("@google/genai interactions: another key's id and store:false are not found", async () => {
   const h = await startHarness();
