@@ -64,7 +64,7 @@ perFamily(
     const sent = lastUpstreamBody(h);
     assert.match(sent, /swordfish/);
     assert.match(sent, /Remember it\./);
-    assert.ok(sent.includes(second.output_text!.slice(0, 20)), "the second answer");
+    assert.ok(sent.includes(second.output_text!), "the second answer");
 
     const third = await client.get(done.interaction.id);
     assert.equal(third.id, done.interaction.id);
@@ -153,7 +153,7 @@ Deno.test("@google/genai interactions: another key's id and store:false are not 
     assert.equal((await mine.get(kept.id)).id, kept.id, "still there for its own key");
 
     const unkept = await mine.create({ model: "msg-text", input: "forget me", store: false });
-    assert.match(unkept.id, /^int_/);
+    assert.doesNotMatch(unkept.id, /^int_/, "an unkept interaction keeps the upstream's id");
     assert.equal(await statusOf(mine.get(unkept.id)), 404);
     const later = mine.create({
       model: "msg-text",

@@ -27,21 +27,23 @@ export const createInteraction: Handler = async (ctx) => {
   if (r.targets.every((t) => t.provider.api === interactionsCodec.api)) {
     return await generate(ctx, g);
   }
-  // Built here, under an id of the gateway's (kept or not: a stream can be cancelled by it).
   const id = newInteractionId();
   const input = [
     ...await storedChain(ctx, r, json.previous_interaction_id),
     ...inputSteps(json.input),
   ];
   const { previous_interaction_id: _, ...rest } = body.json;
-  const keep = keeper(ctx, input, keepsConversations(ctx, r) && json.store !== false);
+  const store = keepsConversations(ctx, r) && json.store !== false;
+  const keep = keeper(ctx, input, store);
   const res = await generate(ctx, {
     ...g,
     body: json.previous_interaction_id === undefined ? body : { ...body, json: { ...rest, input } },
     convert: true,
-    client: { id, onAnswer: keep.onAnswer },
+    // A kept interaction gets an id of the gateway's (a stream can be cancelled by it); an
+    // unkept one keeps the upstream's.
+    client: { ...(store && { id }), onAnswer: keep.onAnswer },
   });
   // A JSON answer is kept before the client can chain on it (streams wait in the encoder).
   await keep.kept();
-  return g.stream ? cancellable(res, { id, model }, owner(ctx)) : res;
+  return g.stream && store ? cancellable(res, { id, model }, owner(ctx)) : res;
 };
