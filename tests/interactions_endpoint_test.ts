@@ -119,7 +119,7 @@ Deno.test("interactions upstream: chains stay with Google; the gateway reads onl
     assert.equal(got.status, 404);
     const err = (await got.json()).error;
     assert.equal(err.status, "NOT_FOUND");
-    assert.match(err.message, /one a provider made stays with it/);
+    assert.match(err.message, /this one was not kept here \(store: false, or made by a provider\)/);
   } finally {
     await h.close();
   }

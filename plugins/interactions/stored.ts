@@ -25,11 +25,11 @@ export const newInteractionId = (): string => `int_${crypto.randomUUID().replace
 
 /**
  * Unknown, deleted, expired, not kept (`store: false`) or another key's: Google's 404. An id
- * not of the gateway's shape is one a provider made (a relayed route's): said so.
+ * not of the gateway's shape was never kept here (unkept, or a relayed route's): said so.
  */
 export function notFound(id: string, field?: string): GatewayError {
-  const foreign = ID.test(id) ? "" : ": the gateway keeps only the interactions it answers " +
-    "(int_…); one a provider made stays with it";
+  const foreign = ID.test(id) ? "" : ": the gateway's kept interactions have ids int_…; " +
+    "this one was not kept here (store: false, or made by a provider)";
   return new GatewayError(
     404,
     "not_found",
