@@ -81,8 +81,8 @@ export interface Emit<T> {
 /**
  * One step of a stream, run by the core as a plain call (several steps fused into one stream
  * stage); `new TransformStream(step)` makes it a stream of its own where one is wanted. A step
- * may return a promise to hold the stream until it is done (the Responses encoder keeps a
- * response before its terminal event goes out).
+ * may return a promise to hold the stream until it is done (an encoder keeps a stored answer
+ * before its terminal event goes out).
  */
 export interface StreamStep<I, O> {
   transform(item: I, out: Emit<O>): void | Promise<void>;
