@@ -8,13 +8,15 @@ import { GoogleGenAI } from "./sdk/deps.ts";
 import {
   googleHeaders,
   type Harness,
+  INGRESS,
+  type Ingress,
   KEY,
-  openaiHeaders,
   post,
   PROVIDER_KEY,
   startHarness,
 } from "./helpers.ts";
 import { interactionsRoute } from "./interactions_route.ts";
+import type { Json } from "./mock/vendor.ts";
 
 const URL_PATH = "/v1beta/interactions";
 const FULL_TEXT = "Hello from interactions mock: hi";
@@ -214,22 +216,34 @@ Deno.test("interactions continuation: relayed with automatic_continuation false,
   }
 });
 
+/** Each client format's way of saying an answer was cut short at a token limit. */
+const CUT_SHORT: Record<Ingress["name"], (body: Json) => boolean> = {
+  chat: (b) => b.choices[0].finish_reason === "length",
+  responses: (b) => b.status === "incomplete",
+  messages: (b) => b.stop_reason === "max_tokens",
+  gemini: (b) => b.candidates[0].finishReason === "MAX_TOKENS",
+};
+
 Deno.test("interactions continuation: a converting client gets a stopped decode as cut short", async () => {
   const h = await startHarness(interactionsRoute);
   try {
-    for (const stream of [false, true]) {
-      const res = await post(h.url + "/v1/chat/completions", openaiHeaders(), {
-        model: "int-long",
-        messages: [{ role: "user", content: "hi" }],
-        stream,
-      });
-      assert.equal(res.status, 200);
-      const text = await res.text();
-      const finish = stream
-        ? text.match(/"finish_reason":"(\w+)"/)?.[1]
-        : JSON.parse(text).choices[0].finish_reason;
-      assert.equal(finish, "length", `stream=${stream}`);
+    for (const ingress of INGRESS) {
+      const res = await post(
+        h.url + ingress.path("int-long", false),
+        ingress.headers,
+        ingress.body("int-long", false),
+      );
+      assert.equal(res.status, 200, ingress.name);
+      const body = await res.json();
+      assert.ok(CUT_SHORT[ingress.name](body), `${ingress.name}: ${JSON.stringify(body)}`);
     }
+    const chat = INGRESS.find((i) => i.name === "chat")!;
+    const sse = await post(
+      h.url + chat.path("int-long", true),
+      chat.headers,
+      chat.body("int-long", true),
+    );
+    assert.match(await sse.text(), /"finish_reason":"length"/);
   } finally {
     await h.close();
   }
