@@ -5,5 +5,6 @@
  */
 import type { AnyPlatform } from "../../src/contract/platform.ts";
 import { azurePlatform } from "./azure.ts";
+import { bedrockPlatform } from "./bedrock.ts";
 
-export const PLATFORMS: readonly AnyPlatform[] = [azurePlatform];
+export const PLATFORMS: readonly AnyPlatform[] = [azurePlatform, bedrockPlatform];
