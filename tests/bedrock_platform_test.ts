@@ -9,7 +9,8 @@
 import assert from "node:assert/strict";
 import { BEDROCK_TEST_CREDENTIALS, startMockBedrock } from "./mock/bedrock.ts";
 import { Anthropic, OpenAI } from "./sdk/deps.ts";
-import { anthropicHeaders, bodies, FORMATS, KEY, post } from "./helpers.ts";
+import { anthropicHeaders, bodies, FORMATS, KEY, post, PROVIDER_KEY } from "./helpers.ts";
+import { startMockUpstream } from "./mock/upstream.ts";
 import { Secrets } from "../src/secrets.ts";
 import { platformConfig, sseEvents, startPlatformGateway } from "./platform_harness.ts";
 
@@ -277,4 +278,77 @@ Deno.test("aws-bedrock: the aws block is checked, base_url defaults to the regio
     () => platformConfig(provider({ region: "us-east-1" }, { api: "chat" })),
     /providers\[0\]\.api: platform aws-bedrock carries api messages/,
   );
+});
+
+Deno.test("aws-bedrock: a Claude conversation with thinking fails over from Anthropic to Bedrock", async () => {
+  const bedrock = await startMockBedrock();
+  const mock = await startMockUpstream();
+  const direct = (name: string, api: string, base: string) => ({
+    name,
+    api,
+    base_url: base,
+    api_key: PROVIDER_KEY,
+  });
+  const h = await startPlatformGateway(platformConfig({
+    providers: [
+      direct("oai-chat", "chat", `${mock.url}/v1`),
+      direct("anthropic", "messages", mock.url),
+      {
+        name: "bedrock",
+        api: "messages",
+        platform: "aws-bedrock",
+        base_url: bedrock.url,
+        aws: {
+          region: "us-east-1",
+          access_key_id: accessKeyId,
+          secret_access_key: secretAccessKey,
+          session_token: sessionToken,
+        },
+      },
+    ],
+    routes: [
+      { models: ["msg-*"], provider: "anthropic" },
+      {
+        models: ["claude-sig"],
+        targets: [
+          { provider: "oai-chat", model: "chat-think" },
+          { provider: "anthropic", model: "msg-err529" },
+          { provider: "bedrock", model: "claude-think" },
+        ],
+      },
+    ],
+  }));
+  try {
+    const first = await messages(h.url, {
+      model: "msg-think",
+      max_tokens: 1000,
+      thinking: { type: "enabled", budget_tokens: 500 },
+      messages: [{ role: "user", content: "hi" }],
+    });
+    const answer = await first.json();
+    const thinking = answer.content.find((b: { type: string }) => b.type === "thinking");
+    assert.ok(thinking?.signature);
+    const res = await messages(h.url, {
+      model: "claude-sig",
+      max_tokens: 1000,
+      thinking: { type: "enabled", budget_tokens: 500 },
+      messages: [
+        { role: "user", content: "hi" },
+        { role: "assistant", content: answer.content },
+        { role: "user", content: "and then?" },
+      ],
+    });
+    assert.equal(res.status, 200, await res.clone().text());
+    await res.body?.cancel();
+    // The chat deployment cannot read Anthropic signatures: skipped, not tried.
+    assert.equal(res.headers.get("x-gateway-provider"), "bedrock");
+    assert.equal(res.headers.get("x-gateway-attempts"), "2");
+    assert.ok(!mock.requests.some((q) => q.path === "/v1/chat/completions"));
+    const carried = bedrock.requests.at(-1)!.json?.messages as { content: unknown }[];
+    assert.deepEqual(carried[1].content, answer.content);
+  } finally {
+    await h.close();
+    await mock.close();
+    await bedrock.close();
+  }
 });
