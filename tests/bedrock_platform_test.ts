@@ -12,7 +12,12 @@ import { Anthropic, OpenAI } from "./sdk/deps.ts";
 import { anthropicHeaders, bodies, FORMATS, KEY, post, PROVIDER_KEY } from "./helpers.ts";
 import { startMockUpstream } from "./mock/upstream.ts";
 import { Secrets } from "../src/secrets.ts";
-import { platformConfig, sseEvents, startPlatformGateway } from "./platform_harness.ts";
+import {
+  bedrockProvider,
+  platformConfig,
+  sseEvents,
+  startPlatformGateway,
+} from "./platform_harness.ts";
 
 const BEDROCK_KEY = "ABSKbW9jay1iZWRyb2NrLWFwaS1rZXk=";
 const ARN =
@@ -293,18 +298,7 @@ Deno.test("aws-bedrock: a Claude conversation with thinking fails over from Anth
     providers: [
       direct("oai-chat", "chat", `${mock.url}/v1`),
       direct("anthropic", "messages", mock.url),
-      {
-        name: "bedrock",
-        api: "messages",
-        platform: "aws-bedrock",
-        base_url: bedrock.url,
-        aws: {
-          region: "us-east-1",
-          access_key_id: accessKeyId,
-          secret_access_key: secretAccessKey,
-          session_token: sessionToken,
-        },
-      },
+      bedrockProvider("bedrock", bedrock.url),
     ],
     routes: [
       { models: ["msg-*"], provider: "anthropic" },

@@ -4,13 +4,11 @@
  * and `codex exec` on an Azure OpenAI Responses route. Skipped when the CLIs are not installed.
  */
 import assert from "node:assert/strict";
-import { BEDROCK_TEST_CREDENTIALS, startMockBedrock } from "../mock/bedrock.ts";
+import { startMockBedrock } from "../mock/bedrock.ts";
 import { AZURE_TEST_KEY, startMockAzure } from "../mock/azure.ts";
 import type { MockUpstream } from "../mock/upstream.ts";
-import { platformConfig, startPlatformGateway } from "../platform_harness.ts";
+import { bedrockProvider, platformConfig, startPlatformGateway } from "../platform_harness.ts";
 import { claude, codex, installed, PROMPT, type RunResult } from "./cli.ts";
-
-const { accessKeyId, secretAccessKey, sessionToken } = BEDROCK_TEST_CREDENTIALS;
 
 const why = (r: RunResult, upstream: MockUpstream) =>
   `exit ${r.code}${r.timedOut ? " (killed)" : ""}\nstdout: ${r.stdout.slice(-1500)}\n` +
@@ -24,18 +22,7 @@ Deno.test({
   async fn(t) {
     const bedrock = await startMockBedrock();
     const h = await startPlatformGateway(platformConfig({
-      providers: [{
-        name: "bedrock",
-        api: "messages",
-        platform: "aws-bedrock",
-        base_url: bedrock.url,
-        aws: {
-          region: "us-east-1",
-          access_key_id: accessKeyId,
-          secret_access_key: secretAccessKey,
-          session_token: sessionToken,
-        },
-      }],
+      providers: [bedrockProvider("bedrock", bedrock.url)],
       // Claude Code's own background calls (a small model) go there too.
       routes: [{ models: ["*"], provider: "bedrock" }],
     }));
