@@ -270,6 +270,8 @@ Deno.test("aws-bedrock: the aws block is checked, base_url defaults to the regio
   const config = platformConfig(provider({ region: "eu-west-3" }));
   const binding = FORMATS.platforms.bind(config.providers[0], Secrets.none);
   assert.equal(binding.provider.base_url, "https://bedrock-runtime.eu-west-3.amazonaws.com");
+  // That default is https: its connections are reused, as for an https base_url.
+  assert.equal(config.providers[0].keep_alive, true);
   assert.throws(
     () => platformConfig(provider({ region: "Paris" })),
     /providers\[0\]\.aws\.region: an AWS region/,
