@@ -89,8 +89,10 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
   const client = r.provider.keep_alive ? undefined : ONE_CALL_CONNECTIONS;
   try {
     if (r.platform) {
-      const sent = () => send(out, ctrl.signal, client);
-      const res = await sendThrough(r.platform, out, r.key, ctrl.signal, sent);
+      // Takes the request as an argument: a closure over `out` would keep its body alive as
+      // long as `abort` and `release` (the whole stream), which share this function's context.
+      const fetchOut = (o: OutgoingRequest) => send(o, ctrl.signal, client);
+      const res = await sendThrough(r.platform, out, r.key, ctrl.signal, fetchOut);
       const { platform } = r.platform.binding;
       return { res, provider: r.provider.name, deadline, abort, release, platform };
     }
