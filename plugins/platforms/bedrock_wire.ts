@@ -12,16 +12,17 @@ import { cutFrames, type EventStreamFrame } from "./event_stream.ts";
 
 /**
  * Bedrock's exceptions (lower-cased: in-stream frames name them in camel case) as the status
- * they count as, their kind, and whether another attempt may succeed.
+ * they count as and their kind; the route's `retry.on` then decides (its default retries all
+ * the transient ones), except for those another attempt cannot cure (`false`).
  */
-const EXCEPTIONS: Record<string, [status: number, kind: ErrorKind, retry?: boolean]> = {
-  throttlingexception: [429, "rate_limit", true],
-  serviceunavailableexception: [503, "overloaded", true],
-  modelnotreadyexception: [503, "overloaded", true],
-  modelstreamerrorexception: [424, "overloaded", true],
-  modelerrorexception: [424, "overloaded", true],
-  modeltimeoutexception: [408, "timeout", true],
-  internalserverexception: [500, "upstream", true],
+const EXCEPTIONS: Record<string, [status: number, kind: ErrorKind, retry?: false]> = {
+  throttlingexception: [429, "rate_limit"],
+  serviceunavailableexception: [503, "overloaded"],
+  modelnotreadyexception: [503, "overloaded"],
+  modelstreamerrorexception: [424, "overloaded"],
+  modelerrorexception: [424, "overloaded"],
+  modeltimeoutexception: [408, "timeout"],
+  internalserverexception: [500, "upstream"],
   validationexception: [400, "invalid_request", false],
   resourcenotfoundexception: [404, "model_not_found", false],
   accessdeniedexception: [403, "permission"],

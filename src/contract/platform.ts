@@ -70,7 +70,10 @@ export interface PlatformError {
   /** The status the error counts as (failover and the client see it). */
   status?: number;
   message?: string;
-  /** Whether another attempt may succeed; absent: as the route's `retry.on` says. */
+  /**
+   * Whether another attempt may succeed, overriding the route's `retry.on` (which decides when
+   * this is absent): `false` for what no retry can cure.
+   */
   retry?: boolean;
 }
 
