@@ -9,8 +9,9 @@
  */
 import { z } from "zod";
 import { badRequest } from "../../src/contract/errors.ts";
+import type { UpstreamFraming } from "../../src/contract/framing.ts";
 import type { Platform, PlatformCall } from "../../src/contract/platform.ts";
-import { bedrockError, bedrockFraming } from "./bedrock_wire.ts";
+import { bedrockError, invokeStreamFraming } from "./bedrock_wire.ts";
 import { signAwsRequest } from "./sigv4.ts";
 
 /** Bedrock's own Anthropic API version. */
@@ -35,9 +36,20 @@ const settings = z.strictObject({
 });
 type AwsSettings = z.infer<typeof settings>;
 
-/** The InvokeModel operations by wire format: JSON and stream. */
-const OPERATIONS: Record<string, [json: string, stream: string]> = {
-  messages: ["invoke", "invoke-with-response-stream"],
+/** What a wire format is on Bedrock: its operations (JSON, stream), body and stream framing. */
+interface BedrockApi {
+  operations: [json: string, stream: string];
+  adjust?(body: Record<string, unknown>, headers: Headers): Record<string, unknown>;
+  framing(inner: UpstreamFraming): UpstreamFraming;
+}
+
+/** Anthropic's Messages through InvokeModel. */
+const APIS: Record<string, BedrockApi> = {
+  messages: {
+    operations: ["invoke", "invoke-with-response-stream"],
+    adjust: invokeBody,
+    framing: invokeStreamFraming,
+  },
 };
 
 /** `POST /model/{id}/…`: the id (with `:`, or an ARN with `/`) as one encoded path segment. */
@@ -45,7 +57,7 @@ function url(base: string, api: string, { model, operation, stream }: PlatformCa
   if (operation !== "generate") {
     throw badRequest(`token counting is not served through platform aws-bedrock`, "model");
   }
-  const [json, streamed] = OPERATIONS[api];
+  const [json, streamed] = APIS[api].operations;
   return `${base}/model/${encodeURIComponent(model)}/${stream ? streamed : json}`;
 }
 
@@ -69,7 +81,7 @@ function invokeBody(body: Record<string, unknown>, headers: Headers): Record<str
 export const bedrockPlatform: Platform<AwsSettings> = {
   id: "aws-bedrock",
   system: "aws.bedrock",
-  apis: Object.keys(OPERATIONS),
+  apis: Object.keys(APIS),
   settings: { key: "aws", schema: settings },
   defaultBaseUrl: ({ region }) => `https://bedrock-runtime.${region}.amazonaws.com`,
   url: ({ base_url, api }, call) => url(base_url, api, call),
@@ -98,7 +110,7 @@ export const bedrockPlatform: Platform<AwsSettings> = {
       },
     };
   },
-  adjust: (body, headers) => invokeBody(body, headers),
-  framing: (inner) => bedrockFraming(inner),
+  adjust: (body, headers, _call, { api }) => APIS[api].adjust?.(body, headers) ?? body,
+  framing: (inner, _call, { api }) => APIS[api].framing(inner),
   readError: (status, headers, body) => bedrockError(status, headers, body),
 };

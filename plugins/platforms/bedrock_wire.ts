@@ -86,7 +86,7 @@ function chunkEvent(frame: EventStreamFrame): SseEvent {
 }
 
 /** InvokeModelWithResponseStream's frames, re-framed as SSE (the format's endings kept). */
-export function bedrockFraming(inner: UpstreamFraming): UpstreamFraming {
+export function invokeStreamFraming(inner: UpstreamFraming): UpstreamFraming {
   return {
     mediaType: "application/vnd.amazon.eventstream",
     relayedType: inner.mediaType,
