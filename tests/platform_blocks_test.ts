@@ -127,7 +127,7 @@ Deno.test("sigv4: the signer's signatures pass the Bedrock mock's independent ve
   }
 });
 
-Deno.test("google token source: concurrent callers share one token; it is refreshed once ahead of expiry", async () => {
+Deno.test("google token source: concurrent callers share one token; it is refreshed once ahead of expiry, behind them", async () => {
   const mock = await startMockVertex({ expiresIn: 2 });
   const minted: string[] = [];
   const source = new GoogleTokenSource(mock.serviceAccount, { onToken: (t) => minted.push(t) });
@@ -147,8 +147,12 @@ Deno.test("google token source: concurrent callers share one token; it is refres
     const ok = await call(first[0]);
     assert.equal(ok.status, 200);
     await ok.body?.cancel();
-    // A quarter of the 2 s lifetime before expiry, 20 callers get one new token.
-    await new Promise((r) => setTimeout(r, 1600));
+    // Within the last quarter of the 2 s lifetime, 20 callers still get the live token at once
+    // while one refresh runs behind them; the callers after it get the new token.
+    await new Promise((r) => setTimeout(r, 1550));
+    const early = await Promise.all(Array.from({ length: 20 }, () => source.token()));
+    assert.deepEqual(new Set(early), new Set([first[0]]));
+    await new Promise((r) => setTimeout(r, 100));
     const second = await Promise.all(Array.from({ length: 20 }, () => source.token()));
     assert.equal(new Set(second).size, 1);
     assert.notEqual(second[0], first[0]);
