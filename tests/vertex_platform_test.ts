@@ -25,7 +25,7 @@ Deno.test("vertex: the default base URL is regional, or aiplatform.googleapis.co
   assert.equal(vertexBaseUrl("global"), "https://aiplatform.googleapis.com");
 });
 
-Deno.test("vertex: paths of Gemini and Claude models, token counting, and what is refused", () => {
+Deno.test("vertex: paths of Gemini and Claude models and token counting; other formats are refused", () => {
   const at = "/v1/projects/mock-project/locations/us-east5/publishers";
   const cases: [string, string, VertexOperation, boolean, string][] = [
     [
@@ -72,14 +72,30 @@ Deno.test("vertex: paths of Gemini and Claude models, token counting, and what i
     `${at}/google/models/gemini:streamGenerateContent`,
   );
   assert.throws(() => vertexPath(GCP, "chat", "gpt", "generate", false), /serves no chat models/);
-  assert.equal(gcpSchema.safeParse({ ...GCP, credentials_file: "sa.json" }).success, true);
-  const bad: [Record<string, unknown>, string][] = [
-    [{ location: "evil.example/x" }, "location"],
-    [{ project: "../p" }, "project"],
-  ];
-  for (const [fields, path] of bad) {
-    const result = gcpSchema.safeParse({ ...GCP, credentials_file: "sa.json", ...fields });
-    assert.deepEqual(result.error?.issues.map((i) => i.path), [[path]]);
+});
+
+Deno.test("vertex: the gcp block reads its service-account file; a bad block or file is reported at its field", async () => {
+  const mock = await startMockVertex();
+  await mock.close();
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  try {
+    await Deno.writeTextFile(file, JSON.stringify(mock.serviceAccount));
+    const ok = gcpSchema.parse({ ...GCP, credentials_file: file });
+    assert.equal(ok.account.client_email, mock.serviceAccount.client_email);
+    assert.equal(ok.account.token_uri, mock.serviceAccount.token_uri);
+    const bad: [Record<string, unknown>, string, RegExp][] = [
+      [{ location: "evil.example/x" }, "location", /expected a GCP location/],
+      [{ project: "../p" }, "project", /expected a GCP project id/],
+      [{ credentials_file: `${file}.missing` }, "credentials_file", /^cannot read: /],
+      [{ credentials_file: import.meta.filename }, "credentials_file", /: is not JSON/],
+    ];
+    for (const [fields, path, message] of bad) {
+      const result = gcpSchema.safeParse({ ...GCP, credentials_file: file, ...fields });
+      assert.deepEqual(result.error?.issues.map((i) => i.path), [[path]]);
+      assert.match(result.error!.issues[0].message, message);
+    }
+  } finally {
+    await Deno.remove(file);
   }
 });
 
@@ -135,6 +151,14 @@ Deno.test("vertex: a service-account file is read with its token_uri; a bad one 
   }
 });
 
+/** An outgoing request as the core hands it to a credential. */
+const outgoing = (url: string, body = "") => ({
+  method: "POST",
+  url: new URL(url),
+  headers: new Headers({ "content-type": "application/json" }),
+  body,
+});
+
 Deno.test("vertex: the built paths and bodies, with a token minted at the file's token_uri, are answered by Vertex", async (t) => {
   const mock = await startMockVertex();
   const registered: string[] = [];
@@ -147,14 +171,12 @@ Deno.test("vertex: the built paths and bodies, with a token minted at the file's
     stream: boolean,
     body: Record<string, unknown>,
   ) => {
-    const token = await credential.token();
+    const path = vertexPath(GCP, api, model, op, stream);
+    const req = outgoing(mock.url + path, JSON.stringify(vertexBody(api, body, op, model)));
+    await credential.authorize(req);
     // Registered before it is ever sent.
-    assert.equal(registered.at(-1), token);
-    return fetch(mock.url + vertexPath(GCP, api, model, op, stream), {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify(vertexBody(api, body, op, model)),
-    });
+    assert.equal(req.headers.get("authorization"), `Bearer ${registered.at(-1)}`);
+    return fetch(req.url, req);
   };
   const claude = {
     model: "client-name",
@@ -164,9 +186,8 @@ Deno.test("vertex: the built paths and bodies, with a token minted at the file's
   const gemini = { contents: [{ role: "user", parts: [{ text: USER }] }] };
   try {
     await t.step("Gemini JSON and SSE", async () => {
-      const json =
-        await (await call("generate-content", "gemini-2.5-flash", "generate", false, gemini))
-          .json();
+      const res = await call("generate-content", "gemini-2.5-flash", "generate", false, gemini);
+      const json = await res.json();
       assert.equal(
         json.candidates[0].content.parts[0].text,
         `Hello from generate-content mock: ${USER}`,
@@ -176,39 +197,40 @@ Deno.test("vertex: the built paths and bodies, with a token minted at the file's
       assert.match(await sse.text(), /^data: \{/);
     });
     await t.step("Claude JSON, stream and token count", async () => {
-      const json =
-        await (await call("messages", "claude-sonnet-4-5@20250929", "generate", false, claude))
-          .json();
-      assert.equal(json.content[0].text, `Hello from messages mock: ${USER}`);
+      const res = await call("messages", "claude-sonnet-4-5@20250929", "generate", false, claude);
+      assert.equal((await res.json()).content[0].text, `Hello from messages mock: ${USER}`);
       const sse = await call("messages", "claude-sonnet-4-5", "generate", true, {
         ...claude,
         stream: true,
       });
       assert.match(await sse.text(), /event: message_stop/);
-      const counted =
-        await (await call("messages", "claude-sonnet-4-5", "count_tokens", false, claude)).json();
-      assert.ok(counted.input_tokens > 0, JSON.stringify(counted));
+      const counted = await call("messages", "claude-sonnet-4-5", "count_tokens", false, claude);
+      assert.ok((await counted.json()).input_tokens > 0);
     });
     await t.step("the client's Claude body unadjusted is refused", async () => {
-      const token = await credential.token();
-      const res = await fetch(mock.url + vertexPath(GCP, "messages", "claude", "generate", false), {
-        method: "POST",
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        body: JSON.stringify(claude),
-      });
+      const path = vertexPath(GCP, "messages", "claude", "generate", false);
+      const req = outgoing(mock.url + path, JSON.stringify(claude));
+      await credential.authorize(req);
+      const res = await fetch(req.url, req);
       assert.equal(res.status, 400);
       await res.body?.cancel();
     });
     await t.step(
-      "a refused token is replaced by one new token however many callers saw it refused",
+      "a refused token is replaced once, however many calls saw it refused",
       async () => {
-        const old = await credential.token();
-        for (let i = 0; i < 5; i++) credential.refused(old);
-        const fresh = await Promise.all(Array.from({ length: 10 }, () => credential.token()));
-        assert.equal(new Set(fresh).size, 1);
-        assert.notEqual(fresh[0], old);
+        const refused = outgoing(mock.url);
+        await credential.authorize(refused);
+        const calls = Array.from({ length: 10 }, () => outgoing(mock.url));
+        for (const [i, req] of calls.entries()) {
+          // Each call saw the old token refused; some get a new one before the others say so.
+          credential.refused(refused);
+          if (i % 2) await credential.authorize(req);
+        }
+        await Promise.all(calls.map((req) => credential.authorize(req)));
+        const fresh = new Set(calls.map((req) => req.headers.get("authorization")));
+        assert.equal(fresh.size, 1);
+        assert.ok(!fresh.has(refused.headers.get("authorization")));
         assert.equal(mock.tokensIssued(), 2);
-        assert.deepEqual(registered.filter((r, i) => registered.indexOf(r) === i), [old, fresh[0]]);
       },
     );
     assert.equal(mock.requests[0].path, "/token");

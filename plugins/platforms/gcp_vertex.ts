@@ -4,6 +4,7 @@
  * wants, and the OAuth2 access token every call carries (google_token.ts).
  */
 import { z } from "zod";
+import type { OutgoingRequest } from "../../src/contract/format.ts";
 import { GoogleTokenSource, type ServiceAccountKey } from "./google_token.ts";
 
 /** The `anthropic_version` Vertex's Claude endpoints take in the body. */
@@ -11,7 +12,11 @@ export const VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16";
 /** Where a service-account file without a `token_uri` gets its tokens (Google's own files name it). */
 const GOOGLE_TOKEN_URI = "https://oauth2.googleapis.com/token";
 
-/** The `gcp:` block of a `platform: gcp-vertex` provider. */
+/**
+ * The `gcp:` block of a `platform: gcp-vertex` provider. The service-account file is read and
+ * checked at every load (editing it and reloading rotates the key), so a bad one is a config
+ * error at `gcp.credentials_file`; the parsed account rides along as `account`.
+ */
 export const gcpSchema = z.strictObject({
   /** One URL path segment (a legacy domain-scoped id holds `.` and `:`). */
   project: z.string().regex(/^[a-z0-9][a-z0-9.:-]*$/, "expected a GCP project id (my-project)"),
@@ -20,10 +25,26 @@ export const gcpSchema = z.strictObject({
     /^[a-z0-9][a-z0-9-]*$/,
     "expected a GCP location (us-central1, global)",
   ),
-  /** A service-account JSON key file, read at every load (the way to rotate it). */
+  /** A service-account JSON key file. */
   credentials_file: z.string().min(1),
+}).transform((gcp, ctx) => {
+  const fail = (message: string) => {
+    ctx.addIssue({ code: "custom", path: ["credentials_file"], message });
+    return z.NEVER;
+  };
+  let text: string;
+  try {
+    text = Deno.readTextFileSync(gcp.credentials_file);
+  } catch (e) {
+    return fail(`cannot read: ${(e as Error).message}`);
+  }
+  try {
+    return { ...gcp, account: parseServiceAccount(text) };
+  } catch (e) {
+    return fail(`${gcp.credentials_file}: ${(e as Error).message}`);
+  }
 });
-export type GcpConfig = z.infer<typeof gcpSchema>;
+export type GcpConfig = z.output<typeof gcpSchema>;
 
 /** Vertex's endpoint for a location: regional, or the global one. */
 export function vertexBaseUrl(location: string): string {
@@ -144,13 +165,17 @@ export class VertexCredential {
     this.#tokens = new GoogleTokenSource(account, { onToken: register });
   }
 
-  /** A live token for the `Authorization: Bearer` header. */
-  token(signal?: AbortSignal): Promise<string> {
-    return this.#tokens.token(signal);
+  /** `Authorization: Bearer` with a live token (a configured `api_key` has no use here). */
+  async authorize(req: OutgoingRequest, _key?: string, signal?: AbortSignal): Promise<void> {
+    req.headers.set("authorization", `Bearer ${await this.#tokens.token(signal)}`);
   }
 
-  /** Vertex refused `token` (a 401): the next call mints a new one (once, however many ask). */
-  refused(token: string): void {
-    this.#tokens.invalidate(token);
+  /**
+   * Vertex refused the token `req` carried (a 401): the next call mints a new one. Only that
+   * token is dropped, so however many calls saw it refused, one refresh replaces it.
+   */
+  refused(req: Pick<OutgoingRequest, "headers">): void {
+    const token = req.headers.get("authorization")?.match(/^Bearer (.+)$/)?.[1];
+    if (token) this.#tokens.invalidate(token);
   }
 }
