@@ -37,6 +37,10 @@ export interface MockVertex extends MockUpstream {
   serviceAccount: ServiceAccountJson;
   /** How many access tokens the token endpoint has issued. */
   tokensIssued(): number;
+  /** Revokes every token issued so far: the model endpoints answer them 401. */
+  revokeTokens(): void;
+  /** While set, the model endpoints answer every token 401 (a key revoked at Google). */
+  refuseTokens: boolean;
 }
 
 export interface VertexOptions {
@@ -192,11 +196,15 @@ class TokenAuthority {
     }
   }
 
+  revoke(): void {
+    this.#expiries.clear();
+  }
+
   /** Google's 401 unless `authorization` carries a live token this authority issued. */
-  check(authorization: string | null): Response | undefined {
+  check(authorization: string | null, refuse: boolean): Response | undefined {
     const token = authorization?.match(/^Bearer (.+)$/)?.[1];
     if (token === undefined) return unauthenticated("CREDENTIALS_MISSING");
-    const expiry = this.#expiries.get(token);
+    const expiry = refuse ? undefined : this.#expiries.get(token);
     if (expiry === undefined) return unauthenticated("ACCESS_TOKEN_TYPE_UNSUPPORTED");
     if (expiry <= Date.now()) return unauthenticated("ACCESS_TOKEN_EXPIRED");
   }
@@ -213,13 +221,16 @@ export async function startMockVertex(options: VertexOptions = {}): Promise<Mock
       if (url.pathname === "/token" && req.method === "POST") {
         return await authority.grant(new URLSearchParams(text));
       }
-      return authority.check(req.headers.get("authorization"));
+      return authority.check(req.headers.get("authorization"), vertex.refuseTokens);
     },
   };
   const upstream = await startMockUpstream({ platform });
   account.json.token_uri = `${upstream.url}/token`;
-  return Object.assign(upstream, {
+  const vertex: MockVertex = Object.assign(upstream, {
     serviceAccount: account.json,
     tokensIssued: () => authority.issued,
+    revokeTokens: () => authority.revoke(),
+    refuseTokens: false,
   });
+  return vertex;
 }
