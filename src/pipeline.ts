@@ -235,7 +235,7 @@ async function relayAttempt(
   const sent = renamed ? { ...json, model: r.upstreamModel } : json;
   const platform = operation === undefined
     ? notOnPlatform(r, path)
-    : throughPlatform(ctx, r, { model: r.upstreamModel, operation, stream: g.stream }, sent);
+    : throughPlatform(ctx, r, { model: r.upstreamModel, operation, stream: g.stream, path }, sent);
   ctx.trace.routed("relay");
   ctx.trace.attempt();
   const up = await callUpstream({
@@ -380,7 +380,8 @@ async function callConverted(
     hostedTools: r.route.hosted_tools,
   });
   if (dropped.length) ctx.trace.dropped = [...new Set(dropped)];
-  const call = { model: r.upstreamModel, operation: "generate" as const, stream: req.stream };
+  const path = target.path(r.upstreamModel, req.stream);
+  const call = { model: r.upstreamModel, operation: "generate" as const, stream: req.stream, path };
   const platform = throughPlatform(ctx, r, call, body);
   if (large) await breather();
   const text = JSON.stringify(body);
@@ -391,7 +392,7 @@ async function callConverted(
     provider: r.provider,
     spec,
     key: key?.value,
-    path: target.path(r.upstreamModel, req.stream),
+    path,
     body: text,
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,

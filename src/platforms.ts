@@ -153,13 +153,13 @@ export async function sendThrough(
   const { platform, provider, credential } = p.binding;
   out.url = new URL(platform.url(provider, p.call));
   if (platform.adjust && p.json) {
-    out.body = JSON.stringify(platform.adjust({ ...p.json }, out.headers, p.call));
+    out.body = JSON.stringify(platform.adjust({ ...p.json }, out.headers, p.call, provider));
   }
   await credential.authorize(out, key, signal);
   const res = await send();
   if (res.status !== 401 || !credential.refused) return res;
   await res.body?.cancel();
-  credential.refused();
+  credential.refused(out);
   await credential.authorize(out, key, signal);
   return await send();
 }
