@@ -5,6 +5,8 @@
  */
 import { z } from "zod";
 import type { OutgoingRequest } from "../../src/contract/format.ts";
+import type { Platform } from "../../src/contract/platform.ts";
+import { unsafeSegmentReason } from "../../src/model_segment.ts";
 import { GoogleTokenSource, type ServiceAccountKey } from "./google_token.ts";
 
 /** The `anthropic_version` Vertex's Claude endpoints take in the body. */
@@ -179,3 +181,26 @@ export class VertexCredential {
     if (token) this.#tokens.invalidate(token);
   }
 }
+
+/** The query of a call's path: a Gemini stream's `?alt=sse`, or none (a JSON-array stream). */
+function queryOf(path: string): string {
+  const at = path.indexOf("?");
+  return at < 0 ? "" : path.slice(at);
+}
+
+/** `platform: gcp-vertex`: Gemini and Claude models on Vertex AI. */
+export const gcpVertexPlatform: Platform<GcpConfig> = {
+  id: "gcp-vertex",
+  system: "gcp.vertex_ai",
+  apis: Object.keys(PUBLISHERS),
+  settings: { key: "gcp", schema: gcpSchema },
+  defaultBaseUrl: (gcp) => vertexBaseUrl(gcp.location),
+  url: ({ base_url, settings, api }, call) =>
+    base_url +
+    vertexPath(settings, api, call.model, call.operation, call.stream, queryOf(call.path)),
+  credential: (provider, ctx) => new VertexCredential(provider.settings.account, ctx.secret),
+  adjust: (body, _headers, call, provider) =>
+    vertexBody(provider.api, body, call.operation, call.model),
+  // The model is a path segment followed by `:action`.
+  unsafeModel: (model) => unsafeSegmentReason(model, true),
+};
