@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import { validateConfig } from "../src/config.ts";
 import { createGateway, createHandler } from "../src/server.ts";
+import type { Gateway } from "../src/context.ts";
 import { setAccessLogSink } from "../src/log.ts";
 import { VERTEX_ANTHROPIC_VERSION } from "../plugins/platforms/gcp_vertex.ts";
 import {
@@ -31,6 +32,7 @@ const CLAUDE_AT = `/v1/projects/${PROJECT}/locations/us-east5/publishers/anthrop
 
 interface VertexHarness {
   url: string;
+  gw: Gateway;
   vertex: MockVertex;
   /** Anthropic's own API (for failover). */
   direct: MockUpstream;
@@ -81,6 +83,7 @@ async function startVertexGateway(expiresIn?: number): Promise<VertexHarness> {
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, createHandler(gw));
   return {
     url: `http://127.0.0.1:${server.addr.port}`,
+    gw,
     vertex,
     direct,
     logs,
@@ -392,6 +395,17 @@ Deno.test("vertex gateway: a conversation with Anthropic thinking signatures fai
       signature?: string;
     }[];
     assert.equal(thinking[0].signature, signature);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("vertex gateway: the model lists do not ask Vertex for the Gemini API's list", async () => {
+  const h = await startVertexGateway();
+  try {
+    await h.gw.providerModels.refresh();
+    assert.deepEqual(h.vertex.requests.map((r) => `${r.method} ${r.path}`), []);
+    assert.equal(h.gw.providerModels.ids(h.gw.config.providers[0]), undefined);
   } finally {
     await h.close();
   }
