@@ -4,6 +4,7 @@
  * own API, as its format plugin describes it.
  */
 import type { AnyPlatform } from "../../src/contract/platform.ts";
+import { azurePlatform } from "./azure.ts";
 import { gcpVertexPlatform } from "./gcp_vertex.ts";
 
-export const PLATFORMS: readonly AnyPlatform[] = [gcpVertexPlatform];
+export const PLATFORMS: readonly AnyPlatform[] = [azurePlatform, gcpVertexPlatform];
