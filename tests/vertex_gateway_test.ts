@@ -8,15 +8,11 @@
  * Anthropic to Vertex Claude.
  */
 import assert from "node:assert/strict";
-import { validateConfig } from "../src/config.ts";
-import { createGateway, createHandler } from "../src/server.ts";
-import type { Gateway } from "../src/context.ts";
-import { setAccessLogSink } from "../src/log.ts";
+import { ConfigError } from "../src/config.ts";
 import { VERTEX_ANTHROPIC_VERSION } from "../plugins/platforms/gcp_vertex.ts";
 import {
   anthropicHeaders,
   bodies,
-  FORMATS,
   googleHeaders,
   KEY,
   openaiHeaders,
@@ -25,43 +21,45 @@ import {
 } from "./helpers.ts";
 import { type MockUpstream, type RecordedRequest, startMockUpstream } from "./mock/upstream.ts";
 import { type MockVertex, startMockVertex } from "./mock/vertex.ts";
+import { platformConfig, type PlatformGateway, startPlatformGateway } from "./platform_harness.ts";
 
 const PROJECT = "mock-project";
 const GEMINI_AT = `/v1/projects/${PROJECT}/locations/us-central1/publishers/google/models`;
 const CLAUDE_AT = `/v1/projects/${PROJECT}/locations/us-east5/publishers/anthropic/models`;
 
-interface VertexHarness {
-  url: string;
-  gw: Gateway;
+interface VertexHarness extends PlatformGateway {
   vertex: MockVertex;
   /** Anthropic's own API (for failover). */
   direct: MockUpstream;
-  logs: Record<string, unknown>[];
-  close(): Promise<void>;
 }
+
+/** A provider on Vertex, its service account in `credentials`. */
+const onVertex = (name: string, api: string, location: string, credentials: string) => ({
+  name,
+  api,
+  platform: "gcp-vertex",
+  gcp: { project: PROJECT, location, credentials_file: credentials },
+});
 
 /**
  * A gateway whose `vg-*` models go to Vertex Gemini and `vc-*` to Vertex Claude (both from one
- * service-account file); `fo-sig` tries Anthropic (down), then Vertex Gemini, then Vertex Claude.
+ * service-account file; `privateKey` replaces its key); `fo-sig` tries Anthropic (down), then
+ * Vertex Gemini, then Vertex Claude.
  */
-async function startVertexGateway(expiresIn?: number): Promise<VertexHarness> {
-  const vertex = await startMockVertex({ expiresIn });
+async function startVertexGateway(
+  opts: { expiresIn?: number; privateKey?: string } = {},
+): Promise<VertexHarness> {
+  const vertex = await startMockVertex({ expiresIn: opts.expiresIn });
   const direct = await startMockUpstream();
   const credentials = await Deno.makeTempFile({ suffix: ".json" });
-  await Deno.writeTextFile(credentials, JSON.stringify(vertex.serviceAccount));
-  const onVertex = (name: string, api: string, location: string) => ({
-    name,
-    api,
-    platform: "gcp-vertex",
-    gcp: { project: PROJECT, location, credentials_file: credentials },
-    base_url: vertex.url,
-  });
-  const config = validateConfig({
-    listen: { hostname: "127.0.0.1", port: 0 },
-    keys: [{ name: "team-a", key: KEY }],
+  const privateKey = opts.privateKey ?? vertex.serviceAccount.private_key;
+  const account = { ...vertex.serviceAccount, private_key: privateKey };
+  await Deno.writeTextFile(credentials, JSON.stringify(account));
+  const base_url = vertex.url;
+  const gateway = await startPlatformGateway(platformConfig({
     providers: [
-      onVertex("vertex-gemini", "generate-content", "us-central1"),
-      onVertex("vertex-claude", "messages", "us-east5"),
+      { ...onVertex("vertex-gemini", "generate-content", "us-central1", credentials), base_url },
+      { ...onVertex("vertex-claude", "messages", "us-east5", credentials), base_url },
       { name: "anthropic", api: "messages", base_url: direct.url, api_key: PROVIDER_KEY },
     ],
     routes: [
@@ -76,25 +74,15 @@ async function startVertexGateway(expiresIn?: number): Promise<VertexHarness> {
         ],
       },
     ],
-  });
-  const gw = await createGateway(config, FORMATS);
-  const logs: Record<string, unknown>[] = [];
-  const previous = setAccessLogSink((line) => logs.push(JSON.parse(line)));
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, createHandler(gw));
+  }));
   return {
-    url: `http://127.0.0.1:${server.addr.port}`,
-    gw,
+    ...gateway,
     vertex,
     direct,
-    logs,
     async close() {
-      await server.shutdown();
-      await gw.providerModels.stop();
-      await gw.store.close();
-      await gw.limiter.store.close();
+      await gateway.close();
       await vertex.close();
       await direct.close();
-      setAccessLogSink(previous);
       await Deno.remove(credentials);
     },
   };
@@ -169,6 +157,7 @@ Deno.test("vertex gateway: a Gemini client on a Vertex Gemini route is relayed, 
     assert.deepEqual(lines.map((l) => l.passthrough), [true, true, true]);
     // Usage watched on the relayed bytes.
     for (const line of lines) assert.ok(Number(line.input_tokens) > 0, JSON.stringify(line));
+    assert.match(h.gw.metrics.expose(), /gen_ai_provider_name="gcp\.vertex_ai"/);
   } finally {
     await h.close();
   }
@@ -267,7 +256,7 @@ Deno.test("vertex gateway: chat and Responses clients are converted to Vertex Ge
 
 Deno.test("vertex gateway: 50 concurrent requests across each token expiry: one refresh per expiry, none fails", async () => {
   // 4 s tokens: refreshed behind the callers from 3 s on, waited for from 3.5 s on.
-  const h = await startVertexGateway(4);
+  const h = await startVertexGateway({ expiresIn: 4 });
   const wave = async () => {
     const answers = await Promise.all(Array.from({ length: 50 }, (_, i) =>
       post(
@@ -406,6 +395,76 @@ Deno.test("vertex gateway: the model lists do not ask Vertex for the Gemini API'
     await h.gw.providerModels.refresh();
     assert.deepEqual(h.vertex.requests.map((r) => `${r.method} ${r.path}`), []);
     assert.equal(h.gw.providerModels.ids(h.gw.config.providers[0]), undefined);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("vertex gateway: a bad gcp block, key file or model name is a config error at its path", async () => {
+  const mock = await startMockVertex();
+  await mock.close();
+  const credentials = await Deno.makeTempFile({ suffix: ".json" });
+  const errors = (provider: Record<string, unknown>, model?: string) => {
+    try {
+      platformConfig({ providers: [provider], routes: [{ models: ["*"], provider: "v", model }] });
+      return "";
+    } catch (e) {
+      if (e instanceof ConfigError) return e.message;
+      throw e;
+    }
+  };
+  const good = onVertex("v", "messages", "us-east5", credentials);
+  try {
+    await Deno.writeTextFile(credentials, JSON.stringify(mock.serviceAccount));
+    // No base_url needed: the location names the host.
+    assert.equal(errors(good), "");
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [
+        { gcp: { ...good.gcp, location: "us-east5.evil.example" } },
+        /providers\[0\]\.gcp\.location: expected a GCP location/,
+      ],
+      [
+        { gcp: { ...good.gcp, credentials_file: `${credentials}.gone` } },
+        /providers\[0\]\.gcp\.credentials_file: cannot read: /,
+      ],
+      [
+        { gcp: { project: PROJECT, location: "global" } },
+        /providers\[0\]\.gcp\.credentials_file: /,
+      ],
+      [
+        { api: "chat" },
+        /providers\[0\]\.api: platform gcp-vertex carries api generate-content, messages/,
+      ],
+    ];
+    for (const [change, message] of cases) assert.match(errors({ ...good, ...change }), message);
+    assert.match(errors(good, "claude/../x"), /routes\[0\]\.model: .*slash/);
+    await Deno.writeTextFile(
+      credentials,
+      JSON.stringify({ ...mock.serviceAccount, client_email: 7 }),
+    );
+    const message = errors(good);
+    assert.match(message, /providers\[0\]\.gcp\.credentials_file: .*client_email: missing/);
+    assert.ok(!message.includes("PRIVATE KEY"));
+  } finally {
+    await Deno.remove(credentials);
+  }
+});
+
+Deno.test("vertex gateway: a token endpoint that refuses the service account is a 502 naming the provider and Google's reason", async () => {
+  const other = await startMockVertex();
+  await other.close();
+  // Another account's key in the file: the token endpoint answers "Invalid JWT Signature."
+  const h = await startVertexGateway({ privateKey: other.serviceAccount.private_key });
+  try {
+    const res = await post(`${h.url}/v1/messages`, anthropicHeaders(), bodies.messages("vc-text"));
+    const body = await res.json();
+    assert.equal(res.status, 502, JSON.stringify(body));
+    assert.equal(body.type, "error");
+    assert.match(body.error.message, /vertex-claude/);
+    assert.match(body.error.message, /token endpoint answered 400: Invalid JWT Signature\./);
+    assert.ok(!JSON.stringify(body).includes("PRIVATE KEY"));
+    assert.equal(h.vertex.tokensIssued(), 0);
+    assert.equal(modelCalls(h.vertex).length, 0);
   } finally {
     await h.close();
   }
