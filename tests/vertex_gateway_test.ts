@@ -10,87 +10,17 @@
 import assert from "node:assert/strict";
 import { ConfigError } from "../src/config.ts";
 import { VERTEX_ANTHROPIC_VERSION } from "../plugins/platforms/gcp_vertex.ts";
-import {
-  anthropicHeaders,
-  bodies,
-  googleHeaders,
-  KEY,
-  openaiHeaders,
-  post,
-  PROVIDER_KEY,
-} from "./helpers.ts";
-import { type MockUpstream, type RecordedRequest, startMockUpstream } from "./mock/upstream.ts";
+import { anthropicHeaders, bodies, googleHeaders, KEY, openaiHeaders, post } from "./helpers.ts";
 import { type MockVertex, startMockVertex } from "./mock/vertex.ts";
-import { platformConfig, type PlatformGateway, startPlatformGateway } from "./platform_harness.ts";
-
-const PROJECT = "mock-project";
-const GEMINI_AT = `/v1/projects/${PROJECT}/locations/us-central1/publishers/google/models`;
-const CLAUDE_AT = `/v1/projects/${PROJECT}/locations/us-east5/publishers/anthropic/models`;
-
-interface VertexHarness extends PlatformGateway {
-  vertex: MockVertex;
-  /** Anthropic's own API (for failover). */
-  direct: MockUpstream;
-}
-
-/** A provider on Vertex, its service account in `credentials`. */
-const onVertex = (name: string, api: string, location: string, credentials: string) => ({
-  name,
-  api,
-  platform: "gcp-vertex",
-  gcp: { project: PROJECT, location, credentials_file: credentials },
-});
-
-/**
- * A gateway whose `vg-*` models go to Vertex Gemini and `vc-*` to Vertex Claude (both from one
- * service-account file; `privateKey` replaces its key); `fo-sig` tries Anthropic (down), then
- * Vertex Gemini, then Vertex Claude.
- */
-async function startVertexGateway(
-  opts: { expiresIn?: number; privateKey?: string } = {},
-): Promise<VertexHarness> {
-  const vertex = await startMockVertex({ expiresIn: opts.expiresIn });
-  const direct = await startMockUpstream();
-  const credentials = await Deno.makeTempFile({ suffix: ".json" });
-  const privateKey = opts.privateKey ?? vertex.serviceAccount.private_key;
-  const account = { ...vertex.serviceAccount, private_key: privateKey };
-  await Deno.writeTextFile(credentials, JSON.stringify(account));
-  const base_url = vertex.url;
-  const gateway = await startPlatformGateway(platformConfig({
-    providers: [
-      { ...onVertex("vertex-gemini", "generate-content", "us-central1", credentials), base_url },
-      { ...onVertex("vertex-claude", "messages", "us-east5", credentials), base_url },
-      { name: "anthropic", api: "messages", base_url: direct.url, api_key: PROVIDER_KEY },
-    ],
-    routes: [
-      { models: ["vg-*"], provider: "vertex-gemini" },
-      { models: ["vc-*"], provider: "vertex-claude" },
-      {
-        models: ["fo-sig"],
-        targets: [
-          { provider: "anthropic", model: "msg-err529" },
-          { provider: "vertex-gemini", model: "vg-text" },
-          { provider: "vertex-claude", model: "claude-text@20250929" },
-        ],
-      },
-    ],
-  }));
-  return {
-    ...gateway,
-    vertex,
-    direct,
-    async close() {
-      await gateway.close();
-      await vertex.close();
-      await direct.close();
-      await Deno.remove(credentials);
-    },
-  };
-}
-
-/** The requests Vertex's model endpoints received (the token endpoint's left out). */
-const modelCalls = (vertex: MockVertex): RecordedRequest[] =>
-  vertex.requests.filter((r) => r.path !== "/token");
+import { platformConfig } from "./platform_harness.ts";
+import {
+  CLAUDE_AT,
+  GEMINI_AT,
+  modelCalls,
+  onVertex,
+  PROJECT,
+  startVertexGateway,
+} from "./vertex_harness.ts";
 
 /** The last model call: its path and query, its bearer token, its body. */
 function lastCall(vertex: MockVertex) {
