@@ -13,6 +13,7 @@ import type { RouteConfig } from "../../src/config.ts";
 import { type Harness, KEY, startHarness } from "../helpers.ts";
 import { SEARCH_CITED, SEARCH_RESULTS } from "../mock/scenario.ts";
 import type { RecordedRequest } from "../mock/upstream.ts";
+import { modelCalls, startVertexGateway } from "../vertex_harness.ts";
 
 const BIN = new URL("./node_modules/.bin/", import.meta.url).pathname;
 /** Upper bound of one CLI run; the process group is killed when it expires. */
@@ -22,7 +23,9 @@ const PROMPT = "say hi";
 
 function installed(): boolean {
   try {
-    return ["claude", "gemini", "codex"].every((c) => Deno.statSync(BIN + c).isFile);
+    return ["claude", "gemini", "codex"].every((c) =>
+      Deno.statSync(BIN + c).isFile
+    );
   } catch {
     return false;
   }
@@ -187,12 +190,13 @@ function codex(url: string, args: string[]): Promise<RunResult> {
 // Checks
 // ---------------------------------------------------------------------------------------------
 
-const tail = (text: string, n = 1500) => text.length > n ? "…" + text.slice(-n) : text;
+const tail = (text: string, n = 1500) =>
+  text.length > n ? "…" + text.slice(-n) : text;
 
 /** What a failed assertion shows: the CLI's output, the gateway's log, the upstream calls. */
 function report(
   r: RunResult,
-  h: Harness,
+  h: Pick<Harness, "logs">,
   logsFrom: number,
   reqs: RecordedRequest[],
 ): string {
@@ -201,7 +205,9 @@ function report(
     "\n",
   );
   return [
-    `exit ${r.code}${r.timedOut ? ` (killed after ${RUN_TIMEOUT_MS} ms)` : ""}, ${r.ms} ms`,
+    `exit ${r.code}${
+      r.timedOut ? ` (killed after ${RUN_TIMEOUT_MS} ms)` : ""
+    }, ${r.ms} ms`,
     `--- stdout\n${tail(r.stdout)}`,
     `--- stderr\n${tail(r.stderr)}`,
     `--- gateway access log\n${tail(logs, 3000)}`,
@@ -314,7 +320,9 @@ async function runCase(c: Case, h: Harness): Promise<void> {
     hits.length > 0,
     `${c.name}: nothing reached the mock at ${path}\n${why()}`,
   );
-  const models = hits.map((q) => q.json?.model).filter((m) => m !== undefined && m !== c.model);
+  const models = hits.map((q) => q.json?.model).filter((m) =>
+    m !== undefined && m !== c.model
+  );
   assert.deepEqual(models, [], `${c.name}: upstream model differs\n${why()}`);
   c.check?.(reqs, r, h, logsFrom);
 }
@@ -337,7 +345,8 @@ function claudeCases(): Case[] {
   cases.push(...claudeWebSearchCases());
   for (const primary of ["msg-err529-cli", "msg-earlyerr-cli"]) {
     cases.push({
-      name: `claude -p --model fo-claude-cli (primary ${primary} down → chat deployment)`,
+      name:
+        `claude -p --model fo-claude-cli (primary ${primary} down → chat deployment)`,
       model: "chat-text-cli",
       expect: "text",
       routes: [{
@@ -351,7 +360,9 @@ function claudeCases(): Case[] {
       run: (url) => claude(url, ["--model", "fo-claude-cli", PROMPT]),
       check(reqs, _r, h, logsFrom) {
         assert.ok(
-          reqs.some((q) => q.path === "/v1/messages" && q.json?.model === primary),
+          reqs.some((q) =>
+            q.path === "/v1/messages" && q.json?.model === primary
+          ),
           "the Anthropic primary was tried first",
         );
         const answered = h.logs.slice(logsFrom)
@@ -376,7 +387,9 @@ function claudeCases(): Case[] {
       assert.ok(
         counts.length >= 5,
         `/context: ${counts.length} count_tokens request(s) reached the provider (Claude Code ` +
-          `2.1.197 sends ~14)\n${reqs.map((q) => q.path).join("\n")}\n${tail(r.stdout)}`,
+          `2.1.197 sends ~14)\n${reqs.map((q) => q.path).join("\n")}\n${
+            tail(r.stdout)
+          }`,
       );
       assert.ok(
         r.stdout.includes("Context Usage"),
@@ -401,25 +414,27 @@ const SEARCH_PROMPT = "Search the web: when was Deno 3 released?";
 function claudeWebSearchCases(): Case[] {
   // `-p` cannot ask for permission: the run grants the tool (its search settings stay default).
   const ALLOW_SEARCH = ["--allowedTools", "WebSearch"];
-  const target: Record<string, { path: RegExp; tool: string; source: string }> = {
-    resp: {
-      path: /^\/v1\/responses$/,
-      tool: '[{"type":"web_search"}]',
-      source: SEARCH_RESULTS[0].url,
-    },
-    gem: {
-      path: /:streamGenerateContent$/,
-      tool: '[{"googleSearch":{}}]',
-      source: new URL(SEARCH_RESULTS[0].url).hostname,
-    },
-  };
+  const target: Record<string, { path: RegExp; tool: string; source: string }> =
+    {
+      resp: {
+        path: /^\/v1\/responses$/,
+        tool: '[{"type":"web_search"}]',
+        source: SEARCH_RESULTS[0].url,
+      },
+      gem: {
+        path: /:streamGenerateContent$/,
+        tool: '[{"googleSearch":{}}]',
+        source: new URL(SEARCH_RESULTS[0].url).hostname,
+      },
+    };
   const cases: Case[] = Object.entries(target).map(([route, t]) => {
     const model = `${route}-websearch-cli`;
     return {
       name: `claude -p --model ${model} (WebSearch → ${route} hosted search)`,
       model,
       expect: "tool",
-      run: (url) => claude(url, [...ALLOW_SEARCH, "--model", model, SEARCH_PROMPT]),
+      run: (url) =>
+        claude(url, [...ALLOW_SEARCH, "--model", model, SEARCH_PROMPT]),
       check(reqs, r) {
         const searches = reqs.filter((q) =>
           t.path.test(q.path) && JSON.stringify(q.json?.tools) === t.tool
@@ -438,7 +453,8 @@ function claudeWebSearchCases(): Case[] {
     };
   });
   cases.push({
-    name: "claude -p --model chat-websearch-cli (WebSearch on a chat provider: 400)",
+    name:
+      "claude -p --model chat-websearch-cli (WebSearch on a chat provider: 400)",
     model: "chat-websearch-cli",
     expect: "tool",
     run: (url) =>
@@ -449,7 +465,9 @@ function claudeWebSearchCases(): Case[] {
         SEARCH_PROMPT,
       ]),
     check(_reqs, r, h) {
-      const refused = h.logs.filter((l) => l.model === "chat-websearch-cli" && l.status === 400);
+      const refused = h.logs.filter((l) =>
+        l.model === "chat-websearch-cli" && l.status === 400
+      );
       assert.ok(refused.length > 0, "the search sub-request was not refused");
       const message =
         /400 tools\[0\]: hosted tool "web_search" \(hosted web search\) cannot be used on route "chat-\*"/;
@@ -489,7 +507,8 @@ function geminiWebSearchCases(): Case[] {
   return Object.entries(target).map(([route, t]) => {
     const model = `${route}-websearch-cli`;
     return {
-      name: `gemini -m ${model} -p (google_web_search → ${route} hosted search)`,
+      name:
+        `gemini -m ${model} -p (google_web_search → ${route} hosted search)`,
       model,
       expect: "tool",
       routes: [{
@@ -541,7 +560,8 @@ function geminiCases(): Case[] {
     }
   }
   cases.push({
-    name: `gemini -p "${PROMPT}" (no -m: router ${GEMINI_ROUTER_MODEL}, then default model)`,
+    name:
+      `gemini -p "${PROMPT}" (no -m: router ${GEMINI_ROUTER_MODEL}, then default model)`,
     model: GEMINI_DEFAULT_MODEL,
     expect: "text",
     run: (url) => gemini(url, ["-p", PROMPT]),
@@ -550,8 +570,12 @@ function geminiCases(): Case[] {
       // non-streaming generateContent; the CLI then fell back to its default model.
       const router = reqs.filter((q) => q.path.endsWith(":generateContent"));
       assert.ok(
-        router.some((q) => q.path === "/v1beta/models/gem-err400-router:generateContent"),
-        `router call did not reach the provider: ${reqs.map((q) => q.path).join(", ")}`,
+        router.some((q) =>
+          q.path === "/v1beta/models/gem-err400-router:generateContent"
+        ),
+        `router call did not reach the provider: ${
+          reqs.map((q) => q.path).join(", ")
+        }`,
       );
       const config = router[0]?.json?.generationConfig ?? {};
       assert.equal(
@@ -567,7 +591,9 @@ function geminiCases(): Case[] {
 
 /** Frames of the provider-side sockets for one model. */
 const framesFor = (h: Harness, model: string) =>
-  h.upstream.wsFrames.map((f) => JSON.parse(f)).filter((f) => f.model === model);
+  h.upstream.wsFrames.map((f) => JSON.parse(f)).filter((f) =>
+    f.model === model
+  );
 
 function codexCases(): Case[] {
   // Codex 0.169.0 declares the hosted tool {"type":"web_search"} on every turn (default
@@ -580,7 +606,9 @@ function codexCases(): Case[] {
       expect: "text",
       run: (url) => codex(url, ["-m", "pt-text-cli", PROMPT]),
       check(reqs, _r, h) {
-        const upgrades = reqs.filter((q) => q.method === "GET" && q.path === "/v1/responses");
+        const upgrades = reqs.filter((q) =>
+          q.method === "GET" && q.path === "/v1/responses"
+        );
         assert.equal(
           upgrades.length,
           1,
@@ -598,7 +626,8 @@ function codexCases(): Case[] {
       },
     },
     {
-      name: `codex exec -m pt-tool-cli "${PROMPT}" (WebSocket passthrough, tool round trip)`,
+      name:
+        `codex exec -m pt-tool-cli "${PROMPT}" (WebSocket passthrough, tool round trip)`,
       model: "pt-tool-cli",
       expect: "tool",
       run: (url) => codex(url, ["-m", "pt-tool-cli", PROMPT]),
@@ -607,12 +636,15 @@ function codexCases(): Case[] {
   for (const route of ["msg", "chat", "gem"]) {
     const model = `${route}-text-cli`;
     cases.push({
-      name: `codex exec -m ${model} "${PROMPT}" (WebSocket converted, default web_search)`,
+      name:
+        `codex exec -m ${model} "${PROMPT}" (WebSocket converted, default web_search)`,
       model,
       expect: "text",
       run: (url) => codex(url, ["-m", model, PROMPT]),
       check(reqs) {
-        const sent = reqs.filter((q) => providerPath(model).test(q.path)).at(-1)?.json ?? {};
+        const sent = reqs.filter((q) =>
+          providerPath(model).test(q.path)
+        ).at(-1)?.json ?? {};
         const hosted = JSON.stringify(sent.tools ?? []).match(
           /web_search_\d+|googleSearch/g,
         );
@@ -625,20 +657,24 @@ function codexCases(): Case[] {
     });
   }
   cases.push({
-    name: `codex exec -m msg-search-cli "${PROMPT}" (Anthropic runs its web search)`,
+    name:
+      `codex exec -m msg-search-cli "${PROMPT}" (Anthropic runs its web search)`,
     model: "msg-search-cli",
     expect: "none",
     run: (url) => codex(url, ["-m", "msg-search-cli", PROMPT]),
     check(_reqs, r) {
       assert.ok(
         r.stdout.includes(SEARCH_CITED),
-        `the answer after Anthropic's search did not reach Codex\n${tail(r.stdout)}`,
+        `the answer after Anthropic's search did not reach Codex\n${
+          tail(r.stdout)
+        }`,
       );
     },
   });
   for (const model of ["msg-tool-cli", "chat-tool-cli", "gem-tool-cli"]) {
     cases.push({
-      name: `codex exec -m ${model} "${PROMPT}" (WebSocket converted, tool round trip)`,
+      name:
+        `codex exec -m ${model} "${PROMPT}" (WebSocket converted, tool round trip)`,
       model,
       expect: "tool",
       run: (url) => codex(url, ["-m", model, PROMPT]),
@@ -648,7 +684,8 @@ function codexCases(): Case[] {
   // gateway for model metadata (no GET /v1/models) and prints its fallback warning; the window
   // goes in its config instead (docs/responses.md, `main.ts --codex-config`).
   cases.push({
-    name: `codex exec -m msg-text-cli "${PROMPT}" (model metadata: not fetched, fallback warning)`,
+    name:
+      `codex exec -m msg-text-cli "${PROMPT}" (model metadata: not fetched, fallback warning)`,
     model: "msg-text-cli",
     expect: "text",
     run: (url) =>
@@ -662,7 +699,9 @@ function codexCases(): Case[] {
         PROMPT,
       ]),
     check(_reqs, r, h, logsFrom) {
-      const listed = h.logs.slice(logsFrom).filter((l) => String(l.endpoint).includes("model"));
+      const listed = h.logs.slice(logsFrom).filter((l) =>
+        String(l.endpoint).includes("model")
+      );
       assert.deepEqual(
         listed,
         [],
@@ -688,7 +727,9 @@ Deno.test({
       // CLI_TESTS=a,b runs only the runs whose name contains one of the words (e.g. gemini).
       const only = Deno.env.get("CLI_TESTS")?.split(",").filter(Boolean) ?? [];
       for (
-        const c of cases.filter((c) => !only.length || only.some((w) => c.name.includes(w)))
+        const c of cases.filter((c) =>
+          !only.length || only.some((w) => c.name.includes(w))
+        )
       ) {
         if (!c.routes) {
           await t.step(c.name, () => runCase(c, h));
@@ -723,7 +764,8 @@ Deno.test({
   ignore: !installed(),
   async fn() {
     const h = await startHarness({
-      tweak: (c) => void (c.keys[0] = { ...c.keys[0], limits: { tokens_per_day: 10 } }),
+      tweak: (c) =>
+        void (c.keys[0] = { ...c.keys[0], limits: { tokens_per_day: 10 } }),
     });
     try {
       // One answer (18 tokens) spends the day's 10.
@@ -738,7 +780,8 @@ Deno.test({
       });
       assert.equal(spent.status, 200);
       await spent.body?.cancel();
-      const posts = () => h.upstream.requests.filter((q) => q.method === "POST");
+      const posts = () =>
+        h.upstream.requests.filter((q) => q.method === "POST");
       const calls = posts().length;
       const r = await claude(h.url, ["--model", "msg-text-cli", PROMPT]);
       const why = () => report(r, h, 0, posts().slice(calls));
@@ -750,7 +793,72 @@ Deno.test({
         why(),
       );
       // POSTs only: the gateway reads model lists (GETs) in the background.
-      assert.equal(posts().length, calls, "a refused request reached the provider");
+      assert.equal(
+        posts().length,
+        calls,
+        "a refused request reached the provider",
+      );
+    } finally {
+      await h.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "claude -p through a Vertex Claude route, gemini -p through a Vertex Gemini route (relayed)",
+  ignore: !installed(),
+  async fn(t) {
+    // Gemini CLI's router model as on the vendor harness, on Vertex; the runs' models by prefix.
+    const h = await startVertexGateway({
+      routes: [{
+        models: [GEMINI_ROUTER_MODEL],
+        provider: "vertex-gemini",
+        model: "vg-err400-router",
+        passthrough: false,
+      }],
+    });
+    const runs = [
+      {
+        name: `claude -p "${PROMPT}" --model vc-text-cli`,
+        run: () => claude(h.url, ["--model", "vc-text-cli", PROMPT]),
+        provider: "vertex-claude",
+        reply: "Hello from messages mock:",
+        path: /\/publishers\/anthropic\/models\/vc-text-cli:streamRawPredict$/,
+      },
+      {
+        name: `gemini -m vg-text-cli -p "${PROMPT}"`,
+        run: () => gemini(h.url, ["-m", "vg-text-cli", "-p", PROMPT]),
+        provider: "vertex-gemini",
+        reply: "Hello from generate-content mock:",
+        path:
+          /\/publishers\/google\/models\/vg-text-cli:streamGenerateContent$/,
+      },
+    ];
+    try {
+      for (const c of runs) {
+        await t.step(c.name, async () => {
+          const reqsFrom = modelCalls(h.vertex).length;
+          const logsFrom = h.logs.length;
+          const r = await c.run();
+          const reqs = modelCalls(h.vertex).slice(reqsFrom);
+          const why = () => report(r, h, logsFrom, reqs);
+          assert.equal(r.timedOut, false, why());
+          assert.equal(r.code, 0, why());
+          assert.ok(
+            r.stdout.includes(c.reply) && r.stdout.includes(PROMPT),
+            why(),
+          );
+          assert.ok(reqs.some((q) => c.path.test(q.path)), why());
+          const lines = h.logs.slice(logsFrom).filter((l) =>
+            l.provider === c.provider
+          );
+          assert.ok(
+            lines.some((l) => l.passthrough === true && l.status === 200),
+            why(),
+          );
+        });
+      }
     } finally {
       await h.close();
     }
