@@ -12,9 +12,9 @@ import {
   vertexBaseUrl,
   vertexBody,
   VertexCredential,
-  type VertexOperation,
   vertexPath,
 } from "../plugins/platforms/gcp_vertex.ts";
+import type { Operation } from "../src/contract/platform.ts";
 import { startMockVertex } from "./mock/vertex.ts";
 
 const USER = "Bonjour";
@@ -27,7 +27,7 @@ Deno.test("vertex: the default base URL is regional, or aiplatform.googleapis.co
 
 Deno.test("vertex: paths of Gemini and Claude models and token counting; other formats are refused", () => {
   const at = "/v1/projects/mock-project/locations/us-east5/publishers";
-  const cases: [string, string, VertexOperation, boolean, string][] = [
+  const cases: [string, string, Operation, boolean, string][] = [
     [
       "generate-content",
       "gemini-2.5-flash",
@@ -167,7 +167,7 @@ Deno.test("vertex: the built paths and bodies, with a token minted at the file's
   const call = async (
     api: string,
     model: string,
-    op: VertexOperation,
+    op: Operation,
     stream: boolean,
     body: Record<string, unknown>,
   ) => {

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import type { OutgoingRequest } from "../../src/contract/format.ts";
-import type { Platform } from "../../src/contract/platform.ts";
+import type { Operation, Platform } from "../../src/contract/platform.ts";
 import { unsafeSegmentReason } from "../../src/model_segment.ts";
 import { GoogleTokenSource, type ServiceAccountKey } from "./google_token.ts";
 
@@ -61,12 +61,6 @@ const PUBLISHERS: Record<string, string> = {
   messages: "anthropic",
 };
 
-/** Whether Vertex serves this wire format (`api`). */
-export const vertexServes = (api: string): boolean => api in PUBLISHERS;
-
-/** What a call does: generate (JSON or a stream), or count a request's input tokens. */
-export type VertexOperation = "generate" | "count_tokens";
-
 /**
  * The path of a call, from the model's segment (already checked to be one safe segment):
  * Gemini's `:generateContent` / `:streamGenerateContent` (`?alt=sse` unless `alt` says
@@ -77,7 +71,7 @@ export function vertexPath(
   gcp: Pick<GcpConfig, "project" | "location">,
   api: string,
   model: string,
-  operation: VertexOperation,
+  operation: Operation,
   stream: boolean,
   alt = "?alt=sse",
 ): string {
@@ -102,7 +96,7 @@ export function vertexPath(
 export function vertexBody(
   api: string,
   body: Record<string, unknown>,
-  operation: VertexOperation,
+  operation: Operation,
   model: string,
 ): Record<string, unknown> {
   if (PUBLISHERS[api] !== "anthropic") return body;
