@@ -5,7 +5,8 @@
  * CRC32s. Only string headers are kept: `:message-type`, `:event-type`, `:exception-type`
  * and `:content-type` are all Bedrock sends.
  */
-import { EventStreamCodec } from "./deps.ts";
+// @smithy/eventstream-codec now re-exports this (deprecated there); this is its home.
+import { EventStreamCodec } from "@smithy/core/event-streams";
 
 export interface EventStreamFrame {
   headers: Record<string, string>;
@@ -46,6 +47,25 @@ function decodeFrame(bytes: Uint8Array): EventStreamFrame {
   return { headers, payload: message.body };
 }
 
+/**
+ * The whole frames at the start of `buf`, and the offset just past the last of them (the rest is
+ * an incomplete frame). A frame of impossible length or a bad checksum throws EventStreamError.
+ */
+export function cutFrames(buf: Uint8Array): { frames: EventStreamFrame[]; cut: number } {
+  const frames: EventStreamFrame[] = [];
+  let at = 0;
+  while (buf.length - at >= PRELUDE_BYTES) {
+    const total = new DataView(buf.buffer, buf.byteOffset + at, 4).getUint32(0);
+    if (total < PRELUDE_BYTES + 4 || total > MAX_FRAME_BYTES) {
+      throw new EventStreamError(`event-stream frame length ${total} is out of range`);
+    }
+    if (buf.length - at < total) break;
+    frames.push(decodeFrame(buf.subarray(at, at + total)));
+    at += total;
+  }
+  return { frames, cut: at };
+}
+
 /** Decodes a byte stream into frames; a truncated last frame or a bad checksum errors it. */
 export function eventStreamFrames(): TransformStream<Uint8Array, EventStreamFrame> {
   let buffer = new Uint8Array(0);
@@ -54,17 +74,9 @@ export function eventStreamFrames(): TransformStream<Uint8Array, EventStreamFram
       const joined = new Uint8Array(buffer.length + chunk.length);
       joined.set(buffer);
       joined.set(chunk, buffer.length);
-      let at = 0;
-      while (joined.length - at >= PRELUDE_BYTES) {
-        const total = new DataView(joined.buffer, at, 4).getUint32(0);
-        if (total < PRELUDE_BYTES + 4 || total > MAX_FRAME_BYTES) {
-          throw new EventStreamError(`event-stream frame length ${total} is out of range`);
-        }
-        if (joined.length - at < total) break;
-        controller.enqueue(decodeFrame(joined.subarray(at, at + total)));
-        at += total;
-      }
-      buffer = joined.slice(at);
+      const { frames, cut } = cutFrames(joined);
+      for (const frame of frames) controller.enqueue(frame);
+      buffer = joined.slice(cut);
     },
     flush() {
       if (buffer.length) throw new EventStreamError("event stream ended inside a frame");

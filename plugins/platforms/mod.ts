@@ -5,6 +5,11 @@
  */
 import type { AnyPlatform } from "../../src/contract/platform.ts";
 import { azurePlatform } from "./azure.ts";
+import { bedrockPlatform } from "./bedrock.ts";
 import { gcpVertexPlatform } from "./gcp_vertex.ts";
 
-export const PLATFORMS: readonly AnyPlatform[] = [azurePlatform, gcpVertexPlatform];
+export const PLATFORMS: readonly AnyPlatform[] = [
+  azurePlatform,
+  bedrockPlatform,
+  gcpVertexPlatform,
+];
