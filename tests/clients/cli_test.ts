@@ -23,9 +23,7 @@ const PROMPT = "say hi";
 
 function installed(): boolean {
   try {
-    return ["claude", "gemini", "codex"].every((c) =>
-      Deno.statSync(BIN + c).isFile
-    );
+    return ["claude", "gemini", "codex"].every((c) => Deno.statSync(BIN + c).isFile);
   } catch {
     return false;
   }
@@ -190,8 +188,7 @@ function codex(url: string, args: string[]): Promise<RunResult> {
 // Checks
 // ---------------------------------------------------------------------------------------------
 
-const tail = (text: string, n = 1500) =>
-  text.length > n ? "…" + text.slice(-n) : text;
+const tail = (text: string, n = 1500) => text.length > n ? "…" + text.slice(-n) : text;
 
 /** What a failed assertion shows: the CLI's output, the gateway's log, the upstream calls. */
 function report(
@@ -205,9 +202,7 @@ function report(
     "\n",
   );
   return [
-    `exit ${r.code}${
-      r.timedOut ? ` (killed after ${RUN_TIMEOUT_MS} ms)` : ""
-    }, ${r.ms} ms`,
+    `exit ${r.code}${r.timedOut ? ` (killed after ${RUN_TIMEOUT_MS} ms)` : ""}, ${r.ms} ms`,
     `--- stdout\n${tail(r.stdout)}`,
     `--- stderr\n${tail(r.stderr)}`,
     `--- gateway access log\n${tail(logs, 3000)}`,
@@ -320,9 +315,7 @@ async function runCase(c: Case, h: Harness): Promise<void> {
     hits.length > 0,
     `${c.name}: nothing reached the mock at ${path}\n${why()}`,
   );
-  const models = hits.map((q) => q.json?.model).filter((m) =>
-    m !== undefined && m !== c.model
-  );
+  const models = hits.map((q) => q.json?.model).filter((m) => m !== undefined && m !== c.model);
   assert.deepEqual(models, [], `${c.name}: upstream model differs\n${why()}`);
   c.check?.(reqs, r, h, logsFrom);
 }
@@ -345,8 +338,7 @@ function claudeCases(): Case[] {
   cases.push(...claudeWebSearchCases());
   for (const primary of ["msg-err529-cli", "msg-earlyerr-cli"]) {
     cases.push({
-      name:
-        `claude -p --model fo-claude-cli (primary ${primary} down → chat deployment)`,
+      name: `claude -p --model fo-claude-cli (primary ${primary} down → chat deployment)`,
       model: "chat-text-cli",
       expect: "text",
       routes: [{
@@ -360,9 +352,7 @@ function claudeCases(): Case[] {
       run: (url) => claude(url, ["--model", "fo-claude-cli", PROMPT]),
       check(reqs, _r, h, logsFrom) {
         assert.ok(
-          reqs.some((q) =>
-            q.path === "/v1/messages" && q.json?.model === primary
-          ),
+          reqs.some((q) => q.path === "/v1/messages" && q.json?.model === primary),
           "the Anthropic primary was tried first",
         );
         const answered = h.logs.slice(logsFrom)
@@ -387,9 +377,7 @@ function claudeCases(): Case[] {
       assert.ok(
         counts.length >= 5,
         `/context: ${counts.length} count_tokens request(s) reached the provider (Claude Code ` +
-          `2.1.197 sends ~14)\n${reqs.map((q) => q.path).join("\n")}\n${
-            tail(r.stdout)
-          }`,
+          `2.1.197 sends ~14)\n${reqs.map((q) => q.path).join("\n")}\n${tail(r.stdout)}`,
       );
       assert.ok(
         r.stdout.includes("Context Usage"),
@@ -414,27 +402,25 @@ const SEARCH_PROMPT = "Search the web: when was Deno 3 released?";
 function claudeWebSearchCases(): Case[] {
   // `-p` cannot ask for permission: the run grants the tool (its search settings stay default).
   const ALLOW_SEARCH = ["--allowedTools", "WebSearch"];
-  const target: Record<string, { path: RegExp; tool: string; source: string }> =
-    {
-      resp: {
-        path: /^\/v1\/responses$/,
-        tool: '[{"type":"web_search"}]',
-        source: SEARCH_RESULTS[0].url,
-      },
-      gem: {
-        path: /:streamGenerateContent$/,
-        tool: '[{"googleSearch":{}}]',
-        source: new URL(SEARCH_RESULTS[0].url).hostname,
-      },
-    };
+  const target: Record<string, { path: RegExp; tool: string; source: string }> = {
+    resp: {
+      path: /^\/v1\/responses$/,
+      tool: '[{"type":"web_search"}]',
+      source: SEARCH_RESULTS[0].url,
+    },
+    gem: {
+      path: /:streamGenerateContent$/,
+      tool: '[{"googleSearch":{}}]',
+      source: new URL(SEARCH_RESULTS[0].url).hostname,
+    },
+  };
   const cases: Case[] = Object.entries(target).map(([route, t]) => {
     const model = `${route}-websearch-cli`;
     return {
       name: `claude -p --model ${model} (WebSearch → ${route} hosted search)`,
       model,
       expect: "tool",
-      run: (url) =>
-        claude(url, [...ALLOW_SEARCH, "--model", model, SEARCH_PROMPT]),
+      run: (url) => claude(url, [...ALLOW_SEARCH, "--model", model, SEARCH_PROMPT]),
       check(reqs, r) {
         const searches = reqs.filter((q) =>
           t.path.test(q.path) && JSON.stringify(q.json?.tools) === t.tool
@@ -453,8 +439,7 @@ function claudeWebSearchCases(): Case[] {
     };
   });
   cases.push({
-    name:
-      "claude -p --model chat-websearch-cli (WebSearch on a chat provider: 400)",
+    name: "claude -p --model chat-websearch-cli (WebSearch on a chat provider: 400)",
     model: "chat-websearch-cli",
     expect: "tool",
     run: (url) =>
@@ -465,9 +450,7 @@ function claudeWebSearchCases(): Case[] {
         SEARCH_PROMPT,
       ]),
     check(_reqs, r, h) {
-      const refused = h.logs.filter((l) =>
-        l.model === "chat-websearch-cli" && l.status === 400
-      );
+      const refused = h.logs.filter((l) => l.model === "chat-websearch-cli" && l.status === 400);
       assert.ok(refused.length > 0, "the search sub-request was not refused");
       const message =
         /400 tools\[0\]: hosted tool "web_search" \(hosted web search\) cannot be used on route "chat-\*"/;
@@ -507,8 +490,7 @@ function geminiWebSearchCases(): Case[] {
   return Object.entries(target).map(([route, t]) => {
     const model = `${route}-websearch-cli`;
     return {
-      name:
-        `gemini -m ${model} -p (google_web_search → ${route} hosted search)`,
+      name: `gemini -m ${model} -p (google_web_search → ${route} hosted search)`,
       model,
       expect: "tool",
       routes: [{
@@ -560,8 +542,7 @@ function geminiCases(): Case[] {
     }
   }
   cases.push({
-    name:
-      `gemini -p "${PROMPT}" (no -m: router ${GEMINI_ROUTER_MODEL}, then default model)`,
+    name: `gemini -p "${PROMPT}" (no -m: router ${GEMINI_ROUTER_MODEL}, then default model)`,
     model: GEMINI_DEFAULT_MODEL,
     expect: "text",
     run: (url) => gemini(url, ["-p", PROMPT]),
@@ -570,12 +551,8 @@ function geminiCases(): Case[] {
       // non-streaming generateContent; the CLI then fell back to its default model.
       const router = reqs.filter((q) => q.path.endsWith(":generateContent"));
       assert.ok(
-        router.some((q) =>
-          q.path === "/v1beta/models/gem-err400-router:generateContent"
-        ),
-        `router call did not reach the provider: ${
-          reqs.map((q) => q.path).join(", ")
-        }`,
+        router.some((q) => q.path === "/v1beta/models/gem-err400-router:generateContent"),
+        `router call did not reach the provider: ${reqs.map((q) => q.path).join(", ")}`,
       );
       const config = router[0]?.json?.generationConfig ?? {};
       assert.equal(
@@ -591,9 +568,7 @@ function geminiCases(): Case[] {
 
 /** Frames of the provider-side sockets for one model. */
 const framesFor = (h: Harness, model: string) =>
-  h.upstream.wsFrames.map((f) => JSON.parse(f)).filter((f) =>
-    f.model === model
-  );
+  h.upstream.wsFrames.map((f) => JSON.parse(f)).filter((f) => f.model === model);
 
 function codexCases(): Case[] {
   // Codex 0.169.0 declares the hosted tool {"type":"web_search"} on every turn (default
@@ -606,9 +581,7 @@ function codexCases(): Case[] {
       expect: "text",
       run: (url) => codex(url, ["-m", "pt-text-cli", PROMPT]),
       check(reqs, _r, h) {
-        const upgrades = reqs.filter((q) =>
-          q.method === "GET" && q.path === "/v1/responses"
-        );
+        const upgrades = reqs.filter((q) => q.method === "GET" && q.path === "/v1/responses");
         assert.equal(
           upgrades.length,
           1,
@@ -626,8 +599,7 @@ function codexCases(): Case[] {
       },
     },
     {
-      name:
-        `codex exec -m pt-tool-cli "${PROMPT}" (WebSocket passthrough, tool round trip)`,
+      name: `codex exec -m pt-tool-cli "${PROMPT}" (WebSocket passthrough, tool round trip)`,
       model: "pt-tool-cli",
       expect: "tool",
       run: (url) => codex(url, ["-m", "pt-tool-cli", PROMPT]),
@@ -636,15 +608,12 @@ function codexCases(): Case[] {
   for (const route of ["msg", "chat", "gem"]) {
     const model = `${route}-text-cli`;
     cases.push({
-      name:
-        `codex exec -m ${model} "${PROMPT}" (WebSocket converted, default web_search)`,
+      name: `codex exec -m ${model} "${PROMPT}" (WebSocket converted, default web_search)`,
       model,
       expect: "text",
       run: (url) => codex(url, ["-m", model, PROMPT]),
       check(reqs) {
-        const sent = reqs.filter((q) =>
-          providerPath(model).test(q.path)
-        ).at(-1)?.json ?? {};
+        const sent = reqs.filter((q) => providerPath(model).test(q.path)).at(-1)?.json ?? {};
         const hosted = JSON.stringify(sent.tools ?? []).match(
           /web_search_\d+|googleSearch/g,
         );
@@ -657,24 +626,20 @@ function codexCases(): Case[] {
     });
   }
   cases.push({
-    name:
-      `codex exec -m msg-search-cli "${PROMPT}" (Anthropic runs its web search)`,
+    name: `codex exec -m msg-search-cli "${PROMPT}" (Anthropic runs its web search)`,
     model: "msg-search-cli",
     expect: "none",
     run: (url) => codex(url, ["-m", "msg-search-cli", PROMPT]),
     check(_reqs, r) {
       assert.ok(
         r.stdout.includes(SEARCH_CITED),
-        `the answer after Anthropic's search did not reach Codex\n${
-          tail(r.stdout)
-        }`,
+        `the answer after Anthropic's search did not reach Codex\n${tail(r.stdout)}`,
       );
     },
   });
   for (const model of ["msg-tool-cli", "chat-tool-cli", "gem-tool-cli"]) {
     cases.push({
-      name:
-        `codex exec -m ${model} "${PROMPT}" (WebSocket converted, tool round trip)`,
+      name: `codex exec -m ${model} "${PROMPT}" (WebSocket converted, tool round trip)`,
       model,
       expect: "tool",
       run: (url) => codex(url, ["-m", model, PROMPT]),
@@ -684,8 +649,7 @@ function codexCases(): Case[] {
   // gateway for model metadata (no GET /v1/models) and prints its fallback warning; the window
   // goes in its config instead (docs/responses.md, `main.ts --codex-config`).
   cases.push({
-    name:
-      `codex exec -m msg-text-cli "${PROMPT}" (model metadata: not fetched, fallback warning)`,
+    name: `codex exec -m msg-text-cli "${PROMPT}" (model metadata: not fetched, fallback warning)`,
     model: "msg-text-cli",
     expect: "text",
     run: (url) =>
@@ -699,9 +663,7 @@ function codexCases(): Case[] {
         PROMPT,
       ]),
     check(_reqs, r, h, logsFrom) {
-      const listed = h.logs.slice(logsFrom).filter((l) =>
-        String(l.endpoint).includes("model")
-      );
+      const listed = h.logs.slice(logsFrom).filter((l) => String(l.endpoint).includes("model"));
       assert.deepEqual(
         listed,
         [],
@@ -727,9 +689,7 @@ Deno.test({
       // CLI_TESTS=a,b runs only the runs whose name contains one of the words (e.g. gemini).
       const only = Deno.env.get("CLI_TESTS")?.split(",").filter(Boolean) ?? [];
       for (
-        const c of cases.filter((c) =>
-          !only.length || only.some((w) => c.name.includes(w))
-        )
+        const c of cases.filter((c) => !only.length || only.some((w) => c.name.includes(w)))
       ) {
         if (!c.routes) {
           await t.step(c.name, () => runCase(c, h));
@@ -764,8 +724,7 @@ Deno.test({
   ignore: !installed(),
   async fn() {
     const h = await startHarness({
-      tweak: (c) =>
-        void (c.keys[0] = { ...c.keys[0], limits: { tokens_per_day: 10 } }),
+      tweak: (c) => void (c.keys[0] = { ...c.keys[0], limits: { tokens_per_day: 10 } }),
     });
     try {
       // One answer (18 tokens) spends the day's 10.
@@ -780,8 +739,7 @@ Deno.test({
       });
       assert.equal(spent.status, 200);
       await spent.body?.cancel();
-      const posts = () =>
-        h.upstream.requests.filter((q) => q.method === "POST");
+      const posts = () => h.upstream.requests.filter((q) => q.method === "POST");
       const calls = posts().length;
       const r = await claude(h.url, ["--model", "msg-text-cli", PROMPT]);
       const why = () => report(r, h, 0, posts().slice(calls));
@@ -793,11 +751,7 @@ Deno.test({
         why(),
       );
       // POSTs only: the gateway reads model lists (GETs) in the background.
-      assert.equal(
-        posts().length,
-        calls,
-        "a refused request reached the provider",
-      );
+      assert.equal(posts().length, calls, "a refused request reached the provider");
     } finally {
       await h.close();
     }
@@ -805,8 +759,7 @@ Deno.test({
 });
 
 Deno.test({
-  name:
-    "claude -p through a Vertex Claude route, gemini -p through a Vertex Gemini route (relayed)",
+  name: "claude -p on a Vertex Claude route, gemini -p on a Vertex Gemini route (relayed)",
   ignore: !installed(),
   async fn(t) {
     // Gemini CLI's router model as on the vendor harness, on Vertex; the runs' models by prefix.
@@ -831,8 +784,7 @@ Deno.test({
         run: () => gemini(h.url, ["-m", "vg-text-cli", "-p", PROMPT]),
         provider: "vertex-gemini",
         reply: "Hello from generate-content mock:",
-        path:
-          /\/publishers\/google\/models\/vg-text-cli:streamGenerateContent$/,
+        path: /\/publishers\/google\/models\/vg-text-cli:streamGenerateContent$/,
       },
     ];
     try {
@@ -845,18 +797,10 @@ Deno.test({
           const why = () => report(r, h, logsFrom, reqs);
           assert.equal(r.timedOut, false, why());
           assert.equal(r.code, 0, why());
-          assert.ok(
-            r.stdout.includes(c.reply) && r.stdout.includes(PROMPT),
-            why(),
-          );
+          assert.ok(r.stdout.includes(c.reply) && r.stdout.includes(PROMPT), why());
           assert.ok(reqs.some((q) => c.path.test(q.path)), why());
-          const lines = h.logs.slice(logsFrom).filter((l) =>
-            l.provider === c.provider
-          );
-          assert.ok(
-            lines.some((l) => l.passthrough === true && l.status === 200),
-            why(),
-          );
+          const lines = h.logs.slice(logsFrom).filter((l) => l.provider === c.provider);
+          assert.ok(lines.some((l) => l.passthrough === true && l.status === 200), why());
         });
       }
     } finally {
