@@ -10,7 +10,15 @@
 import assert from "node:assert/strict";
 import { ConfigError } from "../src/config.ts";
 import { VERTEX_ANTHROPIC_VERSION } from "../plugins/platforms/gcp_vertex.ts";
-import { anthropicHeaders, bodies, googleHeaders, KEY, openaiHeaders, post } from "./helpers.ts";
+import {
+  anthropicHeaders,
+  bodies,
+  googleHeaders,
+  KEY,
+  openaiHeaders,
+  post,
+  THINKING_SIGNATURE,
+} from "./helpers.ts";
 import { type MockVertex, startMockVertex } from "./mock/vertex.ts";
 import { platformConfig } from "./platform_harness.ts";
 import {
@@ -285,21 +293,7 @@ Deno.test("vertex gateway: a 401 from Vertex refreshes the token once and retrie
 
 Deno.test("vertex gateway: a conversation with Anthropic thinking signatures fails over from Anthropic to Vertex Claude", async () => {
   const h = await startVertexGateway();
-  const signature = "EqQBCkYIBxgCKkBsig";
-  const signed = {
-    ...bodies.messages("fo-sig"),
-    messages: [
-      { role: "user", content: "hi" },
-      {
-        role: "assistant",
-        content: [
-          { type: "thinking", thinking: "A greeting.", signature },
-          { type: "text", text: "Hello." },
-        ],
-      },
-      { role: "user", content: "and again" },
-    ],
-  };
+  const signed = bodies.signedMessages("fo-sig");
   try {
     const res = await post(`${h.url}/v1/messages`, anthropicHeaders(), signed);
     await ok(res);
@@ -313,7 +307,7 @@ Deno.test("vertex gateway: a conversation with Anthropic thinking signatures fai
     const thinking = (sent.json.messages as { content: unknown }[])[1].content as {
       signature?: string;
     }[];
-    assert.equal(thinking[0].signature, signature);
+    assert.equal(thinking[0].signature, THINKING_SIGNATURE);
   } finally {
     await h.close();
   }
