@@ -78,7 +78,7 @@ export class ProviderModels implements ReportedModels {
   private async read(provider: ProviderConfig): Promise<void> {
     const { formats, router, secrets } = this.live.current;
     const spec = formats.upstream(provider.api);
-    // A provider on a platform is not the vendor's API: the format's list endpoint is not there.
+    // A platform's model list is not its format's (Bedrock and Azure list theirs elsewhere).
     if (!spec?.models || provider.platform !== undefined) return;
     try {
       const url = new URL(upstreamUrl(provider, spec.models.path));

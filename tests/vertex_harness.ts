@@ -2,16 +2,16 @@
  * A gateway in front of the Vertex mock (tests/mock/vertex.ts) and, for failover, the vendor mock
  * as Anthropic's own API: Vertex Gemini and Vertex Claude providers from one service-account file.
  */
-import { PROVIDER_KEY } from "./helpers.ts";
+import { type Harness, PROVIDER_KEY } from "./helpers.ts";
 import { type MockUpstream, type RecordedRequest, startMockUpstream } from "./mock/upstream.ts";
 import { type MockVertex, startMockVertex } from "./mock/vertex.ts";
-import { platformConfig, type PlatformGateway, startPlatformGateway } from "./platform_harness.ts";
+import { platformConfig, startPlatformGateway } from "./platform_harness.ts";
 
 export const PROJECT = "mock-project";
 export const GEMINI_AT = `/v1/projects/${PROJECT}/locations/us-central1/publishers/google/models`;
 export const CLAUDE_AT = `/v1/projects/${PROJECT}/locations/us-east5/publishers/anthropic/models`;
 
-export interface VertexHarness extends PlatformGateway {
+export interface VertexHarness extends Omit<Harness, "upstream"> {
   vertex: MockVertex;
   /** Anthropic's own API (for failover). */
   direct: MockUpstream;

@@ -8,7 +8,7 @@ import type { ErrorKind } from "../../src/contract/errors.ts";
 import type { StreamException, UpstreamFraming } from "../../src/contract/framing.ts";
 import type { PlatformError } from "../../src/contract/platform.ts";
 import { formatSse, type SseEvent } from "../../src/contract/sse.ts";
-import { cutFrames, EventStreamError, type EventStreamFrame } from "./event_stream.ts";
+import { cutFrames, type EventStreamFrame } from "./event_stream.ts";
 
 /**
  * Bedrock's exceptions (lower-cased: in-stream frames name them in camel case) as the status
@@ -92,14 +92,7 @@ export function bedrockFraming(inner: UpstreamFraming): UpstreamFraming {
     scan(buf) {
       const events: SseEvent[] = [];
       let text = "";
-      let cut: number;
-      let frames: EventStreamFrame[];
-      try {
-        ({ frames, cut } = cutFrames(buf));
-      } catch (e) {
-        if (!(e instanceof EventStreamError)) throw e;
-        return { cut: buf.length, events, malformed: { at: 0, before: "" } };
-      }
+      const { frames, cut, error } = cutFrames(buf);
       for (const frame of frames) {
         if (frame.headers[":message-type"] !== "event") {
           const error = streamException(frame);
@@ -121,6 +114,7 @@ export function bedrockFraming(inner: UpstreamFraming): UpstreamFraming {
         events.push(event);
         text += formatSse(event);
       }
+      if (error) return { cut: buf.length, events, malformed: { at: events.length, before: text } };
       return { cut, events, text, bytes: encoder.encode(text) };
     },
     complete: inner.complete,
