@@ -148,7 +148,7 @@ export async function sendThrough(
   out: OutgoingRequest,
   key: string | undefined,
   signal: AbortSignal,
-  send: () => Promise<Response>,
+  send: (req: OutgoingRequest) => Promise<Response>,
 ): Promise<Response> {
   const { platform, provider, credential } = p.binding;
   out.url = new URL(platform.url(provider, p.call));
@@ -156,12 +156,12 @@ export async function sendThrough(
     out.body = JSON.stringify(platform.adjust({ ...p.json }, out.headers, p.call, provider));
   }
   await credential.authorize(out, key, signal);
-  const res = await send();
+  const res = await send(out);
   if (res.status !== 401 || !credential.refused) return res;
   await res.body?.cancel();
   credential.refused(out);
   await credential.authorize(out, key, signal);
-  return await send();
+  return await send(out);
 }
 
 /** A stream's framing through the platform of `p` (if any), given the format's own. */

@@ -89,7 +89,9 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
   const client = r.provider.keep_alive ? undefined : ONE_CALL_CONNECTIONS;
   try {
     if (r.platform) {
-      const sent = () => send(out, ctrl.signal, client);
+      // `out` reaches the sender as an argument: a closure over it would keep the body alive
+      // as long as `abort` and `release` (a stream's whole life).
+      const sent = (req: OutgoingRequest) => send(req, ctrl.signal, client);
       const res = await sendThrough(r.platform, out, r.key, ctrl.signal, sent);
       const { platform } = r.platform.binding;
       return { res, provider: r.provider.name, deadline, abort, release, platform };
