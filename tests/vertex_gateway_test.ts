@@ -18,6 +18,7 @@ import {
   openaiHeaders,
   post,
   THINKING_SIGNATURE,
+  wsExchange,
 } from "./helpers.ts";
 import { type MockVertex, startMockVertex } from "./mock/vertex.ts";
 import { platformConfig } from "./platform_harness.ts";
@@ -149,7 +150,7 @@ Deno.test("vertex gateway: an Anthropic client on a Vertex Claude route is relay
   }
 });
 
-Deno.test("vertex gateway: chat and Responses clients are converted to Vertex Gemini and Vertex Claude, JSON and stream", async (t) => {
+Deno.test("vertex gateway: chat, Responses (HTTP and WebSocket) and the other family's clients are converted to Vertex Gemini and Vertex Claude", async (t) => {
   const h = await startVertexGateway();
   const clients = [
     { name: "chat", path: "/v1/chat/completions", body: bodies.chat },
@@ -187,6 +188,56 @@ Deno.test("vertex gateway: chat and Responses clients are converted to Vertex Ge
         }
       }
     }
+    await t.step("messages → vg-text and Gemini → vc-text (each the other's format)", async () => {
+      const viaGemini = await post(
+        `${h.url}/v1/messages`,
+        anthropicHeaders(),
+        bodies.messages("vg-text"),
+      );
+      assert.match(JSON.parse(await ok(viaGemini)).content[0].text, /hi there/);
+      assert.equal(lastCall(h.vertex).target, routes[0].target(false));
+      const viaClaude = await post(
+        `${h.url}/v1beta/models/vc-text:generateContent`,
+        googleHeaders(),
+        bodies.gemini(),
+      );
+      const answer = JSON.parse(await ok(viaClaude));
+      assert.match(answer.candidates[0].content.parts[0].text, /hi there/);
+      assert.equal(lastCall(h.vertex).target, routes[1].target(false));
+      assert.equal(lastCall(h.vertex).json.anthropic_version, VERTEX_ANTHROPIC_VERSION);
+    });
+    await t.step("a chat tool loop on each: the call goes out, its result comes back", async () => {
+      const tools = [{
+        type: "function",
+        function: {
+          name: "lookup",
+          parameters: { type: "object", properties: { city: { type: "string" } } },
+        },
+      }];
+      for (const model of ["vg-tool", "vc-tool"]) {
+        const ask = { model, tools, messages: [{ role: "user", content: "weather?" }] };
+        const first = JSON.parse(
+          await ok(await post(h.url + "/v1/chat/completions", openaiHeaders(), ask)),
+        );
+        const call = first.choices[0].message.tool_calls[0];
+        assert.equal(call.function.name, "lookup", model);
+        const result = { role: "tool", tool_call_id: call.id, content: "22C and sunny" };
+        const turn = { ...ask, messages: [...ask.messages, first.choices[0].message, result] };
+        const second = JSON.parse(
+          await ok(await post(h.url + "/v1/chat/completions", openaiHeaders(), turn)),
+        );
+        assert.equal(second.choices[0].message.content, "Tool said: 22C and sunny", model);
+      }
+    });
+    await t.step("a Responses WebSocket turn to each", async () => {
+      for (const r of routes) {
+        const [events] = await wsExchange(h.url, [
+          { type: "response.create", model: r.model, input: "hi there" },
+        ]);
+        assert.equal(events.at(-1)!.type, "response.completed", JSON.stringify(events.at(-1)));
+        assert.equal(lastCall(h.vertex).target, r.target(true));
+      }
+    });
   } finally {
     await h.close();
   }
