@@ -261,15 +261,15 @@ Deno.test("vertex gateway: 50 concurrent requests across each token expiry: one 
   try {
     await wave();
     assert.equal(h.vertex.tokensIssued(), 1, "50 first callers share one token");
-    await sleep(1000);
     await wave();
     assert.equal(h.vertex.tokensIssued(), 1, "a live token is reused");
-    // Too close to expiry to start a call on: every caller waits for the same one refresh.
-    await sleep(2700);
+    // The token was minted before this: now too close to expiry to start a call on (or past
+    // it), every caller waits for the same one refresh.
+    await sleep(3600);
     await wave();
     assert.equal(h.vertex.tokensIssued(), 2);
     // Expired: again one refresh for all.
-    await sleep(4200);
+    await sleep(4100);
     await wave();
     assert.equal(h.vertex.tokensIssued(), 3);
     // Every token minted was used: no refresh went to waste.

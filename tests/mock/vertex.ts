@@ -41,6 +41,8 @@ export interface MockVertex extends MockUpstream {
   revokeTokens(): void;
   /** While set, the model endpoints answer every token 401 (a key revoked at Google). */
   refuseTokens: boolean;
+  /** While set, the token endpoint answers 503 (Google's OAuth2 backend down). */
+  tokenEndpointDown: boolean;
 }
 
 export interface VertexOptions {
@@ -219,6 +221,7 @@ export async function startMockVertex(options: VertexOptions = {}): Promise<Mock
     fallback: generateContent,
     async intercept(req, url, text) {
       if (url.pathname === "/token" && req.method === "POST") {
+        if (vertex.tokenEndpointDown) return json({ error: "backend_error" }, 503);
         return await authority.grant(new URLSearchParams(text));
       }
       return authority.check(req.headers.get("authorization"), vertex.refuseTokens);
@@ -231,6 +234,7 @@ export async function startMockVertex(options: VertexOptions = {}): Promise<Mock
     tokensIssued: () => authority.issued,
     revokeTokens: () => authority.revoke(),
     refuseTokens: false,
+    tokenEndpointDown: false,
   });
   return vertex;
 }
