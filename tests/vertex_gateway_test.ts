@@ -9,6 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { ConfigError } from "../src/config.ts";
+import { Reloader } from "../src/reload.ts";
 import { VERTEX_ANTHROPIC_VERSION } from "../plugins/platforms/gcp_vertex.ts";
 import {
   anthropicHeaders,
@@ -440,6 +441,31 @@ Deno.test("vertex gateway: a token endpoint that refuses the service account is 
     assert.ok(!JSON.stringify(body).includes("PRIVATE KEY"));
     assert.equal(h.vertex.tokensIssued(), 0);
     assert.equal(modelCalls(h.vertex).length, 0);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("vertex gateway: a reload re-reads the service-account file (a key rotated, or broken)", async () => {
+  const h = await startVertexGateway();
+  const other = await startMockVertex();
+  await other.close();
+  const ask = () => post(`${h.url}/v1/messages`, anthropicHeaders(), bodies.messages("vc-text"));
+  const reload = () => new Reloader(h.gw, h.config).reload("test").outcome;
+  try {
+    await ok(await ask());
+    const good = await Deno.readTextFile(h.credentials);
+    const broken = { ...JSON.parse(good), private_key: other.serviceAccount.private_key };
+    await Deno.writeTextFile(h.credentials, JSON.stringify(broken));
+    assert.equal(reload(), "applied");
+    // The new key signs the next token: Google refuses it.
+    const refused = await ask();
+    assert.equal(refused.status, 502);
+    assert.match((await refused.json()).error.message, /Invalid JWT Signature/);
+    await Deno.writeTextFile(h.credentials, good);
+    assert.equal(reload(), "applied");
+    await ok(await ask());
+    assert.equal(h.vertex.tokensIssued(), 2);
   } finally {
     await h.close();
   }

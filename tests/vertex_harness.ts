@@ -2,6 +2,7 @@
  * A gateway in front of the Vertex mock (tests/mock/vertex.ts) and, for failover, the vendor mock
  * as Anthropic's own API: Vertex Gemini and Vertex Claude providers from one service-account file.
  */
+import type { Config } from "../src/config.ts";
 import { type Harness, PROVIDER_KEY } from "./helpers.ts";
 import { type MockUpstream, type RecordedRequest, startMockUpstream } from "./mock/upstream.ts";
 import { type MockVertex, startMockVertex } from "./mock/vertex.ts";
@@ -15,6 +16,10 @@ export interface VertexHarness extends Omit<Harness, "upstream"> {
   vertex: MockVertex;
   /** Anthropic's own API (for failover). */
   direct: MockUpstream;
+  /** The service-account file both Vertex providers name. */
+  credentials: string;
+  /** The config, validated again (what a reload loads). */
+  config(): Config;
 }
 
 /** A provider on Vertex, its service account in `credentials`. */
@@ -27,8 +32,8 @@ export const onVertex = (name: string, api: string, location: string, credential
 
 /**
  * A gateway whose `vg-*` models go to Vertex Gemini and `vc-*` to Vertex Claude (both from one
- * service-account file; `privateKey` replaces its key), after `routes`; `fo-sig` tries Anthropic (down), then
- * Vertex Gemini, then Vertex Claude.
+ * service-account file; `privateKey` replaces its key), after `routes`; `fo-sig` tries Anthropic
+ * (down), then Vertex Gemini, then Vertex Claude.
  */
 export async function startVertexGateway(
   opts: { expiresIn?: number; privateKey?: string; routes?: Record<string, unknown>[] } = {},
@@ -40,30 +45,35 @@ export async function startVertexGateway(
   const account = { ...vertex.serviceAccount, private_key: privateKey };
   await Deno.writeTextFile(credentials, JSON.stringify(account));
   const base_url = vertex.url;
-  const gateway = await startPlatformGateway(platformConfig({
-    providers: [
-      { ...onVertex("vertex-gemini", "generate-content", "us-central1", credentials), base_url },
-      { ...onVertex("vertex-claude", "messages", "us-east5", credentials), base_url },
-      { name: "anthropic", api: "messages", base_url: direct.url, api_key: PROVIDER_KEY },
-    ],
-    routes: [
-      ...opts.routes ?? [],
-      { models: ["vg-*"], provider: "vertex-gemini" },
-      { models: ["vc-*"], provider: "vertex-claude" },
-      {
-        models: ["fo-sig"],
-        targets: [
-          { provider: "anthropic", model: "msg-err529" },
-          { provider: "vertex-gemini", model: "vg-text" },
-          { provider: "vertex-claude", model: "claude-text@20250929" },
-        ],
-      },
-    ],
-  }));
+  // Validated anew (the key file read again) at each call, as a reload does.
+  const config = () =>
+    platformConfig({
+      providers: [
+        { ...onVertex("vertex-gemini", "generate-content", "us-central1", credentials), base_url },
+        { ...onVertex("vertex-claude", "messages", "us-east5", credentials), base_url },
+        { name: "anthropic", api: "messages", base_url: direct.url, api_key: PROVIDER_KEY },
+      ],
+      routes: [
+        ...opts.routes ?? [],
+        { models: ["vg-*"], provider: "vertex-gemini" },
+        { models: ["vc-*"], provider: "vertex-claude" },
+        {
+          models: ["fo-sig"],
+          targets: [
+            { provider: "anthropic", model: "msg-err529" },
+            { provider: "vertex-gemini", model: "vg-text" },
+            { provider: "vertex-claude", model: "claude-text@20250929" },
+          ],
+        },
+      ],
+    });
+  const gateway = await startPlatformGateway(config());
   return {
     ...gateway,
     vertex,
     direct,
+    credentials,
+    config,
     async close() {
       await gateway.close();
       await vertex.close();
