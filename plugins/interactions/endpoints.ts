@@ -1,14 +1,17 @@
 /** POST /v1beta/interactions: a model interaction, as JSON or an SSE event stream. */
 import type { Handler } from "../../src/context.ts";
 import { badRequest } from "../../src/contract/errors.ts";
+import { keeper, keepsConversations, owner } from "../../src/conversations.ts";
 import { checkModelName, readJsonBody } from "../../src/http.ts";
-import { generate } from "../../src/pipeline.ts";
+import { generate, type Generation, resolveRoute } from "../../src/pipeline.ts";
 import { interactionsCodec } from "./codec.ts";
-import { validateRequest } from "./schema.ts";
+import { cancellable } from "./running.ts";
+import { parseRequest } from "./schema.ts";
+import { inputSteps, newInteractionId, storedChain } from "./stored.ts";
 
 export const createInteraction: Handler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
-  const json = validateRequest(body.json);
+  const json = parseRequest(body.json);
   // Refused on every route, relayed ones too: the gateway answers a request while it is open.
   if (json.background === true) {
     throw badRequest("background: background interactions are not supported", "background");
@@ -18,10 +21,29 @@ export const createInteraction: Handler = async (ctx) => {
   const name = json.model ?? json.agent;
   const model = typeof name === "string" ? name : "";
   if (model) checkModelName(model);
-  return await generate(ctx, {
-    ingress: interactionsCodec,
-    body,
-    model,
-    stream: json.stream === true,
+  const g: Generation = { ingress: interactionsCodec, body, model, stream: json.stream === true };
+  const r = resolveRoute(ctx, model);
+  // Relayed to Google, which keeps the state: its ids, `store` and chains.
+  if (r.targets.every((t) => t.provider.api === interactionsCodec.api)) {
+    return await generate(ctx, g);
+  }
+  const id = newInteractionId();
+  const input = [
+    ...await storedChain(ctx, r, json.previous_interaction_id),
+    ...inputSteps(json.input),
+  ];
+  const { previous_interaction_id: _, ...rest } = body.json;
+  const store = keepsConversations(ctx, r) && json.store !== false;
+  const keep = keeper(ctx, input, store);
+  const res = await generate(ctx, {
+    ...g,
+    body: json.previous_interaction_id === undefined ? body : { ...body, json: { ...rest, input } },
+    convert: true,
+    // A kept interaction gets an id of the gateway's (a stream can be cancelled by it); an
+    // unkept one keeps the upstream's.
+    client: { ...(store && { id }), onAnswer: keep.onAnswer },
   });
+  // A JSON answer is kept before the client can chain on it (streams wait in the encoder).
+  await keep.kept();
+  return g.stream && store ? cancellable(res, { id, model }, owner(ctx)) : res;
 };

@@ -4,6 +4,8 @@ import { googleAuthorize } from "../generate-content/plugin.ts";
 import { interactionsCodec } from "./codec.ts";
 import { interactionsDialect } from "./dialect.ts";
 import { createInteraction } from "./endpoints.ts";
+import { cancelInteraction } from "./running.ts";
+import { deleteInteraction, getInteraction } from "./stored.ts";
 
 export const interactionsPlugin: Plugin = {
   id: "interactions",
@@ -20,6 +22,27 @@ export const interactionsPlugin: Plugin = {
       pattern: /^\/v1beta\/interactions$/,
       example: "/v1beta/interactions",
       handler: createInteraction,
+    },
+    {
+      name: "interaction_get",
+      method: "GET",
+      pattern: /^\/v1beta\/interactions\/[^/]+$/,
+      example: "/v1beta/interactions/int_123",
+      handler: getInteraction,
+    },
+    {
+      name: "interaction_delete",
+      method: "DELETE",
+      pattern: /^\/v1beta\/interactions\/[^/]+$/,
+      example: "/v1beta/interactions/int_123",
+      handler: deleteInteraction,
+    },
+    {
+      name: "interaction_cancel",
+      method: "POST",
+      pattern: /^\/v1beta\/interactions\/[^/]+\/cancel$/,
+      example: "/v1beta/interactions/int_123/cancel",
+      handler: cancelInteraction,
     },
   ],
   upstream: {

@@ -36,7 +36,7 @@ export async function compactConverted(
     model: r.requested,
     stream: false,
     convert: true,
-    client: { settings: responseSettings(json, false) },
+    client: { echo: responseSettings(json, false) },
   });
   if (!res.ok) return res;
   const response = await res.json();
