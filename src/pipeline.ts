@@ -234,7 +234,7 @@ async function relayAttempt(
   const sent = renamed ? { ...json, model: r.upstreamModel } : json;
   const platform = r.provider.platform === undefined
     ? undefined
-    : throughPlatform(ctx, r, sent, g.stream, other ? other.operation ?? path : "generate");
+    : throughPlatform(ctx, r, sent, g.stream, other ? other.operation ?? path : "generate", path);
   ctx.trace.routed("relay");
   ctx.trace.attempt();
   const up = await callUpstream({
@@ -312,13 +312,15 @@ function throughPlatform(
   json: Record<string, unknown>,
   stream: boolean,
   operation: Operation | string,
+  /** The call's path on the vendor's own API. */
+  path: string,
 ): PlatformRequest {
   if (operation !== "generate" && operation !== "count_tokens") {
     const { platform } = r.provider;
     throw badRequest(`${operation} is not served through platform ${platform} (${r.label})`);
   }
   const binding = ctx.gw.formats.platforms.bind(r.provider, ctx.gw.secrets);
-  return { binding, call: { model: r.upstreamModel, operation, stream }, json };
+  return { binding, call: { model: r.upstreamModel, operation, stream, path }, json };
 }
 
 /**
@@ -381,9 +383,10 @@ async function callConverted(
     hostedTools: r.route.hosted_tools,
   });
   if (dropped.length) ctx.trace.dropped = [...new Set(dropped)];
+  const path = target.path(r.upstreamModel, req.stream);
   const platform = r.provider.platform === undefined
     ? undefined
-    : throughPlatform(ctx, r, body, req.stream, "generate");
+    : throughPlatform(ctx, r, body, req.stream, "generate", path);
   if (large) await breather();
   const text = JSON.stringify(body);
   if (large) await breather();
@@ -393,7 +396,7 @@ async function callConverted(
     provider: r.provider,
     spec,
     key: key?.value,
-    path: target.path(r.upstreamModel, req.stream),
+    path,
     body: text,
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,

@@ -159,7 +159,7 @@ export async function sendThrough(
   const res = await send(out);
   if (res.status !== 401 || !credential.refused) return res;
   await res.body?.cancel();
-  credential.refused();
+  credential.refused(out);
   await credential.authorize(out, key, signal);
   return await send(out);
 }

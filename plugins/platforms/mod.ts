@@ -6,5 +6,10 @@
 import type { AnyPlatform } from "../../src/contract/platform.ts";
 import { azurePlatform } from "./azure.ts";
 import { bedrockPlatform } from "./bedrock.ts";
+import { gcpVertexPlatform } from "./gcp_vertex.ts";
 
-export const PLATFORMS: readonly AnyPlatform[] = [azurePlatform, bedrockPlatform];
+export const PLATFORMS: readonly AnyPlatform[] = [
+  azurePlatform,
+  bedrockPlatform,
+  gcpVertexPlatform,
+];

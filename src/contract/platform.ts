@@ -31,6 +31,11 @@ export interface PlatformCall {
   model: string;
   operation: Operation;
   stream: boolean;
+  /**
+   * The call's path and query on the vendor's own API (`/v1beta/models/m:streamGenerateContent`
+   * without `?alt=sse` is Gemini's JSON-array stream), for a platform that keeps part of it.
+   */
+  path: string;
 }
 
 /** What a credential source may ask of the core. */
@@ -58,10 +63,11 @@ export interface Credential {
     signal: AbortSignal,
   ): void | Promise<void>;
   /**
-   * The platform answered 401 to a request this credential authorized: what is cached is
-   * forgotten, and the core authorizes and sends the call once more.
+   * The platform answered 401 to `req`, which this credential authorized: what it carried is
+   * forgotten (not a newer credential other calls already got), and the core authorizes and
+   * sends the call once more.
    */
-  refused?(): void;
+  refused?(req: OutgoingRequest): void;
 }
 
 /** What a platform's error says, where the format's reading does not: each field overrides. */

@@ -14,6 +14,7 @@ import { type Harness, KEY, startHarness } from "../helpers.ts";
 import { claude, codex, gemini, installed, PROMPT, RUN_TIMEOUT_MS, type RunResult } from "./cli.ts";
 import { SEARCH_CITED, SEARCH_RESULTS } from "../mock/scenario.ts";
 import type { RecordedRequest } from "../mock/upstream.ts";
+import { modelCalls, startVertexGateway } from "../vertex_harness.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Gateway + mock upstream (as tests/helpers.ts startHarness, plus routes for Gemini defaults)
@@ -48,7 +49,7 @@ const tail = (text: string, n = 1500) => text.length > n ? "…" + text.slice(-n
 /** What a failed assertion shows: the CLI's output, the gateway's log, the upstream calls. */
 function report(
   r: RunResult,
-  h: Harness,
+  h: Pick<Harness, "logs">,
   logsFrom: number,
   reqs: RecordedRequest[],
 ): string {
@@ -611,6 +612,57 @@ Deno.test({
         calls,
         "a refused request reached the provider",
       );
+    } finally {
+      await h.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "claude -p on a Vertex Claude route, gemini -p on a Vertex Gemini route (relayed)",
+  ignore: !installed(),
+  async fn(t) {
+    // Gemini CLI's router model as on the vendor harness, on Vertex; the runs' models by prefix.
+    const h = await startVertexGateway({
+      routes: [{
+        models: [GEMINI_ROUTER_MODEL],
+        provider: "vertex-gemini",
+        model: "vg-err400-router",
+        passthrough: false,
+      }],
+    });
+    const runs = [
+      {
+        name: `claude -p "${PROMPT}" --model vc-text-cli`,
+        run: () => claude(h.url, ["--model", "vc-text-cli", PROMPT]),
+        provider: "vertex-claude",
+        reply: "Hello from messages mock:",
+        path: /\/publishers\/anthropic\/models\/vc-text-cli:streamRawPredict$/,
+      },
+      {
+        name: `gemini -m vg-text-cli -p "${PROMPT}"`,
+        run: () => gemini(h.url, ["-m", "vg-text-cli", "-p", PROMPT]),
+        provider: "vertex-gemini",
+        reply: "Hello from generate-content mock:",
+        path: /\/publishers\/google\/models\/vg-text-cli:streamGenerateContent$/,
+      },
+    ];
+    try {
+      for (const c of runs) {
+        await t.step(c.name, async () => {
+          const reqsFrom = modelCalls(h.vertex).length;
+          const logsFrom = h.logs.length;
+          const r = await c.run();
+          const reqs = modelCalls(h.vertex).slice(reqsFrom);
+          const why = () => report(r, h, logsFrom, reqs);
+          assert.equal(r.timedOut, false, why());
+          assert.equal(r.code, 0, why());
+          assert.ok(r.stdout.includes(c.reply) && r.stdout.includes(PROMPT), why());
+          assert.ok(reqs.some((q) => c.path.test(q.path)), why());
+          const lines = h.logs.slice(logsFrom).filter((l) => l.provider === c.provider);
+          assert.ok(lines.some((l) => l.passthrough === true && l.status === 200), why());
+        });
+      }
     } finally {
       await h.close();
     }
