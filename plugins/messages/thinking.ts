@@ -105,7 +105,6 @@ function budgetTokens(
   return budget < maxTokens ? budget : undefined;
 }
 
-
 /**
  * Anthropic rejects `temperature` and `top_k` with thinking on, and `top_p` below 0.95; those
  * are left off then (clients such as Gemini CLI send them along with thinking by default).

@@ -46,6 +46,35 @@ function decodeFrame(bytes: Uint8Array): EventStreamFrame {
   return { headers, payload: message.body };
 }
 
+/** Frames cut from the start of a buffer. */
+export interface Split {
+  frames: EventStreamFrame[];
+  /** The offset just past the last complete frame. */
+  cut: number;
+  /** Why the frame at `cut` cannot be read (its length or a checksum), if it cannot. */
+  error?: EventStreamError;
+}
+
+/** The complete frames at the start of `buf`, up to the first bad one. */
+export function splitFrames(buf: Uint8Array): Split {
+  const frames: EventStreamFrame[] = [];
+  let at = 0;
+  try {
+    while (buf.length - at >= PRELUDE_BYTES) {
+      const total = new DataView(buf.buffer, buf.byteOffset + at, 4).getUint32(0);
+      if (total < PRELUDE_BYTES + 4 || total > MAX_FRAME_BYTES) {
+        throw new EventStreamError(`event-stream frame length ${total} is out of range`);
+      }
+      if (buf.length - at < total) break;
+      frames.push(decodeFrame(buf.subarray(at, at + total)));
+      at += total;
+    }
+  } catch (error) {
+    return { frames, cut: at, error: error as EventStreamError };
+  }
+  return { frames, cut: at };
+}
+
 /** Decodes a byte stream into frames; a truncated last frame or a bad checksum errors it. */
 export function eventStreamFrames(): TransformStream<Uint8Array, EventStreamFrame> {
   let buffer = new Uint8Array(0);
@@ -54,17 +83,10 @@ export function eventStreamFrames(): TransformStream<Uint8Array, EventStreamFram
       const joined = new Uint8Array(buffer.length + chunk.length);
       joined.set(buffer);
       joined.set(chunk, buffer.length);
-      let at = 0;
-      while (joined.length - at >= PRELUDE_BYTES) {
-        const total = new DataView(joined.buffer, at, 4).getUint32(0);
-        if (total < PRELUDE_BYTES + 4 || total > MAX_FRAME_BYTES) {
-          throw new EventStreamError(`event-stream frame length ${total} is out of range`);
-        }
-        if (joined.length - at < total) break;
-        controller.enqueue(decodeFrame(joined.subarray(at, at + total)));
-        at += total;
-      }
-      buffer = joined.slice(at);
+      const { frames, cut, error } = splitFrames(joined);
+      for (const frame of frames) controller.enqueue(frame);
+      if (error) throw error;
+      buffer = joined.slice(cut);
     },
     flush() {
       if (buffer.length) throw new EventStreamError("event stream ended inside a frame");
