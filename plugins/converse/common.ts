@@ -78,3 +78,18 @@ export function exceptionOf(name: string): { status: number; kind: ErrorKind } |
   const bare = name.split(":")[0].split("#").at(-1)!;
   return EXCEPTIONS[bare.toLowerCase()];
 }
+
+/**
+ * A Bedrock error body: `{"message"}` (or `Message`), the exception named by `__type` when the
+ * body carries it (the `x-amzn-errortype` header names it otherwise).
+ */
+export function readBedrockError(
+  body: Obj,
+  errorType?: string | null,
+): { kind?: ErrorKind; message?: string } | undefined {
+  const message = body.message ?? body.Message;
+  const name = typeof body.__type === "string" ? body.__type : errorType ?? "";
+  const kind = exceptionOf(name)?.kind;
+  if (typeof message !== "string" && !kind) return undefined;
+  return { kind, message: typeof message === "string" ? message : undefined };
+}
