@@ -3,7 +3,7 @@ import type * as ir from "../../src/contract/ir.ts";
 import type { EncodeContext } from "../../src/contract/codec.ts";
 import { unsupported } from "../../src/contract/errors.ts";
 import { signatureFor } from "../../src/signature.ts";
-import { argumentsObject, CUSTOM_INPUT_KEY, urlSource } from "../shared.ts";
+import { argumentsObject, CUSTOM_INPUT_KEY, mediaSource, rejectInexpressible } from "../shared.ts";
 import { planHosted } from "../hosted.ts";
 import { toolUseId } from "../messages/common.ts";
 import { encodeSampling, encodeThinking } from "../messages/thinking.ts";
@@ -38,28 +38,6 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Obj {
   const metadata = { ...req.metadata, ...(req.user ? { user: req.user } : {}) };
   if (Object.keys(metadata).length) body.requestMetadata = metadata;
   return body;
-}
-
-/** Fields that change the output and that Converse has no way to express. */
-function rejectInexpressible(req: ir.Request, ctx: EncodeContext) {
-  if (req.n !== undefined && req.n > 1) {
-    throw unsupported("n", ctx.route, "more than one choice (n > 1) cannot be expressed");
-  }
-  for (
-    const [field, value] of [
-      ["presence_penalty", req.presencePenalty],
-      ["frequency_penalty", req.frequencyPenalty],
-    ] as const
-  ) {
-    if (value) throw unsupported(field, ctx.route, `${field} cannot be expressed`);
-  }
-  if (req.responseFormat?.type === "json_object") {
-    throw unsupported(
-      "response_format",
-      ctx.route,
-      "JSON mode without a schema cannot be expressed",
-    );
-  }
 }
 
 /** A cache breakpoint is a `cachePoint` block right after what it covers. */
@@ -173,14 +151,7 @@ const DOCUMENT_FORMATS: Record<string, string> = {
  * providers' file ids have no slot.
  */
 function encodeMedia(part: ir.ImagePart | ir.DocumentPart, ctx: EncodeContext, path: string) {
-  const source = part.source.kind === "url" ? urlSource(part.source.url) : part.source;
-  if (source.kind === "file_id") {
-    throw unsupported(
-      `${path}.file_id`,
-      ctx.route,
-      "file ids from another provider cannot be resolved",
-    );
-  }
+  const source = mediaSource(part, ctx, path);
   const isS3 = source.kind === "url" && source.url.startsWith("s3://");
   if (source.kind === "url" && !isS3) {
     throw unsupported(

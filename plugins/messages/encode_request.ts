@@ -3,7 +3,7 @@ import type * as ir from "../../src/contract/ir.ts";
 import type { EncodeContext } from "../../src/contract/codec.ts";
 import { unsupported } from "../../src/contract/errors.ts";
 import { signatureFor } from "../../src/signature.ts";
-import { argumentsObject, CUSTOM_INPUT_KEY, urlSource } from "../shared.ts";
+import { argumentsObject, CUSTOM_INPUT_KEY, mediaSource, rejectInexpressible } from "../shared.ts";
 import { dropOptions, type HostedPlan, planHosted } from "../hosted.ts";
 import { cacheControl, FAMILY, type Obj, toolUseId } from "./common.ts";
 import { encodeSampling, encodeThinking } from "./thinking.ts";
@@ -47,30 +47,6 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Obj {
   if (req.cache) body.cache_control = cacheControl(req.cache);
   if (req.stream) body.stream = true;
   return body;
-}
-
-/** Fields that change the output and that Anthropic has no way to express. */
-function rejectInexpressible(req: ir.Request, ctx: EncodeContext) {
-  if (req.n !== undefined && req.n > 1) {
-    throw unsupported("n", ctx.route, "more than one choice (n > 1) cannot be expressed");
-  }
-  for (
-    const [field, value] of [
-      ["presence_penalty", req.presencePenalty],
-      ["frequency_penalty", req.frequencyPenalty],
-    ] as const
-  ) {
-    if (value) throw unsupported(field, ctx.route, `${field} cannot be expressed`);
-  }
-  if (req.responseFormat?.type === "json_object") {
-    // Anthropic structured output needs a schema whose objects forbid extra properties, so
-    // "any JSON object" has no faithful translation.
-    throw unsupported(
-      "response_format",
-      ctx.route,
-      "JSON mode without a schema cannot be expressed",
-    );
-  }
 }
 
 function textBlock(part: ir.TextPart): Obj {
@@ -160,15 +136,7 @@ const base64ToUtf8 = (data: string) =>
   new TextDecoder().decode(Uint8Array.from(atob(data), (c) => c.charCodeAt(0)));
 
 function encodeMedia(part: ir.ImagePart | ir.DocumentPart, ctx: EncodeContext, path: string): Obj {
-  const source = part.source.kind === "url" ? urlSource(part.source.url) : part.source;
-  if (source.kind === "file_id") {
-    // File ids belong to the provider that issued them.
-    throw unsupported(
-      `${path}.file_id`,
-      ctx.route,
-      "file ids from another provider cannot be resolved",
-    );
-  }
+  const source = mediaSource(part, ctx, path);
   const block: Obj = { type: part.type, source: encodeSource(part, source, ctx, path) };
   if (part.type === "document" && part.filename) block.title = part.filename;
   return withCache(block, part);
