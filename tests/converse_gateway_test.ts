@@ -1,0 +1,355 @@
+/**
+ * Clients of every format through the gateway to a Bedrock Converse provider (`api: converse`):
+ * the published SDKs against the gateway, the gateway against the loopback Bedrock
+ * (tests/mock/bedrock.ts), which checks the provider's credential as Bedrock does. Text, tool
+ * loops with reasoning, throttling exception frames that fail over, cut event streams, usage.
+ */
+import assert from "node:assert/strict";
+import { validateConfig } from "../src/config.ts";
+import { setAccessLogSink } from "../src/log.ts";
+import { Formats } from "../src/formats.ts";
+import { createGateway, createHandler } from "../src/server.ts";
+import { startMockBedrock } from "./mock/bedrock.ts";
+import type { MockUpstream, RecordedRequest } from "./mock/upstream.ts";
+import { FORMATS, INGRESS, KEY, post } from "./helpers.ts";
+import { Anthropic, GoogleGenAI, OpenAI } from "./sdk/deps.ts";
+
+/** A Bedrock API key: the provider key of a Converse provider without a platform (Bearer). */
+const BEDROCK_KEY = "bedrock-api-key-ABSKQmVkcm9ja0FQSUtleQ";
+const USER = "What is the weather like?";
+const hello = (text = USER) => `Hello from converse mock: ${text}`;
+
+interface Setup {
+  url: string;
+  mock: MockUpstream;
+  metrics: () => string;
+  logs: Record<string, unknown>[];
+}
+
+/**
+ * `cv-*` goes to Converse with the requested name as the model id; `fo-*` tries a stream that
+ * is throttled before its content, then a good one; `throttled-*` has only the throttled one.
+ */
+async function withGateway(test: (s: Setup) => Promise<void>) {
+  const mock = await startMockBedrock({ apiKey: BEDROCK_KEY });
+  const provider = (name: string) => ({
+    name,
+    api: "converse",
+    base_url: mock.url,
+    api_key: BEDROCK_KEY,
+  });
+  const config = validateConfig({
+    listen: { hostname: "127.0.0.1", port: 0 },
+    keys: [{ name: "team-a", key: KEY }],
+    providers: [provider("bedrock"), provider("bedrock-b")],
+    routes: [
+      { models: ["cv-*"], provider: "bedrock" },
+      {
+        models: ["fo-*"],
+        targets: [
+          { provider: "bedrock", model: "anthropic.claude-earlyerr" },
+          { provider: "bedrock-b", model: "anthropic.claude-text" },
+        ],
+      },
+      {
+        models: ["throttled-*"],
+        provider: "bedrock",
+        model: "anthropic.claude-earlyerr",
+        retry: { attempts: 1 },
+      },
+    ],
+    metrics: { hostname: "127.0.0.1", port: 0, max_label_values: 100 },
+  });
+  const gw = await createGateway(config, FORMATS);
+  const logs: Record<string, unknown>[] = [];
+  const previous = setAccessLogSink((line) => logs.push(JSON.parse(line)));
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, createHandler(gw));
+  try {
+    await test({
+      url: `http://127.0.0.1:${server.addr.port}`,
+      mock,
+      metrics: () => gw.metrics.expose(),
+      logs,
+    });
+  } finally {
+    await server.shutdown();
+    await gw.providerModels.stop();
+    await gw.store.close();
+    await gw.limiter.store.close();
+    await mock.close();
+    setAccessLogSink(previous);
+  }
+}
+
+const openai = (url: string) => new OpenAI({ apiKey: KEY, baseURL: `${url}/v1`, maxRetries: 0 });
+const anthropic = (url: string) => new Anthropic({ apiKey: KEY, baseURL: url, maxRetries: 0 });
+const genai = (url: string) =>
+  new GoogleGenAI({ apiKey: KEY, httpOptions: { baseUrl: url, retryOptions: { attempts: 1 } } });
+
+const lastRequest = (mock: MockUpstream): RecordedRequest => mock.requests.at(-1)!;
+
+/** The upstream call the gateway made: the Converse operation for the model, with the key. */
+function assertConverseCall(mock: MockUpstream, model: string, stream: boolean) {
+  const r = lastRequest(mock);
+  const op = stream ? "converse-stream" : "converse";
+  assert.equal(r.path, `/model/${encodeURIComponent(model)}/${op}`);
+  assert.equal(r.headers.authorization, `Bearer ${BEDROCK_KEY}`);
+  assert.equal(r.json?.modelId, undefined, "the model id travels in the path only");
+}
+
+Deno.test("converse via gateway: chat, Responses, messages and generateContent clients get text, JSON and stream", () =>
+  withGateway(async ({ url, mock }) => {
+    const model = "cv-anthropic.claude-text";
+    const oa = openai(url);
+    const chat = await oa.chat.completions.create({
+      model,
+      messages: [{ role: "user", content: USER }],
+    });
+    assert.equal(chat.choices[0].message.content, hello());
+    assert.equal(chat.choices[0].finish_reason, "stop");
+    assert.deepEqual(
+      [
+        chat.usage?.prompt_tokens,
+        chat.usage?.completion_tokens,
+        chat.usage?.prompt_tokens_details?.cached_tokens,
+      ],
+      [11, 7, 3],
+    );
+    assertConverseCall(mock, model, false);
+
+    let streamed = "";
+    for await (
+      const chunk of await oa.chat.completions.create({
+        model,
+        stream: true,
+        messages: [{ role: "user", content: USER }],
+      })
+    ) streamed += chunk.choices[0]?.delta?.content ?? "";
+    assert.equal(streamed, hello());
+    assertConverseCall(mock, model, true);
+
+    const resp = await oa.responses.create({ model, input: USER });
+    assert.equal(resp.output_text, hello());
+    let rtext = "";
+    let completed = false;
+    for await (const e of await oa.responses.create({ model, input: USER, stream: true })) {
+      if (e.type === "response.output_text.delta") rtext += e.delta;
+      if (e.type === "response.completed") completed = true;
+    }
+    assert.equal(rtext, hello());
+    assert.ok(completed);
+    assertConverseCall(mock, model, true);
+
+    const an = anthropic(url);
+    const msg = await an.messages.create({
+      model,
+      max_tokens: 200,
+      messages: [{ role: "user", content: USER }],
+    });
+    assert.deepEqual(msg.content, [{ type: "text", text: hello() }]);
+    assert.equal(msg.stop_reason, "end_turn");
+    const final = await an.messages.stream({
+      model,
+      max_tokens: 200,
+      messages: [{ role: "user", content: USER }],
+    }).finalMessage();
+    assert.equal(final.content[0].type === "text" && final.content[0].text, hello());
+    assert.equal(lastRequest(mock).json?.inferenceConfig?.maxTokens, 200);
+
+    const g = genai(url);
+    const gen = await g.models.generateContent({ model, contents: USER });
+    assert.equal(gen.text, hello());
+    let gtext = "";
+    for await (const c of await g.models.generateContentStream({ model, contents: USER })) {
+      gtext += c.text ?? "";
+    }
+    assert.equal(gtext, hello());
+    assertConverseCall(mock, model, true);
+  }));
+
+Deno.test("converse via gateway: a Claude Code style tool loop with thinking keeps Converse's signed reasoning", () =>
+  withGateway(async ({ url, mock }) => {
+    const model = "cv-anthropic.claude-think-tool";
+    const an = anthropic(url);
+    const tools = [{
+      name: "get_weather",
+      description: "Weather of a city",
+      input_schema: { type: "object" as const, properties: { city: { type: "string" } } },
+    }];
+    const first = await an.messages.stream({
+      model,
+      max_tokens: 4096,
+      thinking: { type: "enabled", budget_tokens: 2048 },
+      tools,
+      messages: [{ role: "user", content: USER }],
+    }).finalMessage();
+    assert.equal(first.stop_reason, "tool_use");
+    const [thinking, call] = first.content;
+    assert.equal(thinking.type, "thinking");
+    assert.equal(call.type, "tool_use");
+    if (thinking.type !== "thinking" || call.type !== "tool_use") return;
+    // The Converse signature rides in Anthropic's slot, marked with its family.
+    assert.match(thinking.signature, /^gwsig1:converse:/);
+    const upstreamSignature = thinking.signature.replace(/^gwsig1:converse:/, "");
+    assert.equal(
+      lastRequest(mock).json?.additionalModelRequestFields?.thinking?.budget_tokens,
+      2048,
+    );
+
+    const second = await an.messages.create({
+      model,
+      max_tokens: 4096,
+      thinking: { type: "enabled", budget_tokens: 2048 },
+      tools,
+      messages: [
+        { role: "user", content: USER },
+        { role: "assistant", content: first.content },
+        {
+          role: "user",
+          content: [{ type: "tool_result", tool_use_id: call.id, content: "sunny" }],
+        },
+      ],
+    });
+    const sent = lastRequest(mock).json!;
+    assert.deepEqual(sent.messages[1].content[0], {
+      reasoningContent: {
+        reasoningText: { text: thinking.thinking, signature: upstreamSignature },
+      },
+    });
+    assert.deepEqual(sent.messages[1].content[1].toolUse.input, { city: "Paris" });
+    assert.deepEqual(sent.messages[2].content[0].toolResult, {
+      toolUseId: call.id,
+      content: [{ text: "sunny" }],
+    });
+    // Thinking stays on: the tool turn carries Converse's own signed reasoning.
+    assert.ok(sent.additionalModelRequestFields?.thinking, JSON.stringify(sent));
+    const answer = second.content.at(-1);
+    assert.equal(answer?.type === "text" && answer.text, "Tool said: sunny");
+  }));
+
+Deno.test("converse via gateway: a Responses tool loop (stream) carries reasoning in encrypted_content", () =>
+  withGateway(async ({ url, mock }) => {
+    const model = "cv-anthropic.claude-think-tool";
+    const oa = openai(url);
+    const tools = [{
+      type: "function" as const,
+      name: "get_weather",
+      parameters: { type: "object", properties: { city: { type: "string" } } },
+      strict: false,
+    }];
+    let done;
+    for await (
+      const e of await oa.responses.create({
+        model,
+        input: USER,
+        tools,
+        reasoning: { effort: "low" },
+        include: ["reasoning.encrypted_content"],
+        stream: true,
+      })
+    ) if (e.type === "response.completed") done = e.response;
+    assert.ok(done);
+    const reasoning = done.output.find((o) => o.type === "reasoning");
+    const call = done.output.find((o) => o.type === "function_call");
+    assert.ok(reasoning?.type === "reasoning" && reasoning.encrypted_content);
+    assert.ok(call?.type === "function_call");
+    assert.deepEqual(JSON.parse(call.arguments), { city: "Paris" });
+
+    const next = await oa.responses.create({
+      model,
+      tools,
+      reasoning: { effort: "low" },
+      input: [
+        { role: "user", content: USER },
+        reasoning,
+        call,
+        { type: "function_call_output", call_id: call.call_id, output: "sunny" },
+      ],
+    });
+    assert.equal(next.output_text, "Tool said: sunny");
+    const assistant = lastRequest(mock).json!.messages[1].content;
+    assert.ok(assistant[0].reasoningContent?.reasoningText?.signature, JSON.stringify(assistant));
+  }));
+
+Deno.test("converse via gateway: a throttlingException frame before content fails over; alone it is a 429", () =>
+  withGateway(async ({ url, mock }) => {
+    const oa = openai(url);
+    let text = "";
+    for await (
+      const chunk of await oa.chat.completions.create({
+        model: "fo-anything",
+        stream: true,
+        messages: [{ role: "user", content: USER }],
+      })
+    ) text += chunk.choices[0]?.delta?.content ?? "";
+    assert.equal(text, hello());
+    assert.deepEqual(
+      mock.requests.map((r) => decodeURIComponent(r.path)),
+      [
+        "/model/anthropic.claude-earlyerr/converse-stream",
+        "/model/anthropic.claude-text/converse-stream",
+      ],
+    );
+
+    const res = await post(`${url}/v1/messages`, {
+      "x-api-key": KEY,
+      "anthropic-version": "2023-06-01",
+      "content-type": "application/json",
+    }, {
+      model: "throttled-x",
+      max_tokens: 100,
+      stream: true,
+      messages: [{ role: "user", content: USER }],
+    });
+    const body = await res.text();
+    assert.match(body, /rate_limit_error/);
+    assert.match(body, /Too many requests/);
+  }));
+
+Deno.test("converse via gateway: a cut event stream ends with the interruption in each client's framing", async (t) => {
+  await withGateway(async ({ url }) => {
+    for (const c of INGRESS) {
+      await t.step(c.name, async () => {
+        const model = "cv-anthropic.claude-cut";
+        const res = await post(url + c.path(model, true), c.headers, c.body(model, true));
+        const text = await res.text();
+        const lines = text.trimEnd().split(/\r?\n/).filter(Boolean);
+        assert.equal(lines.at(-1), "data: [DONE]", text);
+        const data = JSON.parse(lines.at(-2)!.replace(/^data: /, ""));
+        assert.equal(data.error.type, "upstream_interrupted");
+        assert.doesNotMatch(text, /message_stop|response\.completed|finishReason/);
+      });
+    }
+  });
+});
+
+Deno.test("converse via gateway: usage reaches the metrics, under gen_ai provider aws.bedrock", () =>
+  withGateway(async ({ url, metrics, logs }) => {
+    const model = "cv-anthropic.claude-text";
+    for (const stream of [false, true]) {
+      const res = await post(`${url}/v1/chat/completions`, {
+        authorization: `Bearer ${KEY}`,
+        "content-type": "application/json",
+      }, { model, stream, messages: [{ role: "user", content: USER }] });
+      await res.text();
+    }
+    const text = metrics();
+    const input = text.match(
+      /^gateway_tokens_total\{key="team-a",provider="bedrock",model="cv-anthropic\.claude-text",type="input",billable="true"\} (\d+)$/m,
+    );
+    assert.equal(input?.[1], "22", text);
+    assert.match(text, /gen_ai_client_token_usage_sum\{[^}]*gen_ai_provider_name="aws\.bedrock"/);
+    assert.deepEqual(logs.map((l) => [l.input_tokens, l.output_tokens]), [[11, 7], [11, 7]]);
+  }));
+
+Deno.test("converse: a format without a dialect is served to providers only", () => {
+  const plugins = FORMATS.plugins;
+  const converse = plugins.find((p) => p.id === "converse")!;
+  assert.equal(converse.dialect, undefined);
+  assert.ok(!FORMATS.clients.includes(converse as never));
+  assert.throws(
+    () =>
+      new Formats([...plugins.filter((p) => p !== converse), { ...converse, paths: ["/model/"] }]),
+    /format "converse" serves clients but has no dialect/,
+  );
+});
