@@ -386,3 +386,9 @@ Deno.test("converse: ARNs and ids with `:` travel as one path segment", () => {
     "/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse",
   );
 });
+
+Deno.test("converse: a dot or empty model id is a 400 naming the model, not another path", () => {
+  for (const model of ["..", ".", ""]) {
+    rejects(() => converseCodec.path(model, false), /cannot be sent in the upstream URL/, "model");
+  }
+});

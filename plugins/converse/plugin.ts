@@ -3,7 +3,7 @@
  * the gateway, so it has no dialect, paths or endpoints (docs/providers.md).
  */
 import type { Plugin } from "../../src/context.ts";
-import { converseCodec } from "./codec.ts";
+import { converseCodec, unsafeModelId } from "./codec.ts";
 import { FAMILY, readBedrockError } from "./common.ts";
 import { converseFraming } from "./framing.ts";
 
@@ -22,5 +22,9 @@ export const conversePlugin: Plugin = {
     framing: converseFraming,
     readError: readBedrockError,
     responseHeaders: ["x-amzn-requestid"],
+    unsafeModel: (model) => {
+      const why = unsafeModelId(model);
+      return why && `cannot be sent in a Bedrock URL: ${why}`;
+    },
   },
 };
