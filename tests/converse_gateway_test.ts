@@ -11,7 +11,7 @@ import { Formats } from "../src/formats.ts";
 import { createGateway, createHandler } from "../src/server.ts";
 import { startMockBedrock } from "./mock/bedrock.ts";
 import type { MockUpstream, RecordedRequest } from "./mock/upstream.ts";
-import { FORMATS, INGRESS, KEY, post } from "./helpers.ts";
+import { assertDisconnectAborts, FORMATS, INGRESS, KEY, post } from "./helpers.ts";
 import { Anthropic, GoogleGenAI, OpenAI } from "./sdk/deps.ts";
 
 /** A Bedrock API key: the provider key of a Converse provider without a platform (Bearer). */
@@ -319,6 +319,18 @@ Deno.test("converse via gateway: a cut event stream ends with the interruption i
         assert.equal(data.error.type, "upstream_interrupted");
         assert.doesNotMatch(text, /message_stop|response\.completed|finishReason/);
       });
+    }
+  });
+});
+
+Deno.test("converse via gateway: a client that leaves mid-stream aborts the ConverseStream call", async (t) => {
+  await withGateway(async ({ url, mock }) => {
+    for (const c of INGRESS) {
+      await t.step(
+        c.name,
+        () =>
+          assertDisconnectAborts({ url, upstream: mock }, c, "cv-anthropic.claude-slow", c.name),
+      );
     }
   });
 });
