@@ -4,6 +4,7 @@
  */
 import type { Handler, Plugin, RequestContext } from "./context.ts";
 import type { Dialect, ModelListing } from "./contract/format.ts";
+import type { AnyPlatform } from "./contract/platform.ts";
 import { gatewayUsage } from "./gateway_usage.ts";
 import { healthz, modelById, modelList, readyz, root } from "./ops.ts";
 import { type ClientFormat, type Endpoint as EndpointOf, FormatRegistry } from "./registry.ts";
@@ -12,8 +13,8 @@ import { type ClientFormat, type Endpoint as EndpointOf, FormatRegistry } from "
 export type Endpoint = EndpointOf<RequestContext>;
 
 export class Formats extends FormatRegistry<RequestContext> {
-  constructor(plugins: readonly Plugin[]) {
-    super(plugins, coreEndpoints);
+  constructor(plugins: readonly Plugin[], platforms: readonly AnyPlatform[] = []) {
+    super(plugins, coreEndpoints, platforms);
   }
 }
 

@@ -17,7 +17,7 @@ import {
   STREAM_HEADERS,
 } from "./http.ts";
 import type * as ir from "./contract/ir.ts";
-import { fromProviderError } from "./contract/errors.ts";
+import { badRequest } from "./contract/errors.ts";
 import { errorResponse } from "./error_response.ts";
 import type { UpstreamSpec } from "./contract/format.ts";
 import { DEMO_API } from "./config.ts";
@@ -26,6 +26,7 @@ import {
   checkContentType,
   JSON_TYPE,
   readErrorText,
+  readProviderError,
   readUpstreamJson,
   upstreamError,
   upstreamHeaders,
@@ -42,6 +43,8 @@ import { formatSse, type SseEvent } from "./contract/sse.ts";
 import type { UpstreamFraming } from "./contract/framing.ts";
 import { EventReader, relayStream, sseFraming } from "./stream_stage.ts";
 import { clientStream, type IrSource, localIr, upstreamIr } from "./client_stream.ts";
+import type { Operation, PlatformCall } from "./contract/platform.ts";
+import { platformFraming, type PlatformRequest } from "./platforms.ts";
 
 /** A non-SSE stream framing. */
 export interface Framing {
@@ -139,10 +142,15 @@ function familyBound(
   req: ir.Request,
 ): Pick<Attempt<unknown>, "eligible" | "bound"> {
   const family = boundFamily(req);
-  const familyOf = (t: Pick<Resolved, "provider">) => ctx.gw.formats.family(t.provider.api);
-  if (!family || !r.targets.some((t) => familyOf(t) === family)) return {};
+  const { formats } = ctx.gw;
+  // A platform serving several families says which one a model is.
+  const familyOf = (p: Resolved["provider"], model: string) =>
+    formats.platforms.family(p, model) ?? formats.family(p.api);
+  if (!family || !r.targets.some((t) => familyOf(t.provider, t.model ?? r.requested) === family)) {
+    return {};
+  }
   return {
-    eligible: (t) => familyOf(t) === family,
+    eligible: (t) => familyOf(t.provider, t.upstreamModel) === family,
     bound: `the conversation carries ${family} signatures or reasoning`,
   };
 }
@@ -163,6 +171,8 @@ const idFor = (ctx: RequestContext) => ctx.requestId.replace(/[^A-Za-z0-9]/g, ""
 /** A non-generation endpoint of a provider's API, relayed as JSON. */
 interface OtherEndpoint {
   path: string;
+  /** What it does on a platform; absent: platforms do not serve it. */
+  operation?: Operation;
   /** The tokens its answer reports (for metrics and the access log). */
   usage(json: Record<string, unknown>): ir.Usage | undefined;
 }
@@ -221,6 +231,11 @@ async function relayAttempt(
   const { formats } = ctx.gw;
   const api = r.provider.api;
   const spec = formats.upstream(api)!;
+  const operation = other ? other.operation : "generate";
+  const sent = renamed ? { ...json, model: r.upstreamModel } : json;
+  const platform = operation === undefined
+    ? notOnPlatform(r, path)
+    : throughPlatform(ctx, r, { model: r.upstreamModel, operation, stream: g.stream }, sent);
   ctx.trace.routed("relay");
   ctx.trace.attempt();
   const up = await callUpstream({
@@ -228,10 +243,11 @@ async function relayAttempt(
     spec,
     key: key?.value,
     path,
-    body: renamed ? JSON.stringify({ ...json, model: r.upstreamModel }) : raw,
+    body: renamed ? JSON.stringify(sent) : raw,
     forward: pickHeaders(ctx.req.headers, formats.forwardHeaders(api)),
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,
+    platform,
   });
   const picked = upstreamHeaders(up.res, formats.responseHeaders(api), ctx.gw.secrets);
   const { idle_ms } = r.provider.timeouts;
@@ -243,7 +259,10 @@ async function relayAttempt(
     return respond(bytes, up.res.status, picked);
   }
   const interruption = (why: string) => ctx.dialect.interruption(why);
-  const framing = g.framing?.relayed() ?? upstreamFraming(spec, interruption);
+  const framing = platformFraming(
+    platform,
+    g.framing?.relayed() ?? upstreamFraming(spec, interruption),
+  );
   checkContentType(up, framing.mediaType);
   const reader = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
   const events = last ? reader : await heldRelay(
@@ -259,6 +278,7 @@ async function relayAttempt(
   for (const [k, v] of Object.entries(STREAM_HEADERS)) {
     if (!res.headers.has(k)) res.headers.set(k, v);
   }
+  if (framing.relayedType) res.headers.set("content-type", framing.relayedType);
   res.headers.set("x-accel-buffering", "no");
   return res;
 }
@@ -283,6 +303,23 @@ function heldRelay(reader: EventReader, decoder: StreamStep<SseEvent, ir.StreamE
   });
 }
 
+/** The call through `r`'s platform, if its provider names one. */
+function throughPlatform(
+  ctx: RequestContext,
+  r: Resolved,
+  call: PlatformCall,
+  json: Record<string, unknown>,
+): PlatformRequest | undefined {
+  if (r.provider.platform === undefined) return undefined;
+  return { binding: ctx.gw.formats.platforms.bind(r.provider, ctx.gw.secrets), call, json };
+}
+
+/** An endpoint no platform serves: a target on one cannot take it (nothing was sent). */
+function notOnPlatform(r: Resolved, path: string): undefined {
+  if (r.provider.platform === undefined) return undefined;
+  throw badRequest(`${path} is not served through platform ${r.provider.platform} (${r.label})`);
+}
+
 /**
  * A provider's error on a relayed route: a JSON error body is relayed as the provider wrote it
  * (scrubbed of keys); anything else (an nginx HTML page, plain text) becomes the client's own
@@ -297,8 +334,9 @@ async function relayError(
   spec: UpstreamSpec,
 ): Promise<never> {
   const text = await readErrorText(up, idleMs, ctx.gw.secrets);
-  const err = fromProviderError(up.res.status, text, headers, spec);
-  const answer = isJsonObject(text)
+  const err = readProviderError(up, text, headers, spec);
+  // A platform's error envelope is not the format's: the client hears it in its own dialect.
+  const answer = isJsonObject(text) && !up.platform
     ? new Response(text, { status: up.res.status, headers })
     : errorResponse(ctx.dialect, err, ctx.requestId);
   throw new ProviderFailure(err, answer);
@@ -342,6 +380,8 @@ async function callConverted(
     hostedTools: r.route.hosted_tools,
   });
   if (dropped.length) ctx.trace.dropped = [...new Set(dropped)];
+  const call = { model: r.upstreamModel, operation: "generate" as const, stream: req.stream };
+  const platform = throughPlatform(ctx, r, call, body);
   if (large) await breather();
   const text = JSON.stringify(body);
   if (large) await breather();
@@ -355,12 +395,13 @@ async function callConverted(
     body: text,
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,
+    platform,
   });
   if (!up.res.ok) {
     const { idle_ms } = r.provider.timeouts;
     throw new ProviderFailure(await upstreamError(up, idle_ms, ctx.gw.secrets, spec));
   }
-  const framing = upstreamFraming(spec);
+  const framing = platformFraming(platform, upstreamFraming(spec));
   checkContentType(up, req.stream ? framing.mediaType : JSON_TYPE);
   return { ...up, dropped, target, framing };
 }

@@ -14,6 +14,8 @@ import type {
   FormatPlugin,
   UpstreamSpec,
 } from "./contract/format.ts";
+import type { AnyPlatform } from "./contract/platform.ts";
+import { Platforms } from "./platforms.ts";
 
 /** An endpoint as the server dispatches it: with the dialect its errors and key speak. */
 export interface Endpoint<C> extends EndpointSpec<C> {
@@ -50,10 +52,14 @@ export class FormatRegistry<C> {
   private readonly byId = new Map<string, FormatPlugin<C>>();
   private readonly headers = new Map<string, { forward: string[]; response: string[] }>();
 
+  /** The platforms providers may be reached through (`platform:`). */
+  readonly platforms: Platforms;
+
   constructor(
     readonly plugins: readonly FormatPlugin<C>[],
     /** The core's own endpoints, given the registry of the plugins (whose dialects they speak). */
     core: (registry: FormatRegistry<C>) => Endpoint<C>[],
+    platforms: readonly AnyPlatform[] = [],
   ) {
     if (plugins.length === 0) throw new Error("a gateway needs at least one format plugin");
     for (const p of plugins) {
@@ -78,6 +84,7 @@ export class FormatRegistry<C> {
       ),
       ...core(this),
     ];
+    this.platforms = new Platforms(platforms, this.ids);
     const names = this.endpoints.map((e) => e.name);
     const twice = names.find((n, i) => names.indexOf(n) !== i);
     if (twice) throw new Error(`endpoint name "${twice}" is declared twice`);

@@ -7,6 +7,7 @@ import { createGateway, createHandler } from "../src/server.ts";
 import { Formats } from "../src/formats.ts";
 import type { LimitStore } from "../src/limits/store.ts";
 import { PLUGINS } from "../plugins/mod.ts";
+import { PLATFORMS } from "../plugins/platforms/mod.ts";
 import { type MockUpstream, startMockUpstream } from "./mock/upstream.ts";
 
 export const KEY = "sk-test-key-team-a";
@@ -84,8 +85,8 @@ export interface HarnessOptions {
   builtInConfig?: boolean;
 }
 
-/** The formats the gateway serves (main.ts hands the same plugins over). */
-export const FORMATS = new Formats(PLUGINS);
+/** The formats and platforms the gateway serves (main.ts hands the same plugins over). */
+export const FORMATS = new Formats(PLUGINS, PLATFORMS);
 
 /** Starts the mock upstream and a gateway (in this process) configured for it. */
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {

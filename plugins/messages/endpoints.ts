@@ -53,6 +53,7 @@ export const countTokens: Handler = async (ctx) => {
     r,
     {
       path: "/v1/messages/count_tokens",
+      operation: "count_tokens",
       // Counting reads the input; it produces nothing.
       usage: (json) =>
         typeof json.input_tokens === "number"

@@ -1,0 +1,8 @@
+/**
+ * The platforms providers may be reached through (`platform:` in a provider's config), handed
+ * to the core by `main.ts` beside the formats. A provider without `platform:` is the vendor's
+ * own API, as its format plugin describes it.
+ */
+import type { AnyPlatform } from "../../src/contract/platform.ts";
+
+export const PLATFORMS: readonly AnyPlatform[] = [];
