@@ -204,6 +204,7 @@ Deno.test("converse: a throttlingException frame before content is a rate_limit 
     const at = late.findIndex((e) => e.type === "error");
     assert.ok(late.slice(0, at).some((e) => e.type === "text_delta"), "content came first");
     assert.equal(late[at].type === "error" && late[at].kind, "overloaded");
+    assert.equal(late[at].type === "error" && late[at].status, 424);
     assert.ok(!late.some((e) => e.type === "finish"));
   }));
 

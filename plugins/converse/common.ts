@@ -1,6 +1,5 @@
 /** What Bedrock Converse's request, response and stream mappings share. */
 import type * as ir from "../../src/contract/ir.ts";
-import type { ErrorKind } from "../../src/contract/errors.ts";
 
 /**
  * Converse's reasoning signatures are their own family: AWS documents them as passed back to
@@ -50,46 +49,3 @@ const FINISH_BY_STOP_REASON: Record<string, ir.FinishReason> = {
 
 export const finishFromStopReason = (reason: unknown): ir.FinishReason =>
   FINISH_BY_STOP_REASON[String(reason)] ?? "stop";
-
-/**
- * Bedrock's exceptions (the `x-amzn-errortype` / `__type` name, or an exception frame's
- * `:exception-type`, whose first letter is lower case) as neutral kinds with their statuses.
- */
-const EXCEPTIONS: Record<string, { status: number; kind: ErrorKind }> = {
-  throttlingexception: { status: 429, kind: "rate_limit" },
-  servicequotaexceededexception: { status: 429, kind: "rate_limit" },
-  serviceunavailableexception: { status: 503, kind: "overloaded" },
-  modelnotreadyexception: { status: 503, kind: "overloaded" },
-  modelstreamerrorexception: { status: 503, kind: "overloaded" },
-  internalserverexception: { status: 500, kind: "upstream" },
-  modeltimeoutexception: { status: 504, kind: "timeout" },
-  validationexception: { status: 400, kind: "invalid_request" },
-  modelerrorexception: { status: 424, kind: "upstream" },
-  resourcenotfoundexception: { status: 404, kind: "model_not_found" },
-  accessdeniedexception: { status: 403, kind: "permission" },
-  unrecognizedclientexception: { status: 403, kind: "authentication" },
-};
-
-/**
- * An exception name (`ThrottlingException:http://internal.amazon.com/…`, a `__type` of
- * `com.amazon.bedrock#ValidationException`, `throttlingException`) as a kind and status.
- */
-export function exceptionOf(name: string): { status: number; kind: ErrorKind } | undefined {
-  const bare = name.split(":")[0].split("#").at(-1)!;
-  return EXCEPTIONS[bare.toLowerCase()];
-}
-
-/**
- * A Bedrock error body: `{"message"}` (or `Message`), the exception named by `__type` when the
- * body carries it (the `x-amzn-errortype` header names it otherwise).
- */
-export function readBedrockError(
-  body: Obj,
-  errorType?: string | null,
-): { kind?: ErrorKind; message?: string } | undefined {
-  const message = body.message ?? body.Message;
-  const name = typeof body.__type === "string" ? body.__type : errorType ?? "";
-  const kind = exceptionOf(name)?.kind;
-  if (typeof message !== "string" && !kind) return undefined;
-  return { kind, message: typeof message === "string" ? message : undefined };
-}

@@ -1,6 +1,8 @@
 /**
  * Upstream: ConverseStream events (framing.ts names each by its `:event-type`, or its
- * `:exception-type` for exceptions) to IR stream events. Text and reasoning blocks have no
+ * `:exception-type` for exceptions) to IR stream events. An exception is an IR error, so the
+ * client hears Bedrock's kind in its own dialect (a rate limit, not a bare interruption), and an
+ * error before content fails the attempt over (src/hold_opening.ts). Text and reasoning blocks have no
  * start event in Converse: their first delta opens them.
  */
 import type * as ir from "../../src/contract/ir.ts";
@@ -8,13 +10,11 @@ import type { DecodeContext, StreamStep } from "../../src/contract/codec.ts";
 import type { SseEvent } from "../../src/contract/sse.ts";
 import { jsonObjectOf } from "../shared.ts";
 import { unwrapCustomInput } from "../messages/common.ts";
-import { exceptionOf, FAMILY, finishFromStopReason, isObj, type Obj } from "./common.ts";
+import { exceptionOf, UNKNOWN_EXCEPTION } from "../platforms/bedrock_errors.ts";
+import { FAMILY, finishFromStopReason, isObj, type Obj } from "./common.ts";
 import { usageOf } from "./response.ts";
 
 type Emit = (e: ir.StreamEvent) => void;
-
-/** An exception frame of a type Bedrock added later: a failure of the upstream all the same. */
-const UNKNOWN_EXCEPTION = { status: 500, kind: "upstream" as const };
 
 /** An open upstream block, by its `contentBlockIndex`. */
 interface Block {

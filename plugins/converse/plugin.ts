@@ -4,7 +4,8 @@
  */
 import type { Plugin } from "../../src/context.ts";
 import { converseCodec, unsafeModelId } from "./codec.ts";
-import { FAMILY, readBedrockError } from "./common.ts";
+import { FAMILY } from "./common.ts";
+import { readBedrockError } from "../platforms/bedrock_errors.ts";
 import { converseFraming } from "./framing.ts";
 
 export const conversePlugin: Plugin = {
