@@ -9,7 +9,7 @@ import { validateConfig } from "../src/config.ts";
 import { setAccessLogSink } from "../src/log.ts";
 import { Formats } from "../src/formats.ts";
 import { createGateway, createHandler } from "../src/server.ts";
-import { startMockBedrock } from "./mock/bedrock.ts";
+import { BEDROCK_TEST_CREDENTIALS, startMockBedrock } from "./mock/bedrock.ts";
 import type { MockUpstream, RecordedRequest } from "./mock/upstream.ts";
 import { assertDisconnectAborts, FORMATS, INGRESS, KEY, post } from "./helpers.ts";
 import { Anthropic, GoogleGenAI, OpenAI } from "./sdk/deps.ts";
@@ -26,18 +26,31 @@ interface Setup {
   logs: Record<string, unknown>[];
 }
 
+/** How the gateway authenticates to Bedrock. */
+type Auth = "sigv4" | "platform-api-key" | "api-key";
+
+const AWS_PAIR = {
+  access_key_id: BEDROCK_TEST_CREDENTIALS.accessKeyId,
+  secret_access_key: BEDROCK_TEST_CREDENTIALS.secretAccessKey,
+  session_token: BEDROCK_TEST_CREDENTIALS.sessionToken,
+};
+
+/** A Converse provider: on the aws-bedrock platform (SigV4, or a Bedrock API key), or bare. */
+function converseProvider(name: string, base_url: string, auth: Auth) {
+  const provider = { name, api: "converse", base_url };
+  if (auth === "api-key") return { ...provider, api_key: BEDROCK_KEY };
+  const platform = { ...provider, platform: "aws-bedrock" };
+  if (auth === "sigv4") return { ...platform, aws: { region: "us-east-1", ...AWS_PAIR } };
+  return { ...platform, api_key: BEDROCK_KEY, aws: { region: "us-east-1" } };
+}
+
 /**
  * `cv-*` goes to Converse with the requested name as the model id; `fo-*` tries a stream that
  * is throttled before its content, then a good one; `throttled-*` has only the throttled one.
  */
-async function withGateway(test: (s: Setup) => Promise<void>) {
+async function withGateway(test: (s: Setup) => Promise<void>, auth: Auth = "sigv4") {
   const mock = await startMockBedrock({ apiKey: BEDROCK_KEY });
-  const provider = (name: string) => ({
-    name,
-    api: "converse",
-    base_url: mock.url,
-    api_key: BEDROCK_KEY,
-  });
+  const provider = (name: string) => converseProvider(name, mock.url, auth);
   const config = validateConfig({
     listen: { hostname: "127.0.0.1", port: 0 },
     keys: [{ name: "team-a", key: KEY }],
@@ -88,84 +101,95 @@ const genai = (url: string) =>
 
 const lastRequest = (mock: MockUpstream): RecordedRequest => mock.requests.at(-1)!;
 
-/** The upstream call the gateway made: the Converse operation for the model, with the key. */
-function assertConverseCall(mock: MockUpstream, model: string, stream: boolean) {
+/**
+ * The upstream call the gateway made: the Converse operation for the model, credentialed as
+ * `auth` says (the mock has verified the signature or the key before answering).
+ */
+function assertConverseCall(mock: MockUpstream, model: string, stream: boolean, auth: Auth) {
   const r = lastRequest(mock);
   const op = stream ? "converse-stream" : "converse";
   assert.equal(r.path, `/model/${encodeURIComponent(model)}/${op}`);
-  assert.equal(r.headers.authorization, `Bearer ${BEDROCK_KEY}`);
+  if (auth === "sigv4") {
+    assert.match(
+      r.headers.authorization,
+      /^AWS4-HMAC-SHA256 Credential=AKIAMOCKBEDROCK00001\/\d{8}\/us-east-1\/bedrock\/aws4_request,/,
+    );
+    assert.equal(r.headers["x-amz-security-token"], BEDROCK_TEST_CREDENTIALS.sessionToken);
+  } else assert.equal(r.headers.authorization, `Bearer ${BEDROCK_KEY}`);
   assert.equal(r.json?.modelId, undefined, "the model id travels in the path only");
 }
 
-Deno.test("converse via gateway: chat, Responses, messages and generateContent clients get text, JSON and stream", () =>
-  withGateway(async ({ url, mock }) => {
-    const model = "cv-anthropic.claude-text";
-    const oa = openai(url);
-    const chat = await oa.chat.completions.create({
-      model,
-      messages: [{ role: "user", content: USER }],
-    });
-    assert.equal(chat.choices[0].message.content, hello());
-    assert.equal(chat.choices[0].finish_reason, "stop");
-    assert.deepEqual(
-      [
-        chat.usage?.prompt_tokens,
-        chat.usage?.completion_tokens,
-        chat.usage?.prompt_tokens_details?.cached_tokens,
-      ],
-      [11, 7, 3],
-    );
-    assertConverseCall(mock, model, false);
-
-    let streamed = "";
-    for await (
-      const chunk of await oa.chat.completions.create({
+for (const auth of ["sigv4", "platform-api-key", "api-key"] as const) {
+  Deno.test(`converse via gateway (${auth}): chat, Responses, messages and generateContent clients get text, JSON and stream`, () =>
+    withGateway(async ({ url, mock }) => {
+      const model = "cv-anthropic.claude-text";
+      const oa = openai(url);
+      const chat = await oa.chat.completions.create({
         model,
-        stream: true,
         messages: [{ role: "user", content: USER }],
-      })
-    ) streamed += chunk.choices[0]?.delta?.content ?? "";
-    assert.equal(streamed, hello());
-    assertConverseCall(mock, model, true);
+      });
+      assert.equal(chat.choices[0].message.content, hello());
+      assert.equal(chat.choices[0].finish_reason, "stop");
+      assert.deepEqual(
+        [
+          chat.usage?.prompt_tokens,
+          chat.usage?.completion_tokens,
+          chat.usage?.prompt_tokens_details?.cached_tokens,
+        ],
+        [11, 7, 3],
+      );
+      assertConverseCall(mock, model, false, auth);
 
-    const resp = await oa.responses.create({ model, input: USER });
-    assert.equal(resp.output_text, hello());
-    let rtext = "";
-    let completed = false;
-    for await (const e of await oa.responses.create({ model, input: USER, stream: true })) {
-      if (e.type === "response.output_text.delta") rtext += e.delta;
-      if (e.type === "response.completed") completed = true;
-    }
-    assert.equal(rtext, hello());
-    assert.ok(completed);
-    assertConverseCall(mock, model, true);
+      let streamed = "";
+      for await (
+        const chunk of await oa.chat.completions.create({
+          model,
+          stream: true,
+          messages: [{ role: "user", content: USER }],
+        })
+      ) streamed += chunk.choices[0]?.delta?.content ?? "";
+      assert.equal(streamed, hello());
+      assertConverseCall(mock, model, true, auth);
 
-    const an = anthropic(url);
-    const msg = await an.messages.create({
-      model,
-      max_tokens: 200,
-      messages: [{ role: "user", content: USER }],
-    });
-    assert.deepEqual(msg.content, [{ type: "text", text: hello() }]);
-    assert.equal(msg.stop_reason, "end_turn");
-    const final = await an.messages.stream({
-      model,
-      max_tokens: 200,
-      messages: [{ role: "user", content: USER }],
-    }).finalMessage();
-    assert.equal(final.content[0].type === "text" && final.content[0].text, hello());
-    assert.equal(lastRequest(mock).json?.inferenceConfig?.maxTokens, 200);
+      const resp = await oa.responses.create({ model, input: USER });
+      assert.equal(resp.output_text, hello());
+      let rtext = "";
+      let completed = false;
+      for await (const e of await oa.responses.create({ model, input: USER, stream: true })) {
+        if (e.type === "response.output_text.delta") rtext += e.delta;
+        if (e.type === "response.completed") completed = true;
+      }
+      assert.equal(rtext, hello());
+      assert.ok(completed);
+      assertConverseCall(mock, model, true, auth);
 
-    const g = genai(url);
-    const gen = await g.models.generateContent({ model, contents: USER });
-    assert.equal(gen.text, hello());
-    let gtext = "";
-    for await (const c of await g.models.generateContentStream({ model, contents: USER })) {
-      gtext += c.text ?? "";
-    }
-    assert.equal(gtext, hello());
-    assertConverseCall(mock, model, true);
-  }));
+      const an = anthropic(url);
+      const msg = await an.messages.create({
+        model,
+        max_tokens: 200,
+        messages: [{ role: "user", content: USER }],
+      });
+      assert.deepEqual(msg.content, [{ type: "text", text: hello() }]);
+      assert.equal(msg.stop_reason, "end_turn");
+      const final = await an.messages.stream({
+        model,
+        max_tokens: 200,
+        messages: [{ role: "user", content: USER }],
+      }).finalMessage();
+      assert.equal(final.content[0].type === "text" && final.content[0].text, hello());
+      assert.equal(lastRequest(mock).json?.inferenceConfig?.maxTokens, 200);
+
+      const g = genai(url);
+      const gen = await g.models.generateContent({ model, contents: USER });
+      assert.equal(gen.text, hello());
+      let gtext = "";
+      for await (const c of await g.models.generateContentStream({ model, contents: USER })) {
+        gtext += c.text ?? "";
+      }
+      assert.equal(gtext, hello());
+      assertConverseCall(mock, model, true, auth);
+    }, auth));
+}
 
 Deno.test("converse via gateway: a Claude Code style tool loop with thinking keeps Converse's signed reasoning", () =>
   withGateway(async ({ url, mock }) => {
@@ -363,5 +387,39 @@ Deno.test("converse: a format without a dialect is served to providers only", ()
     () =>
       new Formats([...plugins.filter((p) => p !== converse), { ...converse, paths: ["/model/"] }]),
     /format "converse" serves clients but has no dialect/,
+  );
+});
+
+Deno.test("converse via gateway: the secret key and session token never reach the client, even echoed", () =>
+  withGateway(async ({ url }) => {
+    // `echo`: the mock's answer quotes the credentials of the request it got.
+    const res = await post(`${url}/v1/chat/completions`, {
+      authorization: `Bearer ${KEY}`,
+      "content-type": "application/json",
+    }, { model: "cv-anthropic.claude-echo", messages: [{ role: "user", content: USER }] });
+    const text = await res.text();
+    assert.equal(res.status, 200, text);
+    assert.match(text, /AWS4-HMAC-SHA256/, "the mock quoted the request's credentials");
+    assert.doesNotMatch(text, new RegExp(BEDROCK_TEST_CREDENTIALS.sessionToken));
+    assert.doesNotMatch(text, new RegExp(BEDROCK_TEST_CREDENTIALS.secretAccessKey));
+  }));
+
+Deno.test("converse via gateway: a bad aws block is a config error at its path", async () => {
+  const config = validateConfig({
+    listen: { hostname: "127.0.0.1", port: 0 },
+    keys: [{ name: "team-a", key: KEY }],
+    providers: [{
+      name: "bedrock",
+      api: "converse",
+      platform: "aws-bedrock",
+      aws: { region: "Virginia", access_key_id: "AKIA0000" },
+    }],
+    routes: [{ models: ["*"], provider: "bedrock" }],
+  });
+  await assert.rejects(
+    createGateway(config, FORMATS),
+    (e: Error) =>
+      /providers\[0\]\.aws\.region: an AWS region such as us-east-1/.test(e.message) &&
+      /access_key_id and secret_access_key go together/.test(e.message),
   );
 });

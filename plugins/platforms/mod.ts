@@ -4,5 +4,6 @@
  * own API, as its format plugin describes it.
  */
 import type { AnyPlatform } from "../../src/contract/platform.ts";
+import { awsBedrockPlatform } from "./aws_bedrock.ts";
 
-export const PLATFORMS: readonly AnyPlatform[] = [];
+export const PLATFORMS: readonly AnyPlatform[] = [awsBedrockPlatform];
