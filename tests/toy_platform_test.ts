@@ -6,12 +6,11 @@
  * adjustment, re-framed streams, its error reading, in-stream exceptions and per-model family.
  */
 import assert from "node:assert/strict";
-import { checkFormats, type Config, ConfigError, validateConfig } from "../src/config.ts";
+import { type Config, ConfigError, validateConfig } from "../src/config.ts";
 import { Formats } from "../src/formats.ts";
-import { setAccessLogSink } from "../src/log.ts";
-import { createGateway, createHandler } from "../src/server.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 import { anthropicHeaders, bodies, mockConfig, openaiHeaders, post } from "./helpers.ts";
+import { platformConfig, sseEvents, startPlatformGateway } from "./platform_harness.ts";
 import { startMockUpstream } from "./mock/upstream.ts";
 import { TOY_VERSION, toyPlatform } from "./toy_platform/platform.ts";
 import { startToyCloud, TOY_SECRET, TOY_TENANT } from "./toy_platform/upstream.ts";
@@ -50,20 +49,13 @@ async function toyConfig(mockUrl: string, toyUrl: string): Promise<Config> {
   });
 }
 
-/** The JSON `data:` payloads of an SSE body, parsed (`[DONE]` left out). */
-const sseEvents = (text: string): Obj[] =>
-  text.split("\n\n").map((r) => r.slice(r.indexOf("data: ") + 6))
-    .filter((d) => d.startsWith("{")).map((d) => JSON.parse(d));
-
 /** Config errors of `providers` checked against the toy platform. */
 function configErrors(providers: Obj[]): string {
   try {
-    const config = validateConfig({
-      keys: [{ name: "a", key: "sk-test-0001" }],
-      providers,
-      routes: [{ models: ["*"], provider: providers[0].name }],
-    });
-    checkFormats(config, FORMATS);
+    platformConfig(
+      { providers, routes: [{ models: ["*"], provider: providers[0].name }] },
+      FORMATS,
+    );
   } catch (e) {
     if (e instanceof ConfigError) return e.message;
     throw e;
@@ -100,13 +92,12 @@ Deno.test("toy platform: its block is checked by its schema, at the block's path
 });
 
 Deno.test("toy platform: a platform plugin served without an edit under src/", async (t) => {
-  const logs: Obj[] = [];
-  const previousSink = setAccessLogSink((line) => logs.push(JSON.parse(line)));
   const mock = await startMockUpstream();
   const toy = await startToyCloud();
-  const gw = await createGateway(await toyConfig(mock.url, toy.url), FORMATS);
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, createHandler(gw));
-  const url = `http://127.0.0.1:${server.addr.port}`;
+  const { url, gw, logs, close } = await startPlatformGateway(
+    await toyConfig(mock.url, toy.url),
+    FORMATS,
+  );
   const messages = (body: unknown) => post(`${url}/v1/messages`, anthropicHeaders(), body);
   const toyCalls = () => toy.requests.filter((r) => r.path.startsWith("/t/"));
 
@@ -221,12 +212,8 @@ Deno.test("toy platform: a platform plugin served without an edit under src/", a
       assert.equal(family("toy-text"), undefined);
     });
   } finally {
-    await server.shutdown();
-    await gw.providerModels.stop();
-    await gw.store.close();
-    await gw.limiter.store.close();
+    await close();
     await mock.close();
     await toy.close();
-    setAccessLogSink(previousSink);
   }
 });

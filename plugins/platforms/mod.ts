@@ -5,5 +5,6 @@
  */
 import type { AnyPlatform } from "../../src/contract/platform.ts";
 import { awsBedrockPlatform } from "./aws_bedrock.ts";
+import { azurePlatform } from "./azure.ts";
 
-export const PLATFORMS: readonly AnyPlatform[] = [awsBedrockPlatform];
+export const PLATFORMS: readonly AnyPlatform[] = [azurePlatform, awsBedrockPlatform];
