@@ -10,6 +10,7 @@ import { z } from "zod";
 import { GatewayError } from "../../src/contract/errors.ts";
 import type { Platform } from "../../src/contract/platform.ts";
 import { conversePath, unsafeModelId } from "../converse/codec.ts";
+import { FAMILY } from "../converse/common.ts";
 import { readBedrockError } from "./bedrock_errors.ts";
 import { type AwsCredentials, signAwsRequest } from "./sigv4.ts";
 import { jsonObjectOf } from "../shared.ts";
@@ -76,7 +77,7 @@ export const awsBedrockPlatform: Platform<AwsSettings> = {
     return own && { kind: own.kind, message: own.message };
   },
   // Converse's reasoning signatures are Converse's own, whatever the model (docs/providers.md).
-  family: () => "converse",
+  family: (_model, api) => api === "converse" ? FAMILY : undefined,
   unsafeModel: (model) => {
     const why = unsafeModelId(model);
     return why && `cannot be sent in a Bedrock URL: ${why}`;
