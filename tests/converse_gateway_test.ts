@@ -10,8 +10,8 @@ import { setAccessLogSink } from "../src/log.ts";
 import { Formats } from "../src/formats.ts";
 import { createGateway, createHandler } from "../src/server.ts";
 import { BEDROCK_TEST_CREDENTIALS, startMockBedrock } from "./mock/bedrock.ts";
-import type { MockUpstream, RecordedRequest } from "./mock/upstream.ts";
-import { assertDisconnectAborts, FORMATS, INGRESS, KEY, post } from "./helpers.ts";
+import { type MockUpstream, type RecordedRequest, startMockUpstream } from "./mock/upstream.ts";
+import { assertDisconnectAborts, FORMATS, INGRESS, KEY, post, PROVIDER_KEY } from "./helpers.ts";
 import { Anthropic, GoogleGenAI, OpenAI } from "./sdk/deps.ts";
 
 /** A Bedrock API key: the provider key of a Converse provider without a platform (Bearer). */
@@ -22,6 +22,8 @@ const hello = (text = USER) => `Hello from converse mock: ${text}`;
 interface Setup {
   url: string;
   mock: MockUpstream;
+  /** An Anthropic API (`anthropic`, first target of `mixed-*`, then Bedrock). */
+  anthropicMock: MockUpstream;
   metrics: () => string;
   logs: Record<string, unknown>[];
 }
@@ -50,13 +52,25 @@ function converseProvider(name: string, base_url: string, auth: Auth) {
  */
 async function withGateway(test: (s: Setup) => Promise<void>, auth: Auth = "sigv4") {
   const mock = await startMockBedrock({ apiKey: BEDROCK_KEY });
+  const anthropicMock = await startMockUpstream();
   const provider = (name: string) => converseProvider(name, mock.url, auth);
   const config = validateConfig({
     listen: { hostname: "127.0.0.1", port: 0 },
     keys: [{ name: "team-a", key: KEY }],
-    providers: [provider("bedrock"), provider("bedrock-b")],
+    providers: [
+      provider("bedrock"),
+      provider("bedrock-b"),
+      { name: "anthropic", api: "messages", base_url: anthropicMock.url, api_key: PROVIDER_KEY },
+    ],
     routes: [
       { models: ["cv-*"], provider: "bedrock" },
+      {
+        models: ["mixed-*"],
+        targets: [
+          { provider: "anthropic", model: "claude-think-tool" },
+          { provider: "bedrock", model: "anthropic.claude-think-tool" },
+        ],
+      },
       {
         models: ["fo-*"],
         targets: [
@@ -81,6 +95,7 @@ async function withGateway(test: (s: Setup) => Promise<void>, auth: Auth = "sigv
     await test({
       url: `http://127.0.0.1:${server.addr.port}`,
       mock,
+      anthropicMock,
       metrics: () => gw.metrics.expose(),
       logs,
     });
@@ -90,6 +105,7 @@ async function withGateway(test: (s: Setup) => Promise<void>, auth: Auth = "sigv
     await gw.store.close();
     await gw.limiter.store.close();
     await mock.close();
+    await anthropicMock.close();
     setAccessLogSink(previous);
   }
 }
@@ -423,3 +439,45 @@ Deno.test("converse via gateway: a bad aws block is a config error at its path",
       /access_key_id and secret_access_key go together/.test(e.message),
   );
 });
+
+Deno.test("converse via gateway: Converse reasoning is its own family; a conversation carrying it skips Anthropic targets", () =>
+  withGateway(async ({ url, mock, anthropicMock }) => {
+    const an = anthropic(url);
+    const turn = {
+      model: "mixed-x",
+      max_tokens: 4096,
+      thinking: { type: "enabled" as const, budget_tokens: 2048 },
+      tools: [{
+        name: "get_weather",
+        input_schema: { type: "object" as const, properties: { city: { type: "string" } } },
+      }],
+    };
+    // A fresh conversation goes to the first target, Anthropic.
+    const first = await an.messages.create({
+      ...turn,
+      messages: [{ role: "user", content: USER }],
+    });
+    assert.equal(anthropicMock.requests.length, 1);
+    assert.equal(mock.requests.length, 0);
+    const [thinking, call] = first.content;
+    assert.ok(thinking.type === "thinking" && call.type === "tool_use");
+    // History signed on Converse (as Bedrock gave it) stays on Converse.
+    const converseSigned = { ...thinking, signature: "gwsig1:converse:sig-from-bedrock" };
+    await an.messages.create({
+      ...turn,
+      messages: [
+        { role: "user", content: USER },
+        { role: "assistant", content: [converseSigned, call] },
+        {
+          role: "user",
+          content: [{ type: "tool_result", tool_use_id: call.id, content: "sunny" }],
+        },
+      ],
+    });
+    assert.equal(anthropicMock.requests.length, 1, "the Anthropic target was skipped");
+    const sent = lastRequest(mock).json!;
+    assert.equal(
+      sent.messages[1].content[0].reasoningContent.reasoningText.signature,
+      "sig-from-bedrock",
+    );
+  }));
