@@ -153,7 +153,7 @@ export async function sendThrough(
   const { platform, provider, credential } = p.binding;
   out.url = new URL(platform.url(provider, p.call));
   if (platform.adjust && p.json) {
-    out.body = JSON.stringify(platform.adjust({ ...p.json }, out.headers, p.call));
+    out.body = JSON.stringify(platform.adjust({ ...p.json }, out.headers, p.call, provider.api));
   }
   await credential.authorize(out, key, signal);
   const res = await send();
@@ -169,5 +169,5 @@ export function platformFraming(
   p: PlatformRequest | undefined,
   inner: UpstreamFraming,
 ): UpstreamFraming {
-  return p?.binding.platform.framing?.(inner, p.call) ?? inner;
+  return p?.binding.platform.framing?.(inner, p.call, p.binding.provider.api) ?? inner;
 }

@@ -107,6 +107,8 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
     release();
     const reason = ctrl.signal.reason;
     if (reason instanceof ClientGone || reason instanceof GatewayError) throw reason;
+    // A platform's own refusal (a call it cannot address).
+    if (e instanceof GatewayError) throw e;
     // Deno's message names the URL, not the key; it is scrubbed on the way out all the same.
     throw new GatewayError(502, "upstream", `upstream ${r.provider.name} unreachable: ${e}`);
   }

@@ -208,16 +208,17 @@ Deno.test("converse: a throttlingException frame before content is a rate_limit 
     assert.ok(!late.some((e) => e.type === "finish"));
   }));
 
-Deno.test("converse: a frame whose checksum fails is a malformed event; the frames before it are kept", () =>
+Deno.test("converse: a frame whose checksum fails ends the stream as a malformed event", () =>
   withMock(async (url) => {
     const res = await converse(url, CLAUDE, request({ stream: true }));
     const bytes = new Uint8Array(await res.arrayBuffer());
+    const framing = converseFraming();
+    const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+    assert.equal(framing.scan(bytes, 0, decode).malformed, undefined);
     const first = new DataView(bytes.buffer).getUint32(0);
     bytes[first + 20] ^= 0xff; // inside the second frame
-    const scan = converseFraming().scan(bytes, 0, (b) => new TextDecoder().decode(b));
-    assert.equal(scan.events.length, 1);
-    assert.equal(scan.events[0].event, "messageStart");
-    assert.deepEqual(scan.malformed, { at: 1, before: "" });
+    const scan = framing.scan(bytes, 0, decode);
+    assert.deepEqual(scan.malformed, { at: 0, before: "" });
     assert.equal(scan.cut, bytes.length);
   }));
 

@@ -436,7 +436,8 @@ Deno.test("converse via gateway: a bad aws block is a config error at its path",
     createGateway(config, FORMATS),
     (e: Error) =>
       /providers\[0\]\.aws\.region: an AWS region such as us-east-1/.test(e.message) &&
-      /access_key_id and secret_access_key go together/.test(e.message),
+      /providers\[0\]\.aws\.secret_access_key: give access_key_id and secret_access_key together/
+        .test(e.message),
   );
 });
 

@@ -4,7 +4,7 @@
  * never reached: the plugin serves no endpoint).
  */
 import type { Codec, StreamWatch } from "../../src/contract/codec.ts";
-import { badRequest } from "../../src/contract/errors.ts";
+import { modelIdSegment } from "../platforms/bedrock_wire.ts";
 import { decodeResponse, usageOf } from "./response.ts";
 import { decodeStream } from "./decode_stream.ts";
 import { encodeRequest } from "./encode_request.ts";
@@ -13,26 +13,9 @@ const upstreamOnly = (): never => {
   throw new Error("converse is an upstream API only: no client speaks it to the gateway");
 };
 
-/**
- * Why a model id cannot be the path segment. ARNs (with `/` and `:`) are encoded whole, as
- * Bedrock takes them; only an empty or dot segment would be resolved into another path.
- */
-export function unsafeModelId(model: string): string | undefined {
-  if (model === "") return "it is empty";
-  if (model === "." || model === "..") return "it is a dot segment";
-}
-
-/** The operation's path, the model id percent-encoded as one segment (or a 400 naming it). */
-export function conversePath(model: string, stream: boolean): string {
-  const why = unsafeModelId(model);
-  if (why) {
-    throw badRequest(
-      `model: ${JSON.stringify(model)} cannot be sent in the upstream URL: ${why}`,
-      "model",
-    );
-  }
-  return `/model/${encodeURIComponent(model)}/${stream ? "converse-stream" : "converse"}`;
-}
+/** The operation's path, the model id one percent-encoded segment (or a 400 naming it). */
+export const conversePath = (model: string, stream: boolean) =>
+  `/model/${modelIdSegment(model)}/${stream ? "converse-stream" : "converse"}`;
 
 export const converseCodec: Codec = {
   api: "converse",

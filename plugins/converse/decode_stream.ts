@@ -10,11 +10,14 @@ import type { DecodeContext, StreamStep } from "../../src/contract/codec.ts";
 import type { SseEvent } from "../../src/contract/sse.ts";
 import { jsonObjectOf } from "../shared.ts";
 import { unwrapCustomInput } from "../messages/common.ts";
-import { exceptionOf, UNKNOWN_EXCEPTION } from "../platforms/bedrock_errors.ts";
+import { bedrockException } from "../platforms/bedrock_wire.ts";
 import { FAMILY, finishFromStopReason, isObj, type Obj } from "./common.ts";
 import { usageOf } from "./response.ts";
 
 type Emit = (e: ir.StreamEvent) => void;
+
+/** An exception frame of a type Bedrock added later: a failure of the upstream all the same. */
+const UNKNOWN_EXCEPTION = { status: 500, kind: "upstream" as const };
 
 /** An open upstream block, by its `contentBlockIndex`. */
 interface Block {
@@ -123,7 +126,7 @@ export function decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.Stream
       const emit = (e: ir.StreamEvent) => controller.enqueue(e);
       const data = jsonObjectOf(event.data) ?? {};
       const name = event.event ?? "";
-      const exception = exceptionOf(name) ??
+      const exception = bedrockException(name) ??
         (name.endsWith("Exception") ? UNKNOWN_EXCEPTION : undefined);
       if (exception) {
         const message = String(data.message ?? data.Message ?? name);

@@ -2,11 +2,12 @@
  * ConverseStream's byte framing: AWS event-stream frames (application/vnd.amazon.eventstream,
  * CRC-checked by plugins/platforms/event_stream.ts), each one event for the decoder, named by
  * its `:event-type` — or by its `:exception-type` for an exception frame, which the decoder
- * turns into an error. A frame that fails its checksum ends the stream as a malformed event.
+ * turns into an error. A frame that fails its checksum (or has an impossible length) ends the stream as a malformed
+ * event.
  */
 import type { SseEvent } from "../../src/contract/sse.ts";
 import type { UpstreamFraming } from "../../src/contract/framing.ts";
-import { type EventStreamFrame, splitFrames } from "../platforms/event_stream.ts";
+import { cutFrames, EventStreamError, type EventStreamFrame } from "../platforms/event_stream.ts";
 
 export const EVENT_STREAM_TYPE = "application/vnd.amazon.eventstream";
 
@@ -26,10 +27,13 @@ export function converseFraming(): UpstreamFraming {
   return {
     mediaType: EVENT_STREAM_TYPE,
     scan(buf, _from, decode) {
-      const { frames, cut, error } = splitFrames(buf);
-      const events = frames.map((f) => eventOf(f, decode));
-      if (!error) return { cut, events };
-      return { cut: buf.length, events, malformed: { at: events.length, before: "" } };
+      try {
+        const { frames, cut } = cutFrames(buf);
+        return { cut, events: frames.map((f) => eventOf(f, decode)) };
+      } catch (e) {
+        if (!(e instanceof EventStreamError)) throw e;
+        return { cut: buf.length, events: [], malformed: { at: 0, before: "" } };
+      }
     },
     complete: () => "",
     interrupted: () => "",

@@ -3,9 +3,9 @@
  * the gateway, so it has no dialect, paths or endpoints (docs/providers.md).
  */
 import type { Plugin } from "../../src/context.ts";
-import { converseCodec, unsafeModelId } from "./codec.ts";
+import { converseCodec } from "./codec.ts";
 import { FAMILY } from "./common.ts";
-import { readBedrockError } from "../platforms/bedrock_errors.ts";
+import { bedrockException, unsafeModelName } from "../platforms/bedrock_wire.ts";
 import { converseFraming } from "./framing.ts";
 
 export const conversePlugin: Plugin = {
@@ -21,11 +21,16 @@ export const conversePlugin: Plugin = {
       if (key) req.headers.set("authorization", `Bearer ${key}`);
     },
     framing: converseFraming,
-    readError: readBedrockError,
-    responseHeaders: ["x-amzn-requestid"],
-    unsafeModel: (model) => {
-      const why = unsafeModelId(model);
-      return why && `cannot be sent in a Bedrock URL: ${why}`;
+    // Bedrock's body: `{"message"}` (or `Message`), the exception in `__type` when it is there.
+    readError(body) {
+      const message = body.message ?? body.Message;
+      const type = typeof body.__type === "string" ? body.__type : "";
+      return {
+        kind: bedrockException(type)?.kind,
+        message: typeof message === "string" ? message : undefined,
+      };
     },
+    responseHeaders: ["x-amzn-requestid"],
+    unsafeModel: unsafeModelName,
   },
 };

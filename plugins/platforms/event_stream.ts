@@ -5,7 +5,8 @@
  * CRC32s. Only string headers are kept: `:message-type`, `:event-type`, `:exception-type`
  * and `:content-type` are all Bedrock sends.
  */
-import { EventStreamCodec } from "./deps.ts";
+// @smithy/eventstream-codec now re-exports this (deprecated there); this is its home.
+import { EventStreamCodec } from "@smithy/core/event-streams";
 
 export interface EventStreamFrame {
   headers: Record<string, string>;
@@ -46,31 +47,21 @@ function decodeFrame(bytes: Uint8Array): EventStreamFrame {
   return { headers, payload: message.body };
 }
 
-/** Frames cut from the start of a buffer. */
-export interface Split {
-  frames: EventStreamFrame[];
-  /** The offset just past the last complete frame. */
-  cut: number;
-  /** Why the frame at `cut` cannot be read (its length or a checksum), if it cannot. */
-  error?: EventStreamError;
-}
-
-/** The complete frames at the start of `buf`, up to the first bad one. */
-export function splitFrames(buf: Uint8Array): Split {
+/**
+ * The whole frames at the start of `buf`, and the offset just past the last of them (the rest is
+ * an incomplete frame). A frame of impossible length or a bad checksum throws EventStreamError.
+ */
+export function cutFrames(buf: Uint8Array): { frames: EventStreamFrame[]; cut: number } {
   const frames: EventStreamFrame[] = [];
   let at = 0;
-  try {
-    while (buf.length - at >= PRELUDE_BYTES) {
-      const total = new DataView(buf.buffer, buf.byteOffset + at, 4).getUint32(0);
-      if (total < PRELUDE_BYTES + 4 || total > MAX_FRAME_BYTES) {
-        throw new EventStreamError(`event-stream frame length ${total} is out of range`);
-      }
-      if (buf.length - at < total) break;
-      frames.push(decodeFrame(buf.subarray(at, at + total)));
-      at += total;
+  while (buf.length - at >= PRELUDE_BYTES) {
+    const total = new DataView(buf.buffer, buf.byteOffset + at, 4).getUint32(0);
+    if (total < PRELUDE_BYTES + 4 || total > MAX_FRAME_BYTES) {
+      throw new EventStreamError(`event-stream frame length ${total} is out of range`);
     }
-  } catch (error) {
-    return { frames, cut: at, error: error as EventStreamError };
+    if (buf.length - at < total) break;
+    frames.push(decodeFrame(buf.subarray(at, at + total)));
+    at += total;
   }
   return { frames, cut: at };
 }
@@ -83,9 +74,8 @@ export function eventStreamFrames(): TransformStream<Uint8Array, EventStreamFram
       const joined = new Uint8Array(buffer.length + chunk.length);
       joined.set(buffer);
       joined.set(chunk, buffer.length);
-      const { frames, cut, error } = splitFrames(joined);
+      const { frames, cut } = cutFrames(joined);
       for (const frame of frames) controller.enqueue(frame);
-      if (error) throw error;
       buffer = joined.slice(cut);
     },
     flush() {

@@ -4,7 +4,7 @@
  * own API, as its format plugin describes it.
  */
 import type { AnyPlatform } from "../../src/contract/platform.ts";
-import { awsBedrockPlatform } from "./aws_bedrock.ts";
 import { azurePlatform } from "./azure.ts";
+import { bedrockPlatform } from "./bedrock.ts";
 
-export const PLATFORMS: readonly AnyPlatform[] = [azurePlatform, awsBedrockPlatform];
+export const PLATFORMS: readonly AnyPlatform[] = [azurePlatform, bedrockPlatform];

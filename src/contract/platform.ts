@@ -94,18 +94,20 @@ export interface Platform<S = unknown> {
   /**
    * The body as the platform takes it, relayed or converted alike (fields removed or set);
    * `headers` are the outgoing ones, before the credential (a header may move into the body).
+   * `api`: the provider's wire format (a platform may carry several).
    */
   adjust?(
     body: Record<string, unknown>,
     headers: Headers,
     call: PlatformCall,
+    api: string,
   ): Record<string, unknown>;
   /**
    * A stream's framing on this platform, given the format's own (`inner`), whose endings it
    * keeps: bytes of another framing (AWS event stream) are re-framed as `inner` frames them.
-   * Absent: the format's framing.
+   * Absent, or `inner` returned: the format's framing.
    */
-  framing?(inner: UpstreamFraming, call: PlatformCall): UpstreamFraming;
+  framing?(inner: UpstreamFraming, call: PlatformCall, api: string): UpstreamFraming;
   /**
    * What an error answer means (status, all response headers, the body as text, scrubbed).
    * Absent, or undefined: the format's reading stands.
