@@ -9,7 +9,7 @@ import type * as ir from "../../src/contract/ir.ts";
 import type { DecodeContext, StreamStep } from "../../src/contract/codec.ts";
 import type { SseEvent } from "../../src/contract/sse.ts";
 import { jsonObjectOf } from "../shared.ts";
-import { unwrapCustomInput } from "../messages/common.ts";
+import { stopPart } from "../messages/common.ts";
 import { bedrockException } from "../platforms/bedrock_wire.ts";
 import { FAMILY, finishFromStopReason, isObj, type Obj } from "./common.ts";
 import { usageOf } from "./response.ts";
@@ -97,14 +97,7 @@ export function decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.Stream
       const block = blocks.get(at);
       if (!block) return;
       blocks.delete(at);
-      if (block.customJson !== undefined) {
-        emit({
-          type: "arguments_delta",
-          index: block.index,
-          json: unwrapCustomInput(block.customJson),
-        });
-      }
-      emit({ type: "part_stop", index: block.index });
+      stopPart(block, emit);
     },
     messageStop(data) {
       stopReason = data.stopReason;
