@@ -267,6 +267,84 @@ Deno.test("converse via gateway: a Claude Code style tool loop with thinking kee
     assert.equal(answer?.type === "text" && answer.text, "Tool said: sunny");
   }));
 
+Deno.test("converse via gateway: chat (stream) and generateContent tool calls go round trip", () =>
+  withGateway(async ({ url, mock }) => {
+    const model = "cv-anthropic.claude-tool";
+    const oa = openai(url);
+    const tools = [{
+      type: "function" as const,
+      function: {
+        name: "get_weather",
+        parameters: { type: "object", properties: { city: { type: "string" } } },
+      },
+    }];
+    const messages = [{ role: "user" as const, content: USER }];
+    let id = "";
+    let args = "";
+    let finish: string | null = null;
+    for await (
+      const chunk of await oa.chat.completions.create({ model, messages, tools, stream: true })
+    ) {
+      const call = chunk.choices[0]?.delta?.tool_calls?.[0];
+      id ||= call?.id ?? "";
+      args += call?.function?.arguments ?? "";
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    assert.equal(finish, "tool_calls");
+    assert.deepEqual(JSON.parse(args), { city: "Paris" });
+    const answer = await oa.chat.completions.create({
+      model,
+      tools,
+      messages: [
+        ...messages,
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{
+            id,
+            type: "function",
+            function: { name: "get_weather", arguments: args },
+          }],
+        },
+        { role: "tool", tool_call_id: id, content: "sunny" },
+      ],
+    });
+    assert.equal(answer.choices[0].message.content, "Tool said: sunny");
+    assert.deepEqual(lastRequest(mock).json!.messages[2].content[0].toolResult, {
+      toolUseId: id,
+      content: [{ text: "sunny" }],
+    });
+
+    const g = genai(url);
+    const config = {
+      tools: [{
+        functionDeclarations: [{
+          name: "get_weather",
+          parametersJsonSchema: { type: "object", properties: { city: { type: "string" } } },
+        }],
+      }],
+    };
+    const first = await g.models.generateContent({ model, contents: USER, config });
+    const fc = first.functionCalls?.[0];
+    assert.equal(fc?.name, "get_weather");
+    assert.deepEqual(fc?.args, { city: "Paris" });
+    const second = await g.models.generateContent({
+      model,
+      config,
+      contents: [
+        { role: "user", parts: [{ text: USER }] },
+        { role: "model", parts: [{ functionCall: fc }] },
+        {
+          role: "user",
+          parts: [{
+            functionResponse: { id: fc?.id, name: "get_weather", response: { output: "sunny" } },
+          }],
+        },
+      ],
+    });
+    assert.match(second.text ?? "", /^Tool said: .*sunny/);
+  }));
+
 Deno.test("converse via gateway: a Responses tool loop (stream) carries reasoning in encrypted_content", () =>
   withGateway(async ({ url, mock }) => {
     const model = "cv-anthropic.claude-think-tool";
