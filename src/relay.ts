@@ -101,6 +101,9 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
       if (signing) await signing;
       res = await send();
     }
+    // `abort` and `release` live as long as the stream and share this scope with `send`: the
+    // request body, sent now, must not live on with them.
+    out.body = "";
     const platform = r.platform?.binding.platform;
     return { res, provider: r.provider.name, deadline, abort, release, platform };
   } catch (e) {
