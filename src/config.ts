@@ -103,7 +103,8 @@ const providerFields = z.object({
    * Reuse upstream connections. Deno's fetch re-sends a request whose reused HTTP/1.1
    * connection the provider closed after reading it, unseen by the gateway's retry policy; a
    * fresh connection per call is never re-sent. Default: on for https (HTTP/2 in practice,
-   * whose replays are limited to streams the provider refused), off for plain http.
+   * whose replays are limited to streams the provider refused) and for a platform's default
+   * base URL (https), off for plain http.
    */
   keep_alive: z.boolean().optional(),
 });
@@ -118,7 +119,8 @@ const providerSchema = providerFields.catchall(z.unknown()).superRefine((p, ctx)
     ctx.addIssue({ code: "unrecognized_keys", keys: blocks, input: p });
   }
 }).transform(({ api_key_file, keep_alive, ...raw }, ctx) => {
-  const p = { ...raw, keep_alive: keep_alive ?? raw.base_url?.startsWith("https:") ?? false };
+  const https = raw.base_url?.startsWith("https:") ?? raw.platform !== undefined;
+  const p = { ...raw, keep_alive: keep_alive ?? https };
   if (api_key_file === undefined) return p;
   if (p.api_key !== undefined) {
     const message = "give api_key or api_key_file, not both";

@@ -43,7 +43,7 @@ import { formatSse, type SseEvent } from "./contract/sse.ts";
 import type { UpstreamFraming } from "./contract/framing.ts";
 import { EventReader, relayStream, sseFraming } from "./stream_stage.ts";
 import { clientStream, type IrSource, localIr, upstreamIr } from "./client_stream.ts";
-import type { Operation, PlatformCall } from "./contract/platform.ts";
+import type { Operation } from "./contract/platform.ts";
 import { platformFraming, type PlatformRequest } from "./platforms.ts";
 
 /** A non-SSE stream framing. */
@@ -231,11 +231,10 @@ async function relayAttempt(
   const { formats } = ctx.gw;
   const api = r.provider.api;
   const spec = formats.upstream(api)!;
-  const operation = other ? other.operation : "generate";
   const sent = renamed ? { ...json, model: r.upstreamModel } : json;
-  const platform = operation === undefined
-    ? notOnPlatform(r, path)
-    : throughPlatform(ctx, r, { model: r.upstreamModel, operation, stream: g.stream }, sent);
+  const platform = r.provider.platform === undefined
+    ? undefined
+    : throughPlatform(ctx, r, sent, g.stream, other ? other.operation ?? path : "generate");
   ctx.trace.routed("relay");
   ctx.trace.attempt();
   const up = await callUpstream({
@@ -303,21 +302,23 @@ function heldRelay(reader: EventReader, decoder: StreamStep<SseEvent, ir.StreamE
   });
 }
 
-/** The call through `r`'s platform, if its provider names one. */
+/**
+ * The call to `r`'s provider through its platform. `operation` is a path when the endpoint is
+ * none a platform serves: a target on one cannot take it (nothing is sent).
+ */
 function throughPlatform(
   ctx: RequestContext,
   r: Resolved,
-  call: PlatformCall,
   json: Record<string, unknown>,
-): PlatformRequest | undefined {
-  if (r.provider.platform === undefined) return undefined;
-  return { binding: ctx.gw.formats.platforms.bind(r.provider, ctx.gw.secrets), call, json };
-}
-
-/** An endpoint no platform serves: a target on one cannot take it (nothing was sent). */
-function notOnPlatform(r: Resolved, path: string): undefined {
-  if (r.provider.platform === undefined) return undefined;
-  throw badRequest(`${path} is not served through platform ${r.provider.platform} (${r.label})`);
+  stream: boolean,
+  operation: Operation | string,
+): PlatformRequest {
+  if (operation !== "generate" && operation !== "count_tokens") {
+    const { platform } = r.provider;
+    throw badRequest(`${operation} is not served through platform ${platform} (${r.label})`);
+  }
+  const binding = ctx.gw.formats.platforms.bind(r.provider, ctx.gw.secrets);
+  return { binding, call: { model: r.upstreamModel, operation, stream }, json };
 }
 
 /**
@@ -380,8 +381,9 @@ async function callConverted(
     hostedTools: r.route.hosted_tools,
   });
   if (dropped.length) ctx.trace.dropped = [...new Set(dropped)];
-  const call = { model: r.upstreamModel, operation: "generate" as const, stream: req.stream };
-  const platform = throughPlatform(ctx, r, call, body);
+  const platform = r.provider.platform === undefined
+    ? undefined
+    : throughPlatform(ctx, r, body, req.stream, "generate");
   if (large) await breather();
   const text = JSON.stringify(body);
   if (large) await breather();

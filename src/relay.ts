@@ -5,7 +5,7 @@
  */
 import type { ProviderConfig } from "./config.ts";
 import { fromProviderError, GatewayError } from "./contract/errors.ts";
-import type { UpstreamSpec } from "./contract/format.ts";
+import type { OutgoingRequest, UpstreamSpec } from "./contract/format.ts";
 import { type HeaderPairs, headersFrom, pairsOf, pickHeaders, RETRY_HEADERS } from "./http.ts";
 import type { Secrets } from "./secrets.ts";
 import { ClientGone } from "./stream_end.ts";
@@ -87,25 +87,22 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
   };
   out.headers.set("content-type", "application/json");
   const client = r.provider.keep_alive ? undefined : ONE_CALL_CONNECTIONS;
-  const send = () => {
-    const { method, body } = out;
-    const headers = pairsOf(out.headers);
-    return fetch(out.url, { method, headers, body, signal: ctrl.signal, client });
-  };
   try {
-    let res: Response;
-    if (r.platform) res = await sendThrough(r.platform, out, r.key, ctrl.signal, send);
-    else {
-      // Most formats sign synchronously: no await (a turn of the microtask queue) for them.
-      const signing = r.spec.authorize(out, r.key);
-      if (signing) await signing;
-      res = await send();
+    if (r.platform) {
+      const sent = () => send(out, ctrl.signal, client);
+      const res = await sendThrough(r.platform, out, r.key, ctrl.signal, sent);
+      // `sent` shares this scope with `abort` and `release`, which live as long as the stream:
+      // the body, sent now, must not live on with them.
+      out.body = "";
+      const { platform } = r.platform.binding;
+      return { res, provider: r.provider.name, deadline, abort, release, platform };
     }
-    // `abort` and `release` live as long as the stream and share this scope with `send`: the
-    // request body, sent now, must not live on with them.
-    out.body = "";
-    const platform = r.platform?.binding.platform;
-    return { res, provider: r.provider.name, deadline, abort, release, platform };
+    // Most formats sign synchronously: no await (a turn of the microtask queue) for them.
+    const signing = r.spec.authorize(out, r.key);
+    if (signing) await signing;
+    const res = await send(out, ctrl.signal, client);
+    out.body = ""; // as above: `out` lives in the scope `abort` and `release` keep
+    return { res, provider: r.provider.name, deadline, abort, release, platform: undefined };
   } catch (e) {
     release();
     const reason = ctrl.signal.reason;
@@ -115,6 +112,15 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
     // Deno's message names the URL, not the key; it is scrubbed on the way out all the same.
     throw new GatewayError(502, "upstream", `upstream ${r.provider.name} unreachable: ${e}`);
   }
+}
+
+function send(
+  out: OutgoingRequest,
+  signal: AbortSignal,
+  client: Deno.HttpClient | undefined,
+): Promise<Response> {
+  const { method, body } = out;
+  return fetch(out.url, { method, headers: pairsOf(out.headers), body, signal, client });
 }
 
 /**

@@ -173,6 +173,11 @@ Deno.test("azure-openai: chat, responses and messages clients through an Azure r
       assert.match((await res.json()).error.message, /not served through platform azure-openai/);
     });
 
+    await t.step("the format's model list is not read from a platform provider", async () => {
+      await h.gw.providerModels.refresh();
+      assert.deepEqual(azure.requests.filter((q) => q.method === "GET"), []);
+    });
+
     await t.step("metrics name the platform", () => {
       assert.match(h.gw.metrics.expose(), /gen_ai_provider_name="azure\.ai\.openai"/);
     });

@@ -12,7 +12,12 @@ import { Anthropic, OpenAI } from "./sdk/deps.ts";
 import { anthropicHeaders, bodies, FORMATS, KEY, post, PROVIDER_KEY } from "./helpers.ts";
 import { startMockUpstream } from "./mock/upstream.ts";
 import { Secrets } from "../src/secrets.ts";
-import { platformConfig, sseEvents, startPlatformGateway } from "./platform_harness.ts";
+import {
+  bedrockProvider,
+  platformConfig,
+  sseEvents,
+  startPlatformGateway,
+} from "./platform_harness.ts";
 
 const BEDROCK_KEY = "ABSKbW9jay1iZWRyb2NrLWFwaS1rZXk=";
 const ARN =
@@ -265,6 +270,8 @@ Deno.test("aws-bedrock: the aws block is checked, base_url defaults to the regio
   const config = platformConfig(provider({ region: "eu-west-3" }));
   const binding = FORMATS.platforms.bind(config.providers[0], Secrets.none);
   assert.equal(binding.provider.base_url, "https://bedrock-runtime.eu-west-3.amazonaws.com");
+  // That default is https: its connections are reused, as for an https base_url.
+  assert.equal(config.providers[0].keep_alive, true);
   assert.throws(
     () => platformConfig(provider({ region: "Paris" })),
     /providers\[0\]\.aws\.region: an AWS region/,
@@ -293,18 +300,7 @@ Deno.test("aws-bedrock: a Claude conversation with thinking fails over from Anth
     providers: [
       direct("oai-chat", "chat", `${mock.url}/v1`),
       direct("anthropic", "messages", mock.url),
-      {
-        name: "bedrock",
-        api: "messages",
-        platform: "aws-bedrock",
-        base_url: bedrock.url,
-        aws: {
-          region: "us-east-1",
-          access_key_id: accessKeyId,
-          secret_access_key: secretAccessKey,
-          session_token: sessionToken,
-        },
-      },
+      bedrockProvider("bedrock", bedrock.url),
     ],
     routes: [
       { models: ["msg-*"], provider: "anthropic" },

@@ -208,7 +208,7 @@ Deno.test("converse: a throttlingException frame before content is a rate_limit 
     assert.ok(!late.some((e) => e.type === "finish"));
   }));
 
-Deno.test("converse: a frame whose checksum fails ends the stream as a malformed event", () =>
+Deno.test("converse: a frame whose checksum fails is a malformed event; the frames before it are kept", () =>
   withMock(async (url) => {
     const res = await converse(url, CLAUDE, request({ stream: true }));
     const bytes = new Uint8Array(await res.arrayBuffer());
@@ -218,7 +218,8 @@ Deno.test("converse: a frame whose checksum fails ends the stream as a malformed
     const first = new DataView(bytes.buffer).getUint32(0);
     bytes[first + 20] ^= 0xff; // inside the second frame
     const scan = framing.scan(bytes, 0, decode);
-    assert.deepEqual(scan.malformed, { at: 0, before: "" });
+    assert.deepEqual(scan.events.map((e) => e.event), ["messageStart"]);
+    assert.deepEqual(scan.malformed, { at: 1, before: "" });
     assert.equal(scan.cut, bytes.length);
   }));
 

@@ -100,20 +100,31 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     builtInConfig: opts.builtInConfig,
     limitStore: opts.limitStore,
   });
+  const served = serveGateway(gw);
+  return {
+    ...served,
+    upstream,
+    async close() {
+      await served.close();
+      await upstream.close();
+    },
+  };
+}
+
+/** A gateway served on loopback, its access log collected; `close` stops all it started. */
+export function serveGateway(gw: Gateway): Omit<Harness, "upstream"> {
   const logs: Record<string, unknown>[] = [];
   const previous = setAccessLogSink((line) => logs.push(JSON.parse(line)));
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, createHandler(gw));
   return {
     url: `http://127.0.0.1:${server.addr.port}`,
     gw,
-    upstream,
     logs,
     async close() {
       await server.shutdown();
       await gw.providerModels.stop();
       await gw.store.close();
       await gw.limiter.store.close();
-      await upstream.close();
       setAccessLogSink(previous);
     },
   };

@@ -1,18 +1,10 @@
 /** A gateway in this process over loopback, configured for platform tests. */
 import type { Config } from "../src/config.ts";
 import { checkFormats, validateConfig } from "../src/config.ts";
-import type { Gateway } from "../src/context.ts";
 import type { Formats } from "../src/formats.ts";
-import { setAccessLogSink } from "../src/log.ts";
-import { createGateway, createHandler } from "../src/server.ts";
-import { FORMATS, KEY } from "./helpers.ts";
-
-export interface PlatformGateway {
-  url: string;
-  gw: Gateway;
-  logs: Record<string, unknown>[];
-  close(): Promise<void>;
-}
+import { createGateway } from "../src/server.ts";
+import { FORMATS, KEY, serveGateway } from "./helpers.ts";
+import { BEDROCK_TEST_CREDENTIALS } from "./mock/bedrock.ts";
 
 /** `providers` and `routes` with the test client key and metrics on, validated and checked. */
 export function platformConfig(
@@ -28,24 +20,24 @@ export function platformConfig(
   return config;
 }
 
-export async function startPlatformGateway(
-  config: Config,
-  formats: Formats = FORMATS,
-): Promise<PlatformGateway> {
-  const gw = await createGateway(config, formats);
-  const logs: Record<string, unknown>[] = [];
-  const previous = setAccessLogSink((line) => logs.push(JSON.parse(line)));
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, createHandler(gw));
+/** A gateway served for `config` (see serveGateway). */
+export async function startPlatformGateway(config: Config, formats: Formats = FORMATS) {
+  return serveGateway(await createGateway(config, formats));
+}
+
+/** A Bedrock provider signing with the Bedrock mock's credentials (session token included). */
+export function bedrockProvider(name: string, baseUrl: string): Record<string, unknown> {
+  const { accessKeyId, secretAccessKey, sessionToken } = BEDROCK_TEST_CREDENTIALS;
   return {
-    url: `http://127.0.0.1:${server.addr.port}`,
-    gw,
-    logs,
-    async close() {
-      await server.shutdown();
-      await gw.providerModels.stop();
-      await gw.store.close();
-      await gw.limiter.store.close();
-      setAccessLogSink(previous);
+    name,
+    api: "messages",
+    platform: "aws-bedrock",
+    base_url: baseUrl,
+    aws: {
+      region: "us-east-1",
+      access_key_id: accessKeyId,
+      secret_access_key: secretAccessKey,
+      session_token: sessionToken,
     },
   };
 }

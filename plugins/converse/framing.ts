@@ -7,7 +7,7 @@
  */
 import type { SseEvent } from "../../src/contract/sse.ts";
 import type { UpstreamFraming } from "../../src/contract/framing.ts";
-import { cutFrames, EventStreamError, type EventStreamFrame } from "../platforms/event_stream.ts";
+import { cutFrames, type EventStreamFrame } from "../platforms/event_stream.ts";
 
 export const EVENT_STREAM_TYPE = "application/vnd.amazon.eventstream";
 
@@ -27,13 +27,10 @@ export function converseFraming(): UpstreamFraming {
   return {
     mediaType: EVENT_STREAM_TYPE,
     scan(buf, _from, decode) {
-      try {
-        const { frames, cut } = cutFrames(buf);
-        return { cut, events: frames.map((f) => eventOf(f, decode)) };
-      } catch (e) {
-        if (!(e instanceof EventStreamError)) throw e;
-        return { cut: buf.length, events: [], malformed: { at: 0, before: "" } };
-      }
+      const { frames, cut, error } = cutFrames(buf);
+      const events = frames.map((f) => eventOf(f, decode));
+      if (!error) return { cut, events };
+      return { cut: buf.length, events, malformed: { at: events.length, before: "" } };
     },
     complete: () => "",
     interrupted: () => "",

@@ -8,7 +8,7 @@ import { badRequest, type ErrorKind } from "../../src/contract/errors.ts";
 import type { StreamException, UpstreamFraming } from "../../src/contract/framing.ts";
 import type { PlatformError } from "../../src/contract/platform.ts";
 import { formatSse, type SseEvent } from "../../src/contract/sse.ts";
-import { cutFrames, EventStreamError, type EventStreamFrame } from "./event_stream.ts";
+import { cutFrames, type EventStreamFrame } from "./event_stream.ts";
 
 /**
  * Why a model id cannot be the `/model/{id}/…` path segment. Ids with `:` and ARNs (with `/`)
@@ -126,14 +126,7 @@ export function bedrockFraming(inner: UpstreamFraming): UpstreamFraming {
     scan(buf) {
       const events: SseEvent[] = [];
       let text = "";
-      let cut: number;
-      let frames: EventStreamFrame[];
-      try {
-        ({ frames, cut } = cutFrames(buf));
-      } catch (e) {
-        if (!(e instanceof EventStreamError)) throw e;
-        return { cut: buf.length, events, malformed: { at: 0, before: "" } };
-      }
+      const { frames, cut, error } = cutFrames(buf);
       for (const frame of frames) {
         if (frame.headers[":message-type"] !== "event") {
           const error = streamException(frame);
@@ -155,6 +148,7 @@ export function bedrockFraming(inner: UpstreamFraming): UpstreamFraming {
         events.push(event);
         text += formatSse(event);
       }
+      if (error) return { cut: buf.length, events, malformed: { at: events.length, before: text } };
       return { cut, events, text, bytes: encoder.encode(text) };
     },
     complete: inner.complete,

@@ -47,21 +47,30 @@ function decodeFrame(bytes: Uint8Array): EventStreamFrame {
   return { headers, payload: message.body };
 }
 
-/**
- * The whole frames at the start of `buf`, and the offset just past the last of them (the rest is
- * an incomplete frame). A frame of impossible length or a bad checksum throws EventStreamError.
- */
-export function cutFrames(buf: Uint8Array): { frames: EventStreamFrame[]; cut: number } {
+/** Whole frames cut from the start of a buffer. */
+export interface FrameCut {
+  frames: EventStreamFrame[];
+  /** The offset just past the last whole frame (the rest is an incomplete frame). */
+  cut: number;
+  /** The next frame is corrupt (impossible length, bad checksum): the stream cannot go on. */
+  error?: EventStreamError;
+}
+
+export function cutFrames(buf: Uint8Array): FrameCut {
   const frames: EventStreamFrame[] = [];
   let at = 0;
-  while (buf.length - at >= PRELUDE_BYTES) {
-    const total = new DataView(buf.buffer, buf.byteOffset + at, 4).getUint32(0);
-    if (total < PRELUDE_BYTES + 4 || total > MAX_FRAME_BYTES) {
-      throw new EventStreamError(`event-stream frame length ${total} is out of range`);
+  try {
+    while (buf.length - at >= PRELUDE_BYTES) {
+      const total = new DataView(buf.buffer, buf.byteOffset + at, 4).getUint32(0);
+      if (total < PRELUDE_BYTES + 4 || total > MAX_FRAME_BYTES) {
+        throw new EventStreamError(`event-stream frame length ${total} is out of range`);
+      }
+      if (buf.length - at < total) break;
+      frames.push(decodeFrame(buf.subarray(at, at + total)));
+      at += total;
     }
-    if (buf.length - at < total) break;
-    frames.push(decodeFrame(buf.subarray(at, at + total)));
-    at += total;
+  } catch (error) {
+    return { frames, cut: at, error: error as EventStreamError };
   }
   return { frames, cut: at };
 }
@@ -74,8 +83,9 @@ export function eventStreamFrames(): TransformStream<Uint8Array, EventStreamFram
       const joined = new Uint8Array(buffer.length + chunk.length);
       joined.set(buffer);
       joined.set(chunk, buffer.length);
-      const { frames, cut } = cutFrames(joined);
+      const { frames, cut, error } = cutFrames(joined);
       for (const frame of frames) controller.enqueue(frame);
+      if (error) throw error;
       buffer = joined.slice(cut);
     },
     flush() {

@@ -31,8 +31,9 @@ export interface Scan {
    */
   bytes?: Uint8Array;
   /**
-   * An error frame: `at` is its index among the events. The events before it are relayed, then
-   * the attempt fails with `error` (before any content, failover may try another target).
+   * An error frame: `at` is its index among the events, `text` (and `bytes`) hold the events
+   * before it, which are relayed; then the attempt fails with `error` (before any content,
+   * failover may try another target).
    */
   exception?: { at: number; error: StreamException };
 }

@@ -88,7 +88,10 @@ export interface Platform<S = unknown> {
   settings?: { key: string; schema: z.ZodType<S> };
   /** The base URL when the provider gives none; undefined: `base_url` is required. */
   defaultBaseUrl?(settings: S): string | undefined;
-  /** The full URL of one call. */
+  /**
+   * The full URL of one call. It may throw a GatewayError (a 400) for a call the platform cannot
+   * address (Bedrock counts no tokens); the client then hears it in its dialect.
+   */
   url(provider: PlatformProvider<S>, call: PlatformCall): string;
   credential(provider: PlatformProvider<S>, ctx: CredentialContext): Credential;
   /**
