@@ -6,13 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { validateConfig } from "../src/config.ts";
-import { setAccessLogSink } from "../src/log.ts";
 import { Formats } from "../src/formats.ts";
-import { createGateway, createHandler } from "../src/server.ts";
+import { createGateway } from "../src/server.ts";
 import { BEDROCK_TEST_CREDENTIALS, startMockBedrock } from "./mock/bedrock.ts";
 import { type MockUpstream, type RecordedRequest, startMockUpstream } from "./mock/upstream.ts";
 import { assertDisconnectAborts, FORMATS, INGRESS, KEY, post, PROVIDER_KEY } from "./helpers.ts";
 import { Anthropic, GoogleGenAI, OpenAI } from "./sdk/deps.ts";
+import { bedrockProvider, platformConfig, startPlatformGateway } from "./platform_harness.ts";
 
 /** A Bedrock API key: the provider key of a Converse provider without a platform (Bearer). */
 const BEDROCK_KEY = "bedrock-api-key-ABSKQmVkcm9ja0FQSUtleQ";
@@ -31,32 +31,24 @@ interface Setup {
 /** How the gateway authenticates to Bedrock. */
 type Auth = "sigv4" | "platform-api-key" | "api-key";
 
-const AWS_PAIR = {
-  access_key_id: BEDROCK_TEST_CREDENTIALS.accessKeyId,
-  secret_access_key: BEDROCK_TEST_CREDENTIALS.secretAccessKey,
-  session_token: BEDROCK_TEST_CREDENTIALS.sessionToken,
-};
-
 /** A Converse provider: on the aws-bedrock platform (SigV4, or a Bedrock API key), or bare. */
 function converseProvider(name: string, base_url: string, auth: Auth) {
-  const provider = { name, api: "converse", base_url };
-  if (auth === "api-key") return { ...provider, api_key: BEDROCK_KEY };
-  const platform = { ...provider, platform: "aws-bedrock" };
-  if (auth === "sigv4") return { ...platform, aws: { region: "us-east-1", ...AWS_PAIR } };
-  return { ...platform, api_key: BEDROCK_KEY, aws: { region: "us-east-1" } };
+  if (auth === "sigv4") return { ...bedrockProvider(name, base_url), api: "converse" };
+  const provider = { name, api: "converse", base_url, api_key: BEDROCK_KEY };
+  if (auth === "api-key") return provider;
+  return { ...provider, platform: "aws-bedrock", aws: { region: "us-east-1" } };
 }
 
 /**
  * `cv-*` goes to Converse with the requested name as the model id; `fo-*` tries a stream that
- * is throttled before its content, then a good one; `throttled-*` has only the throttled one.
+ * is throttled before its content, then a good one; `throttled-*` has only the throttled one;
+ * `mixed-*` tries Anthropic's API first, then Converse.
  */
 async function withGateway(test: (s: Setup) => Promise<void>, auth: Auth = "sigv4") {
   const mock = await startMockBedrock({ apiKey: BEDROCK_KEY });
   const anthropicMock = await startMockUpstream();
   const provider = (name: string) => converseProvider(name, mock.url, auth);
-  const config = validateConfig({
-    listen: { hostname: "127.0.0.1", port: 0 },
-    keys: [{ name: "team-a", key: KEY }],
+  const config = platformConfig({
     providers: [
       provider("bedrock"),
       provider("bedrock-b"),
@@ -85,28 +77,20 @@ async function withGateway(test: (s: Setup) => Promise<void>, auth: Auth = "sigv
         retry: { attempts: 1 },
       },
     ],
-    metrics: { hostname: "127.0.0.1", port: 0, max_label_values: 100 },
   });
-  const gw = await createGateway(config, FORMATS);
-  const logs: Record<string, unknown>[] = [];
-  const previous = setAccessLogSink((line) => logs.push(JSON.parse(line)));
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, createHandler(gw));
+  const served = await startPlatformGateway(config);
   try {
     await test({
-      url: `http://127.0.0.1:${server.addr.port}`,
+      url: served.url,
       mock,
       anthropicMock,
-      metrics: () => gw.metrics.expose(),
-      logs,
+      metrics: () => served.gw.metrics.expose(),
+      logs: served.logs,
     });
   } finally {
-    await server.shutdown();
-    await gw.providerModels.stop();
-    await gw.store.close();
-    await gw.limiter.store.close();
+    await served.close();
     await mock.close();
     await anthropicMock.close();
-    setAccessLogSink(previous);
   }
 }
 
