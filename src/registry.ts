@@ -41,8 +41,13 @@ const RESPONSE_HEADERS = [
 /** Distinct paths whose matches are remembered (Gemini paths carry model names: bounded). */
 const REMEMBERED_PATHS = 1024;
 
+/** A format that clients speak: it has a dialect. */
+export type ClientFormat<C> = FormatPlugin<C> & { dialect: Dialect };
+
 export class FormatRegistry<C> {
   readonly endpoints: readonly Endpoint<C>[];
+  /** The formats clients speak (all but the upstream-only ones), in registry order. */
+  readonly clients: readonly ClientFormat<C>[];
   private readonly byPath = new Map<string, readonly Endpoint<C>[]>();
   private readonly byId = new Map<string, FormatPlugin<C>>();
   private readonly headers = new Map<string, { forward: string[]; response: string[] }>();
@@ -65,8 +70,16 @@ export class FormatRegistry<C> {
         response: [...RESPONSE_HEADERS, ...p.upstream.responseHeaders ?? []],
       });
     }
+    this.clients = plugins.filter((p): p is ClientFormat<C> => p.dialect !== undefined);
+    const upstreamOnly = plugins.find((p) =>
+      !p.dialect && (p.endpoints.length || p.paths.length || p.models)
+    );
+    if (upstreamOnly) {
+      throw new Error(`format "${upstreamOnly.id}" serves clients but has no dialect`);
+    }
+    if (this.clients.length === 0) throw new Error("a gateway needs a format that clients speak");
     this.endpoints = [
-      ...plugins.flatMap((p) =>
+      ...this.clients.flatMap((p) =>
         p.endpoints.map((e) => ({ ...e, dialect: p.dialect, keyDialects: [p.dialect] }))
       ),
       ...core(this),
@@ -77,9 +90,9 @@ export class FormatRegistry<C> {
     if (twice) throw new Error(`endpoint name "${twice}" is declared twice`);
   }
 
-  /** The first plugin's: paths no plugin claims (health, unknown ones) speak it. */
+  /** The first client format's: paths no plugin claims (health, unknown ones) speak it. */
   get defaultDialect(): Dialect {
-    return this.plugins[0].dialect;
+    return this.clients[0].dialect;
   }
 
   /** The provider apis a config may name. */
@@ -131,7 +144,7 @@ export class FormatRegistry<C> {
   /** The dialect of any path, matched or not: the longest claimed prefix, else the default. */
   dialectOf(path: string): Dialect {
     let best: { dialect: Dialect; length: number } | undefined;
-    for (const p of this.plugins) {
+    for (const p of this.clients) {
       for (const prefix of p.paths) {
         if (path.startsWith(prefix) && prefix.length > (best?.length ?? -1)) {
           best = { dialect: p.dialect, length: prefix.length };

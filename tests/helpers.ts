@@ -276,7 +276,12 @@ export const lastResponseId = (done: WsEvent[][]) =>
  * Starts a stream, reads its first chunk, then disconnects; resolves once the mock provider
  * has seen its request aborted (or fails after a second).
  */
-export async function assertDisconnectAborts(h: Harness, c: Ingress, model: string, label: string) {
+export async function assertDisconnectAborts(
+  h: Pick<Harness, "url" | "upstream">,
+  c: Ingress,
+  model: string,
+  label: string,
+) {
   const before = h.upstream.aborted;
   const ctrl = new AbortController();
   const res = await fetch(h.url + c.path(model, true), {

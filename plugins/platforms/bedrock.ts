@@ -5,13 +5,19 @@
  * header, `anthropic-beta` moved into `anthropic_beta`, neither `model` nor `stream` (the
  * operation says whether it streams). Its streams are AWS event-stream frames whose `chunk`
  * payloads hold one Anthropic stream event each, re-framed here as the format's SSE. Calls are
- * signed with SigV4 (service `bedrock`), or carry a Bedrock API key as a Bearer.
+ * signed with SigV4 (service `bedrock`), or carry a Bedrock API key as a Bearer. It carries
+ * Bedrock's own Converse format too (`api: converse`, plugins/converse/), as that plugin has it.
  */
 import { z } from "zod";
 import { badRequest } from "../../src/contract/errors.ts";
 import type { UpstreamFraming } from "../../src/contract/framing.ts";
 import type { Platform, PlatformCall } from "../../src/contract/platform.ts";
-import { bedrockError, invokeStreamFraming } from "./bedrock_wire.ts";
+import {
+  bedrockError,
+  invokeStreamFraming,
+  modelIdSegment,
+  unsafeModelName,
+} from "./bedrock_wire.ts";
 import { signAwsRequest } from "./sigv4.ts";
 
 /** Bedrock's own Anthropic API version. */
@@ -43,13 +49,15 @@ interface BedrockApi {
   framing(inner: UpstreamFraming): UpstreamFraming;
 }
 
-/** Anthropic's Messages through InvokeModel. */
+/** Anthropic's Messages through InvokeModel; Converse. */
 const APIS: Record<string, BedrockApi> = {
   messages: {
     operations: ["invoke", "invoke-with-response-stream"],
     adjust: invokeBody,
     framing: invokeStreamFraming,
   },
+  // Bedrock's own format: its body and event stream are the converse plugin's.
+  converse: { operations: ["converse", "converse-stream"], framing: (inner) => inner },
 };
 
 /** `POST /model/{id}/…`: the id (with `:`, or an ARN with `/`) as one encoded path segment. */
@@ -58,7 +66,7 @@ function url(base: string, api: string, { model, operation, stream }: PlatformCa
     throw badRequest(`token counting is not served through platform aws-bedrock`, "model");
   }
   const [json, streamed] = APIS[api].operations;
-  return `${base}/model/${encodeURIComponent(model)}/${stream ? streamed : json}`;
+  return `${base}/model/${modelIdSegment(model)}/${stream ? streamed : json}`;
 }
 
 /** The Messages body as InvokeModel takes it; the version and beta headers move into it. */
@@ -113,4 +121,5 @@ export const bedrockPlatform: Platform<AwsSettings> = {
   adjust: (body, headers, _call, { api }) => APIS[api].adjust?.(body, headers) ?? body,
   framing: (inner, _call, { api }) => APIS[api].framing(inner),
   readError: (status, headers, body) => bedrockError(status, headers, body),
+  unsafeModel: unsafeModelName,
 };

@@ -4,11 +4,39 @@
  * InvokeModel streams (AWS event-stream `chunk` frames, each holding one event of the format
  * in base64) re-framed as the format's SSE, the events' JSON byte for byte.
  */
-import type { ErrorKind } from "../../src/contract/errors.ts";
+import { badRequest, type ErrorKind } from "../../src/contract/errors.ts";
 import type { StreamException, UpstreamFraming } from "../../src/contract/framing.ts";
 import type { PlatformError } from "../../src/contract/platform.ts";
 import { formatSse, type SseEvent } from "../../src/contract/sse.ts";
 import { cutFrames, type EventStreamFrame } from "./event_stream.ts";
+
+/**
+ * Why a model id cannot be the `/model/{id}/…` path segment. Ids with `:` and ARNs (with `/`)
+ * are encoded whole, as Bedrock takes them; only an empty or dot segment would be resolved
+ * into another path.
+ */
+function unsafeModelId(model: string): string | undefined {
+  if (model === "") return "it is empty";
+  if (model === "." || model === "..") return "it is a dot segment";
+}
+
+/** Why a route may not rename to `model` (a provider's `unsafeModel`). */
+export function unsafeModelName(model: string): string | undefined {
+  const why = unsafeModelId(model);
+  return why && `cannot be sent in a Bedrock URL: ${why}`;
+}
+
+/** A model id as its one percent-encoded path segment, or a 400 naming the model. */
+export function modelIdSegment(model: string): string {
+  const why = unsafeModelId(model);
+  if (why) {
+    throw badRequest(
+      `model: ${JSON.stringify(model)} cannot be sent in the upstream URL: ${why}`,
+      "model",
+    );
+  }
+  return encodeURIComponent(model);
+}
 
 /**
  * Bedrock's exceptions (lower-cased: in-stream frames name them in camel case) as the status
@@ -31,6 +59,12 @@ const EXCEPTIONS: Record<string, [status: number, kind: ErrorKind, retry?: false
 
 /** `ThrottlingException:http://internal.amazon.com/…` or `com.amazon…#ThrottlingException`. */
 const exceptionName = (type: string) => type.replace(/:.*$/, "").replace(/^.*#/, "").toLowerCase();
+
+/** An exception, in any of its spellings, as the status it counts as and its kind. */
+export function bedrockException(type: string): { status: number; kind: ErrorKind } | undefined {
+  const known = EXCEPTIONS[exceptionName(type)];
+  return known && { status: known[0], kind: known[1] };
+}
 
 function messageOf(body: string): string | undefined {
   try {

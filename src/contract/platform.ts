@@ -117,7 +117,7 @@ export interface Platform<S = unknown> {
   /**
    * A stream's framing on this platform, given the format's own (`inner`), whose endings it
    * keeps: bytes of another framing (AWS event stream) are re-framed as `inner` frames them.
-   * Absent: the format's framing.
+   * Absent, or `inner` returned: the format's framing.
    */
   framing?(
     inner: UpstreamFraming,

@@ -57,7 +57,7 @@ const toyGenerate: Handler = async (ctx) => {
   return await generate(ctx, { ingress: toyCodec, body, model, stream, framing: NDJSON });
 };
 
-export const toyPlugin: Plugin = {
+export const toyPlugin = {
   id: "toy",
   family: "toy",
   system: "toy",
@@ -81,4 +81,4 @@ export const toyPlugin: Plugin = {
       return { kind: faultKind(fault?.kind), message };
     },
   },
-};
+} satisfies Plugin;
