@@ -130,9 +130,12 @@ export class Limiter implements Observer {
     if (!a || !dialect.rateLimitHeaders) return;
     await a.recorded;
     // A relayed answer's own rate-limit headers describe the provider account, not this client.
-    for (const k of [...headers.keys()]) {
-      if (k.startsWith("x-ratelimit-") || k.startsWith("anthropic-ratelimit-")) headers.delete(k);
-    }
+    // forEach, not a spread of keys(): Deno's header iterator cost a quarter of the throughput.
+    const providers: string[] = [];
+    headers.forEach((_, k) => {
+      if (k.startsWith("x-ratelimit-") || k.startsWith("anthropic-ratelimit-")) providers.push(k);
+    });
+    for (const k of providers) headers.delete(k);
     for (const [k, v] of dialect.rateLimitHeaders(headerState(a.limits, a.windows), this.now())) {
       headers.set(k, v);
     }
