@@ -130,7 +130,7 @@ export class Limiter implements Observer {
     if (!a || !dialect.rateLimitHeaders) return;
     await a.recorded;
     // A relayed answer's own rate-limit headers describe the provider account, not this client.
-    // forEach, not a spread of keys(): Deno's header iterator cost a quarter of the throughput.
+    // forEach, not a spread of keys(): Deno's header iterator is the costly part (BENCHMARKS.md).
     const providers: string[] = [];
     headers.forEach((_, k) => {
       if (k.startsWith("x-ratelimit-") || k.startsWith("anthropic-ratelimit-")) providers.push(k);
