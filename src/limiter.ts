@@ -129,13 +129,7 @@ export class Limiter implements Observer {
     const a = this.admitted.get(t);
     if (!a || !dialect.rateLimitHeaders) return;
     await a.recorded;
-    // A relayed answer's own rate-limit headers describe the provider account, not this client.
-    // forEach, not a spread of keys(): Deno's header iterator is the costly part (BENCHMARKS.md).
-    const providers: string[] = [];
-    headers.forEach((_, k) => {
-      if (k.startsWith("x-ratelimit-") || k.startsWith("anthropic-ratelimit-")) providers.push(k);
-    });
-    for (const k of providers) headers.delete(k);
+    // A relayed answer carries none of the provider's own (FormatRegistry.responseHeaders).
     for (const [k, v] of dialect.rateLimitHeaders(headerState(a.limits, a.windows), this.now())) {
       headers.set(k, v);
     }

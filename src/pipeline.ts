@@ -248,7 +248,8 @@ async function relayAttempt(
     stopping: ctx.gw.stopping,
     platform,
   });
-  const picked = upstreamHeaders(up.res, formats.responseHeaders(api), ctx.gw.secrets);
+  const allow = formats.responseHeaders(api, ctx.identity?.limits !== undefined);
+  const picked = upstreamHeaders(up.res, allow, ctx.gw.secrets);
   const { idle_ms } = r.provider.timeouts;
   if (!up.res.ok) return await relayError(ctx, up, headersFrom(picked), idle_ms, spec);
   if (!g.stream) {

@@ -38,6 +38,18 @@ const RESPONSE_HEADERS = [
   "x-ratelimit-",
 ];
 
+/**
+ * An allow-list without its rate-limit entries (`x-ratelimit-`, a format's own such as
+ * `anthropic-ratelimit-`). Chosen once per list, so a limited answer costs no header scan.
+ */
+function withoutRateLimits(allow: readonly string[]): string[] {
+  return allow.filter((name) => !name.includes("ratelimit-"));
+}
+
+const RESPONSE_HEADERS_LIMITED = withoutRateLimits(RESPONSE_HEADERS);
+
+type HeaderLists = { forward: string[]; response: string[]; limited: string[] };
+
 /** Distinct paths whose matches are remembered (Gemini paths carry model names: bounded). */
 const REMEMBERED_PATHS = 1024;
 
@@ -50,7 +62,7 @@ export class FormatRegistry<C> {
   readonly clients: readonly ClientFormat<C>[];
   private readonly byPath = new Map<string, readonly Endpoint<C>[]>();
   private readonly byId = new Map<string, FormatPlugin<C>>();
-  private readonly headers = new Map<string, { forward: string[]; response: string[] }>();
+  private readonly headers = new Map<string, HeaderLists>();
 
   /** The platforms providers may be reached through (`platform:`). */
   readonly platforms: Platforms;
@@ -65,9 +77,11 @@ export class FormatRegistry<C> {
     for (const p of plugins) {
       if (p.id === DEMO_API || this.byId.has(p.id)) throw new Error(`format id "${p.id}" is taken`);
       this.byId.set(p.id, p);
+      const response = [...RESPONSE_HEADERS, ...p.upstream.responseHeaders ?? []];
       this.headers.set(p.id, {
         forward: [...FORWARD_HEADERS, ...p.upstream.forwardHeaders ?? []],
-        response: [...RESPONSE_HEADERS, ...p.upstream.responseHeaders ?? []],
+        response,
+        limited: withoutRateLimits(response),
       });
     }
     this.clients = plugins.filter((p): p is ClientFormat<C> => p.dialect !== undefined);
@@ -125,9 +139,14 @@ export class FormatRegistry<C> {
     return this.headers.get(api)?.forward ?? FORWARD_HEADERS;
   }
 
-  /** Provider headers a relay from `api` passes back. */
-  responseHeaders(api: string): readonly string[] {
-    return this.headers.get(api)?.response ?? RESPONSE_HEADERS;
+  /**
+   * Provider headers a relay from `api` passes back. To a `limited` identity (one the gateway
+   * answers with its own rate-limit headers) none that describe the provider account's limits.
+   */
+  responseHeaders(api: string, limited = false): readonly string[] {
+    const lists = this.headers.get(api);
+    if (!lists) return limited ? RESPONSE_HEADERS_LIMITED : RESPONSE_HEADERS;
+    return limited ? lists.limited : lists.response;
   }
 
   /** The endpoints whose pattern matches `path` (remembered: a path's matches never change). */
