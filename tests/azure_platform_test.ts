@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { Reloader } from "../src/reload.ts";
 import { AZURE_TEST_ENTRA_TOKEN, AZURE_TEST_KEY, startMockAzure } from "./mock/azure.ts";
 import { Anthropic, OpenAI } from "./sdk/deps.ts";
-import { KEY, openaiHeaders, post, wsExchange } from "./helpers.ts";
+import { KEY, lastResponseId, openaiHeaders, post, type WsEvent, wsExchange } from "./helpers.ts";
 import { platformConfig, startPlatformGateway } from "./platform_harness.ts";
 
 const client = (url: string) => new OpenAI({ baseURL: `${url}/v1`, apiKey: KEY, maxRetries: 0 });
@@ -159,12 +159,34 @@ Deno.test("azure-openai: chat, responses and messages clients through an Azure r
       },
     );
 
-    await t.step("compact and the Responses WebSocket refuse an Azure target", async () => {
-      const [events] = await wsExchange(h.url, [
-        { type: "response.create", model: "resp-text", input: "hi" },
-      ]);
-      assert.equal(events.at(-1)!.type, "error");
-      assert.match(JSON.stringify(events.at(-1)), /Responses providers on their own API/);
+    await t.step(
+      "a Codex WebSocket session (warm-up, chained turn): each turn one POST /responses",
+      async () => {
+        const before = azure.requests.length;
+        const [warm, answered] = await wsExchange(h.url, [
+          { type: "response.create", model: "resp-text", input: [], generate: false, store: false },
+          (done: WsEvent[][]) => ({
+            type: "response.create",
+            model: "resp-text",
+            input: [{ type: "message", role: "user", content: "hello over ws" }],
+            previous_response_id: lastResponseId(done),
+            store: false,
+          }),
+        ]);
+        assert.equal(warm.at(-1)!.type, "response.completed");
+        const done = answered.at(-1)!;
+        assert.equal(done.type, "response.completed", JSON.stringify(done));
+        const output = (done.response as { output: { content?: { text: string }[] }[] }).output;
+        assert.match(output.at(-1)!.content![0].text, /hello over ws/);
+        // The warm-up is answered here; the turn is one call, its key only in `api-key`.
+        const calls = azure.requests.slice(before);
+        assert.deepEqual(calls.map((c) => c.path), ["/openai/v1/responses"]);
+        assert.equal(calls[0].headers["api-key"], AZURE_TEST_KEY);
+        assert.equal(calls[0].json?.previous_response_id, undefined);
+      },
+    );
+
+    await t.step("compact refuses an Azure target", async () => {
       const res = await post(`${h.url}/v1/responses/compact`, openaiHeaders(), {
         model: "resp-text",
         input: "hi",

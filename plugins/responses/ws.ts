@@ -4,8 +4,10 @@
  *
  * - Passthrough routes get one upstream WebSocket per client socket, because with
  *   `store: false` the provider knows a `previous_response_id` only on that socket.
- * - Other routes convert each frame through the IR; the socket keeps its own last response so
- *   `previous_response_id` (Codex chains its turn onto its warm-up) expands to full input.
+ * - Other routes, and passthrough routes to a platform provider (Azure has no socket to relay
+ *   to), convert each frame through the IR into one HTTP call; the socket keeps its own last
+ *   response so `previous_response_id` (Codex chains its turn onto its warm-up) expands to full
+ *   input.
  */
 import { authenticate } from "../../src/auth.ts";
 import type { Gateway, Handler, RequestContext } from "../../src/context.ts";
@@ -260,7 +262,8 @@ class ResponsesSocket {
         : live.policy.key(trace.key!);
       await gw.limiter.admit(trace, identity, openAiDialect);
       const r = resolveRoute(ctx, modelOf(json));
-      if (isPassthroughRoute(r)) {
+      // A platform provider (Azure) is reached over HTTP only: its frames convert, one call each.
+      if (isPassthroughRoute(r) && r.provider.platform === undefined) {
         relayed = await this.relay(ctx, r, json, data);
         this.bound ??= gw;
         return;
