@@ -27,6 +27,26 @@ export interface FormatSide {
   client: ClientSide;
   /** Client streams on the wire; default: server-sent events in `.sse` fixtures. */
   streams?: StreamSide;
+  /** How its clients run a tool loop (tests/platform_matrix_test.ts). */
+  loop?: LoopSide;
+}
+
+type Body = Record<string, unknown>;
+
+/** A tool loop as a client of the format runs it: ask with LOOP_TOOL (helpers.ts), answer the call. */
+export interface LoopSide {
+  /** The first turn: `question`, LOOP_TOOL declared (`client.path` addresses it). */
+  ask(model: string, stream: boolean, question: string): Body;
+  /**
+   * The next turn: `ask`'s conversation, then the answer (the format's JSON) as the client
+   * keeps it, signatures and all, then `result` for `call`.
+   */
+  followUp(ask: Body, answer: Body, call: { id: string; name: string }, result: string): Body;
+  /**
+   * The answer a client keeps from its stream, as the format's JSON (its SDK's assembly);
+   * default: the format's codec decodes the stream and encodes the answer.
+   */
+  kept?(events: SseEvent[]): Body;
 }
 
 export interface StreamSide {

@@ -184,6 +184,13 @@ export const bodies = {
   }),
 };
 
+/** The function tool a tool loop declares (the mock calls it with `{"city":"Paris"}`). */
+export const LOOP_TOOL = {
+  name: "get_weather",
+  description: "The weather in a city",
+  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+};
+
 /** The Anthropic thinking signature in `bodies.signedMessages`. */
 export const THINKING_SIGNATURE = "EqQBCkYIBxgCKkBsig";
 

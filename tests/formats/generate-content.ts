@@ -1,6 +1,6 @@
 /** Test side of `generate-content` (Gemini generateContent). */
 import type { FormatSide } from "../formats.ts";
-import { bodies, googleHeaders } from "../helpers.ts";
+import { bodies, googleHeaders, LOOP_TOOL } from "../helpers.ts";
 
 export const side: FormatSide = {
   providerBase: "",
@@ -9,5 +9,23 @@ export const side: FormatSide = {
       `/v1beta/models/${model}${stream ? ":streamGenerateContent?alt=sse" : ":generateContent"}`,
     headers: googleHeaders,
     body: bodies.gemini,
+  },
+  loop: {
+    // The model and streaming are in the path.
+    ask: (_model, _stream, question) => ({
+      contents: [{ role: "user", parts: [{ text: question }] }],
+      tools: [{ functionDeclarations: [LOOP_TOOL] }],
+    }),
+    followUp: (ask, answer, call, result) => ({
+      ...ask,
+      contents: [
+        ...ask.contents as unknown[],
+        (answer.candidates as { content: unknown }[])[0].content,
+        {
+          role: "user",
+          parts: [{ functionResponse: { name: call.name, response: { output: result } } }],
+        },
+      ],
+    }),
   },
 };

@@ -1,6 +1,6 @@
 /** Test side of `interactions` (Gemini Interactions). */
 import type { FormatSide } from "../formats.ts";
-import { googleHeaders } from "../helpers.ts";
+import { googleHeaders, LOOP_TOOL } from "../helpers.ts";
 
 export const side: FormatSide = {
   providerBase: "",
@@ -9,5 +9,23 @@ export const side: FormatSide = {
     headers: googleHeaders,
     // `store: false`: the interaction keeps the upstream's id.
     body: (model, stream) => ({ model, stream, input: "hi there", store: false }),
+  },
+  loop: {
+    // Stateless: each turn sends the whole history as steps.
+    ask: (model, stream, question) => ({
+      model,
+      stream,
+      store: false,
+      input: [{ type: "user_input", content: [{ type: "text", text: question }] }],
+      tools: [{ type: "function", ...LOOP_TOOL }],
+    }),
+    followUp: (ask, answer, call, result) => ({
+      ...ask,
+      input: [
+        ...ask.input as unknown[],
+        ...(answer.steps as { type: string }[]).filter((s) => s.type !== "user_input"),
+        { type: "function_result", call_id: call.id, name: call.name, result },
+      ],
+    }),
   },
 };

@@ -1,8 +1,29 @@
 /** Test side of `messages` (Anthropic Messages). */
 import type { FormatSide } from "../formats.ts";
-import { anthropicHeaders, bodies } from "../helpers.ts";
+import { anthropicHeaders, bodies, LOOP_TOOL } from "../helpers.ts";
 
 export const side: FormatSide = {
   providerBase: "",
   client: { path: () => "/v1/messages", headers: anthropicHeaders, body: bodies.messages },
+  loop: {
+    ask: (model, stream, question) => ({
+      model,
+      stream,
+      max_tokens: 1024,
+      messages: [{ role: "user", content: question }],
+      tools: [{
+        name: LOOP_TOOL.name,
+        description: LOOP_TOOL.description,
+        input_schema: LOOP_TOOL.parameters,
+      }],
+    }),
+    followUp: (ask, answer, call, result) => ({
+      ...ask,
+      messages: [
+        ...ask.messages as unknown[],
+        { role: "assistant", content: answer.content },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: call.id, content: result }] },
+      ],
+    }),
+  },
 };

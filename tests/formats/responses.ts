@@ -1,6 +1,6 @@
 /** Test side of `responses` (OpenAI Responses). */
 import type { FormatSide } from "../formats.ts";
-import { bodies, openaiHeaders } from "../helpers.ts";
+import { bodies, LOOP_TOOL, openaiHeaders } from "../helpers.ts";
 
 export const side: FormatSide = {
   providerBase: "/v1",
@@ -9,5 +9,27 @@ export const side: FormatSide = {
     headers: openaiHeaders,
     // `store: false`: the response keeps the upstream's id and OpenAI's defaults.
     body: (model, stream) => ({ ...bodies.responses(model, stream), store: false }),
+  },
+  loop: {
+    // As Codex asks: stateless, reasoning carried back in `encrypted_content`.
+    ask: (model, stream, question) => ({
+      model,
+      stream,
+      store: false,
+      include: ["reasoning.encrypted_content"],
+      input: [{ role: "user", content: question }],
+      tools: [{ type: "function", ...LOOP_TOOL }],
+    }),
+    followUp: (ask, answer, call, result) => ({
+      ...ask,
+      input: [
+        ...ask.input as unknown[],
+        ...answer.output as unknown[],
+        { type: "function_call_output", call_id: call.id, output: result },
+      ],
+    }),
+    // Codex keeps the output of the stream's terminal event.
+    kept: (events) =>
+      JSON.parse(events.findLast((e) => e.event === "response.completed")!.data).response,
   },
 };
