@@ -141,7 +141,8 @@ export function readPlatformError(
 /**
  * Sends a call through its platform: addressed and shaped by it (`out.url` is replaced, the
  * body adjusted), credentialed, and sent once more with a fresh credential when the platform
- * refused the first with a 401 and the credential can mint another.
+ * refused the first with a 401 and the credential can mint another. A JSON answer comes back
+ * in the format's shape where the platform's operation has its own.
  */
 export async function sendThrough(
   p: PlatformRequest,
@@ -156,12 +157,15 @@ export async function sendThrough(
     out.body = JSON.stringify(platform.adjust({ ...p.json }, out.headers, p.call, provider));
   }
   await credential.authorize(out, key, signal);
-  const res = await send(out);
-  if (res.status !== 401 || !credential.refused) return res;
-  await res.body?.cancel();
-  credential.refused(out);
-  await credential.authorize(out, key, signal);
-  return await send(out);
+  let res = await send(out);
+  if (res.status === 401 && credential.refused) {
+    await res.body?.cancel();
+    credential.refused(out);
+    await credential.authorize(out, key, signal);
+    res = await send(out);
+  }
+  if (!res.ok || p.call.stream) return res;
+  return await platform.answer?.(res, p.call, provider) ?? res;
 }
 
 /** A stream's framing through the platform of `p` (if any), given the format's own. */

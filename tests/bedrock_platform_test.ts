@@ -12,6 +12,7 @@ import { Anthropic, OpenAI } from "./sdk/deps.ts";
 import { anthropicHeaders, bodies, FORMATS, KEY, post, PROVIDER_KEY } from "./helpers.ts";
 import { startMockUpstream } from "./mock/upstream.ts";
 import { Secrets } from "../src/secrets.ts";
+import { countTokensAnswer } from "../plugins/platforms/bedrock_wire.ts";
 import {
   bedrockProvider,
   platformConfig,
@@ -345,6 +346,67 @@ Deno.test("aws-bedrock: a Claude conversation with thinking fails over from Anth
   } finally {
     await h.close();
     await mock.close();
+    await bedrock.close();
+  }
+});
+
+Deno.test("aws-bedrock: Anthropic token counting goes to CountTokens, the InvokeModel body in base64", async (t) => {
+  const bedrock = await startMockBedrock({ apiKey: BEDROCK_KEY });
+  const h = await startPlatformGateway(bedrockConfig(bedrock.url));
+  const count = (body: unknown, headers: Record<string, string> = {}) =>
+    post(`${h.url}/v1/messages/count_tokens`, { ...anthropicHeaders(), ...headers }, body);
+  /** The last CountTokens call: its InvokeModel body decoded, and that body's text. */
+  const counted = () => {
+    const sent = bedrock.requests.at(-1)!;
+    const input = sent.json?.input as { invokeModel: { body: string } };
+    const text = new TextDecoder().decode(Uint8Array.fromBase64(input.invokeModel.body));
+    return { sent, text, body: JSON.parse(text) };
+  };
+  const { max_tokens: _, stream: __, ...ask } = bodies.messages("claude-text");
+  try {
+    await t.step("signed, Bedrock's InvokeModel body, Anthropic's answer shape", async () => {
+      const res = await count(ask, { "anthropic-beta": "token-counting-2024-11-01" });
+      const answer = await res.json();
+      assert.equal(res.status, 200, JSON.stringify(answer));
+      const { sent, text, body } = counted();
+      assert.equal(sent.path, "/model/claude-text/count-tokens");
+      assert.match(sent.headers.authorization, /^AWS4-HMAC-SHA256 Credential=AKIA/);
+      assert.deepEqual(Object.keys(sent.json!), ["input"]);
+      assert.equal(body.anthropic_version, "bedrock-2023-05-31");
+      assert.deepEqual(body.anthropic_beta, ["token-counting-2024-11-01"]);
+      assert.equal(body.model, undefined);
+      assert.equal(body.max_tokens, 1); // InvokeModel requires one; the count ignores it
+      assert.deepEqual(body.messages, ask.messages);
+      // The mock counts the decoded body: the number is Bedrock's, renamed.
+      assert.deepEqual(answer, { input_tokens: Math.ceil(text.length / 4) });
+      assert.equal(h.logs.at(-1)!.input_tokens, answer.input_tokens);
+    });
+
+    await t.step("with thinking, max_tokens stays above the budget", async () => {
+      const thinking = { type: "enabled", budget_tokens: 2048 };
+      const res = await count({ ...ask, thinking });
+      assert.equal(res.status, 200, await res.clone().text());
+      await res.body?.cancel();
+      assert.equal(counted().body.max_tokens, 2049);
+    });
+
+    await t.step("the Anthropic SDK counts through it; ids with `:` stay one segment", async () => {
+      const client = new Anthropic({ baseURL: h.url, apiKey: KEY, maxRetries: 0 });
+      const answer = await client.messages.countTokens({
+        model: "colon-text",
+        messages: [{ role: "user", content: "How many tokens is this?" }],
+      });
+      assert.equal(answer.input_tokens, Math.ceil(counted().text.length / 4));
+      assert.equal(counted().sent.path, "/model/anthropic.claude-text-v1%3A0/count-tokens");
+    });
+
+    await t.step("an answer without the count is a 502, not a made-up number", async () => {
+      const res = await countTokensAnswer(Response.json({ tokens: 3 }));
+      assert.equal(res.status, 502);
+      assert.match(await res.text(), /without a number in inputTokens/);
+    });
+  } finally {
+    await h.close();
     await bedrock.close();
   }
 });

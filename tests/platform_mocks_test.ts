@@ -25,6 +25,7 @@ import {
   BedrockRuntimeClient,
   ConverseCommand,
   ConverseStreamCommand,
+  CountTokensCommand,
   GoogleAuth,
   GoogleGenAI,
   InvokeModelCommand,
@@ -141,6 +142,34 @@ Deno.test("bedrock mock: InvokeModelWithResponseStream chunks hold Anthropic's e
     assert.equal(text, `Hello from messages mock: ${USER}`);
     assert.equal(events.at(-1).type, "message_stop");
     assert.equal(events.at(-1)["amazon-bedrock-invocationMetrics"].outputTokenCount, TOKENS.text);
+  }));
+
+Deno.test("bedrock mock: CountTokens with an InvokeModel body through the AWS SDK; a body InvokeModel refuses is a ValidationException", () =>
+  withBedrock(async (mock, client) => {
+    const invoke = {
+      anthropic_version: BEDROCK_ANTHROPIC_VERSION,
+      max_tokens: 100,
+      messages: [{ role: "user", content: USER }],
+    };
+    const body = new TextEncoder().encode(JSON.stringify(invoke));
+    const out = await client.send(
+      new CountTokensCommand({ modelId: CLAUDE_ID, input: { invokeModel: { body } } }),
+    );
+    assert.equal(out.inputTokens, Math.ceil(body.length / 4));
+    const sent = mock.requests.at(-1)!;
+    assert.equal(sent.path, "/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/count-tokens");
+    // The SDK sends the blob as base64 inside `input.invokeModel.body`, as the gateway does.
+    assert.deepEqual(sent.json, { input: { invokeModel: { body: body.toBase64() } } });
+    const { max_tokens: _, ...unbounded } = invoke;
+    const refused = await failureOf(() =>
+      client.send(
+        new CountTokensCommand({
+          modelId: CLAUDE_ID,
+          input: { invokeModel: { body: new TextEncoder().encode(JSON.stringify(unbounded)) } },
+        }),
+      )
+    );
+    assert.equal(refused?.name, "ValidationException");
   }));
 
 Deno.test("bedrock mock: errors as Bedrock sends them reach the AWS SDK by name", async (t) => {

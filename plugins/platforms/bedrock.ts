@@ -5,7 +5,8 @@
  * header, `anthropic-beta` moved into `anthropic_beta`, neither `model` nor `stream` (the
  * operation says whether it streams). Its streams are AWS event-stream frames whose `chunk`
  * payloads hold one Anthropic stream event each, re-framed here as the format's SSE. Calls are
- * signed with SigV4 (service `bedrock`), or carry a Bedrock API key as a Bearer. It carries
+ * signed with SigV4 (service `bedrock`), or carry a Bedrock API key as a Bearer. Anthropic's
+ * token counting goes to CountTokens (`/model/{id}/count-tokens`). It carries
  * Bedrock's own Converse format too (`api: converse`, plugins/converse/), as that plugin has it.
  */
 import { z } from "zod";
@@ -14,6 +15,7 @@ import type { UpstreamFraming } from "../../src/contract/framing.ts";
 import type { Platform, PlatformCall } from "../../src/contract/platform.ts";
 import {
   bedrockError,
+  countTokensAnswer,
   invokeStreamFraming,
   modelIdSegment,
   unsafeModelName,
@@ -47,6 +49,8 @@ interface BedrockApi {
   operations: [json: string, stream: string];
   adjust?(body: Record<string, unknown>, headers: Headers): Record<string, unknown>;
   framing(inner: UpstreamFraming): UpstreamFraming;
+  /** CountTokens' `input` for an adjusted body; absent: no token counting. */
+  countInput?(body: Record<string, unknown>): Record<string, unknown>;
 }
 
 /** Anthropic's Messages through InvokeModel; Converse. */
@@ -55,6 +59,7 @@ const APIS: Record<string, BedrockApi> = {
     operations: ["invoke", "invoke-with-response-stream"],
     adjust: invokeBody,
     framing: invokeStreamFraming,
+    countInput: invokeModelTokens,
   },
   // Bedrock's own format: its body and event stream are the converse plugin's.
   converse: { operations: ["converse", "converse-stream"], framing: (inner) => inner },
@@ -62,11 +67,12 @@ const APIS: Record<string, BedrockApi> = {
 
 /** `POST /model/{id}/…`: the id (with `:`, or an ARN with `/`) as one encoded path segment. */
 function url(base: string, api: string, { model, operation, stream }: PlatformCall): string {
-  if (operation !== "generate") {
-    throw badRequest(`token counting is not served through platform aws-bedrock`, "model");
+  const { operations: [json, streamed], countInput } = APIS[api];
+  if (operation === "count_tokens" && !countInput) {
+    throw badRequest(`token counting through ${api} is not served on aws-bedrock`, "model");
   }
-  const [json, streamed] = APIS[api].operations;
-  return `${base}/model/${modelIdSegment(model)}/${stream ? streamed : json}`;
+  const op = operation === "count_tokens" ? "count-tokens" : stream ? streamed : json;
+  return `${base}/model/${modelIdSegment(model)}/${op}`;
 }
 
 /** The Messages body as InvokeModel takes it; the version and beta headers move into it. */
@@ -84,6 +90,18 @@ function invokeBody(body: Record<string, unknown>, headers: Headers): Record<str
     ...rest,
     ...(betas.length > 0 && { anthropic_beta: betas }),
   };
+}
+
+/**
+ * An InvokeModel body as CountTokens counts it: base64 in `invokeModel.body`. InvokeModel's
+ * Claude body requires `max_tokens`, which a token count request lacks; it does not change the
+ * count, so the smallest value the body allows is set (above a thinking budget).
+ */
+function invokeModelTokens(body: Record<string, unknown>): Record<string, unknown> {
+  const budget = (body.thinking as { budget_tokens?: unknown } | undefined)?.budget_tokens;
+  const least = typeof budget === "number" ? budget + 1 : 1;
+  const counted = { ...body, max_tokens: body.max_tokens ?? least };
+  return { invokeModel: { body: new TextEncoder().encode(JSON.stringify(counted)).toBase64() } };
 }
 
 export const bedrockPlatform: Platform<AwsSettings> = {
@@ -118,7 +136,12 @@ export const bedrockPlatform: Platform<AwsSettings> = {
       },
     };
   },
-  adjust: (body, headers, _call, { api }) => APIS[api].adjust?.(body, headers) ?? body,
+  adjust(body, headers, { operation }, { api }) {
+    const { adjust, countInput } = APIS[api];
+    const adjusted = adjust?.(body, headers) ?? body;
+    return operation === "count_tokens" && countInput ? { input: countInput(adjusted) } : adjusted;
+  },
+  answer: (res, { operation }) => operation === "count_tokens" ? countTokensAnswer(res) : undefined,
   framing: (inner, _call, { api }) => APIS[api].framing(inner),
   readError: (status, headers, body) => bedrockError(status, headers, body),
   unsafeModel: unsafeModelName,

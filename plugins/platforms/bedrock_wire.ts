@@ -100,6 +100,29 @@ export function bedrockError(
   return { status, kind, retry, message: `${name}: ${message ?? "(no message)"}` };
 }
 
+/**
+ * CountTokens' answer `{"inputTokens": N}` as Anthropic's `{"input_tokens": N}`. An answer
+ * without the count is a 502 in Bedrock's envelope (read as any Bedrock error).
+ */
+export async function countTokensAnswer(res: Response): Promise<Response> {
+  const text = await res.text();
+  let count: unknown;
+  try {
+    count = JSON.parse(text)?.inputTokens;
+  } catch {
+    count = undefined;
+  }
+  const json = { "content-type": "application/json" };
+  if (typeof count !== "number") {
+    const message = "CountTokens answered without a number in inputTokens";
+    return new Response(JSON.stringify({ message }), { status: 502, headers: json });
+  }
+  return new Response(JSON.stringify({ input_tokens: count }), {
+    status: res.status,
+    headers: json,
+  });
+}
+
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 

@@ -125,6 +125,16 @@ export interface Platform<S = unknown> {
     provider: PlatformProvider<S>,
   ): UpstreamFraming;
   /**
+   * A successful JSON answer as the format reads it, where the platform's own operation answers
+   * in another shape (Bedrock's CountTokens `{"inputTokens"}` for Anthropic's
+   * `{"input_tokens"}`); undefined: the answer stands. Never called for streams.
+   */
+  answer?(
+    res: Response,
+    call: PlatformCall,
+    provider: PlatformProvider<S>,
+  ): Promise<Response> | undefined;
+  /**
    * What an error answer means (status, all response headers, the body as text, scrubbed).
    * Absent, or undefined: the format's reading stands.
    */

@@ -17,12 +17,19 @@ import { eventFrame, exceptionFrame } from "./eventstream.ts";
 import { messages } from "./messages.ts";
 import { type AwsCredentials, verifySigV4 } from "./sigv4.ts";
 import {
+  type Call,
   type Endpoint,
   type MockPlatform,
   type MockUpstream,
   startMockUpstream,
 } from "./upstream.ts";
-import type { ErrorDetail, ErrorReply, Json, Vendor } from "./vendor.ts";
+import {
+  countTokens,
+  type ErrorDetail,
+  type ErrorReply,
+  type Json,
+  type Vendor,
+} from "./vendor.ts";
 import type { Framing, WireEvent } from "./wire.ts";
 
 export const BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31";
@@ -168,6 +175,31 @@ const invokeAnthropic = onBedrock({
   },
 });
 
+/**
+ * CountTokens with an InvokeModel body: `{"input":{"invokeModel":{"body":"<base64>"}}}` (the
+ * AWS SDK's CountTokensCommand shape), the body decoded and checked as InvokeModel checks it;
+ * the answer is `{"inputTokens": N}`, N counted from the decoded body.
+ */
+function countTokensAnswer({ body }: Call): Json | Response {
+  const refuse = (what: string) => errorResponse(bedrockError(400, "ValidationException", what));
+  const input = body.input as Json | undefined;
+  const invoke = input?.invokeModel as Json | undefined;
+  if (!input || Object.keys(input).length !== 1 || typeof invoke?.body !== "string") {
+    return refuse("input: exactly one of invokeModel or converse is required");
+  }
+  let text: string;
+  let counted: Json;
+  try {
+    text = new TextDecoder().decode(Uint8Array.fromBase64(invoke.body));
+    counted = JSON.parse(text);
+  } catch {
+    return refuse("input.invokeModel.body: not base64 of a JSON body");
+  }
+  const invalid = invokeAnthropic.validate(counted);
+  if (invalid) return refuse(invalid);
+  return { inputTokens: countTokens(text) };
+}
+
 const modelOf = (m: RegExpMatchArray) => decodeURIComponent(m[1]);
 const operation = (name: string) => new RegExp(`^/model/([^/]+)/${name}$`);
 
@@ -186,6 +218,7 @@ const ENDPOINTS: Endpoint[] = [
     model: modelOf,
     framing: () => INVOKE_STREAM,
   },
+  { path: operation("count-tokens"), vendor: invokeAnthropic, answer: countTokensAnswer },
 ];
 
 export interface BedrockOptions {

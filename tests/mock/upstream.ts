@@ -129,7 +129,10 @@ function rawError(status: number, kind: "html" | "text", echo: string): Response
   return new Response(body, { status, headers: { "content-type": type } });
 }
 
-/** A generation endpoint (its streaming framing, if this call streams) or a plain JSON one. */
+/**
+ * A generation endpoint (its streaming framing, if this call streams) or a plain JSON one (its
+ * answer's JSON, or a whole Response such as the platform's refusal).
+ */
 export type Endpoint =
   & { path: RegExp; vendor: Vendor; model?: (match: RegExpMatchArray) => string }
   & ({ framing: (call: Call) => Framing | undefined } | { answer: (call: Call) => unknown });
@@ -322,7 +325,10 @@ class Upstream implements MockUpstream {
       const page = "<!doctype html><html><body><h1>Sign in</h1></body></html>";
       return new Response(page, { headers: { "content-type": "text/html; charset=utf-8" } });
     }
-    if ("answer" in endpoint) return jsonResponse(vendor, endpoint.answer(call));
+    if ("answer" in endpoint) {
+      const answer = endpoint.answer(call);
+      return answer instanceof Response ? answer : jsonResponse(vendor, answer);
+    }
     const invalid = vendor.validate(call.body);
     if (invalid) return errorResponse(vendor, 400, { message: invalid });
     const reply = replyFor(vendor, call.body, call.model, scenario);

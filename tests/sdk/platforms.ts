@@ -6,6 +6,7 @@ export {
   BedrockRuntimeClient,
   ConverseCommand,
   ConverseStreamCommand,
+  CountTokensCommand,
   InvokeModelCommand,
   InvokeModelWithResponseStreamCommand,
 } from "npm:@aws-sdk/client-bedrock-runtime@3.1164.0";
