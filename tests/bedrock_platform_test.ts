@@ -7,10 +7,18 @@
  * over, before content), a cut stream's interruption, the session token and the key scrubbed.
  */
 import assert from "node:assert/strict";
-import { BEDROCK_TEST_CREDENTIALS, startMockBedrock } from "./mock/bedrock.ts";
+import { BEDROCK_TEST_CREDENTIALS, BILLED_EXTRA, startMockBedrock } from "./mock/bedrock.ts";
 import { Anthropic, OpenAI } from "./sdk/deps.ts";
-import { anthropicHeaders, bodies, FORMATS, KEY, post, PROVIDER_KEY } from "./helpers.ts";
-import { startMockUpstream } from "./mock/upstream.ts";
+import {
+  anthropicHeaders,
+  bodies,
+  FORMATS,
+  KEY,
+  openaiHeaders,
+  post,
+  PROVIDER_KEY,
+} from "./helpers.ts";
+import { startMockUpstream, TOKENS } from "./mock/upstream.ts";
 import { Secrets } from "../src/secrets.ts";
 import { countTokensAnswer } from "../plugins/platforms/bedrock_wire.ts";
 import {
@@ -405,6 +413,41 @@ Deno.test("aws-bedrock: Anthropic token counting goes to CountTokens, the Invoke
       assert.equal(res.status, 502);
       assert.match(await res.text(), /without a number in inputTokens/);
     });
+  } finally {
+    await h.close();
+    await bedrock.close();
+  }
+});
+
+Deno.test("aws-bedrock: Bedrock's own counts in the stream's last event are what usage counts, relayed and converted", async () => {
+  const bedrock = await startMockBedrock({ apiKey: BEDROCK_KEY });
+  const h = await startPlatformGateway(bedrockConfig(bedrock.url));
+  const model = "claude-billed-text";
+  const { input, output } = {
+    input: TOKENS.input + BILLED_EXTRA,
+    output: TOKENS.text + BILLED_EXTRA,
+  };
+  try {
+    // Relayed: the client's events stay Anthropic's as Bedrock sent them.
+    const relayed = sseEvents(await (await messages(h.url, bodies.messages(model, true))).text());
+    const delta = relayed.find((e) => e.type === "message_delta")!;
+    assert.equal((delta.usage as { output_tokens: number }).output_tokens, TOKENS.text);
+    assert.ok(relayed.at(-1)!["amazon-bedrock-invocationMetrics"]);
+    assert.deepEqual([h.logs.at(-1)!.input_tokens, h.logs.at(-1)!.output_tokens], [input, output]);
+
+    // Converted: the chat client's usage is Bedrock's count too.
+    const res = await post(`${h.url}/v1/chat/completions`, openaiHeaders(), {
+      ...bodies.chat(model, true),
+      stream_options: { include_usage: true },
+    });
+    const usage = sseEvents(await res.text()).at(-1)!.usage as Record<string, number>;
+    assert.deepEqual([usage.prompt_tokens, usage.completion_tokens], [input, output]);
+    assert.deepEqual([h.logs.at(-1)!.input_tokens, h.logs.at(-1)!.output_tokens], [input, output]);
+
+    const counted = h.gw.metrics.expose().match(
+      /^gateway_tokens_total\{[^}]*model="claude-billed-text",type="input"[^}]*\} (\d+)$/m,
+    );
+    assert.equal(counted?.[1], String(2 * input));
   } finally {
     await h.close();
     await bedrock.close();

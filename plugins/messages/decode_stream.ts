@@ -3,6 +3,7 @@ import type * as ir from "../../src/contract/ir.ts";
 import type { DecodeContext, StreamStep } from "../../src/contract/codec.ts";
 import type { SseEvent } from "../../src/contract/sse.ts";
 import { jsonObjectOf } from "../shared.ts";
+import { withBedrockMetrics } from "./bedrock_metrics.ts";
 import {
   applyServerResult,
   citationOf,
@@ -151,12 +152,12 @@ export function decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.Stream
         if (value !== null && value !== undefined) (usage as Obj)[key] = value;
       }
     },
-    message_stop(_data, emit) {
+    message_stop(data, emit) {
       release(emit);
       const finish: ir.StreamEvent = {
         type: "finish",
         reason: sawToolCall ? "tool_calls" : finishFromStopReason(stop.reason),
-        usage: usageToIr(usage),
+        usage: usageToIr(withBedrockMetrics(usage, data)),
       };
       if (typeof stop.sequence === "string") finish.stopSequence = stop.sequence;
       emit(finish);

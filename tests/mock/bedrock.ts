@@ -143,6 +143,9 @@ function onBedrock(
 
 const converse = onBedrock(converseFormat);
 
+/** What a `billed` model's invocation metrics add to the Anthropic events' input and output. */
+export const BILLED_EXTRA = 100;
+
 /** Bedrock's refusal of a body key it does not know, or of a missing required one. */
 const malformed = (what: string) =>
   `Malformed input request: #: ${what}, please reformat your input and try again.`;
@@ -158,13 +161,15 @@ const invokeAnthropic = onBedrock({
     if (version) return malformed(version);
     return messages.validate(body);
   },
-  // The last Anthropic event carries Bedrock's own token counts.
+  // The last Anthropic event carries Bedrock's own token counts: the events' own, or with
+  // `billed` in the model id BILLED_EXTRA more input and output (to tell which are counted).
   events(reply, body) {
     const events = messages.events(reply, body);
     const last = events.at(-1)!;
+    const extra = reply.model.includes("billed") ? BILLED_EXTRA : 0;
     const metrics = {
-      inputTokenCount: reply.usage.input - reply.usage.cacheRead - reply.usage.cacheWrite,
-      outputTokenCount: reply.usage.output,
+      inputTokenCount: reply.usage.input - reply.usage.cacheRead - reply.usage.cacheWrite + extra,
+      outputTokenCount: reply.usage.output + extra,
       invocationLatency: 42,
       firstByteLatency: 21,
       cacheReadInputTokenCount: reply.usage.cacheRead,
