@@ -16,7 +16,7 @@ import { KEY, post, type WsEvent, wsExchange } from "./helpers.ts";
 import { AZURE_TEST_KEY, startMockAzure } from "./mock/azure.ts";
 import { startMockBedrock } from "./mock/bedrock.ts";
 import { signature } from "./mock/scenario.ts";
-import type { RecordedRequest } from "./mock/upstream.ts";
+import type { MockUpstream, RecordedRequest } from "./mock/upstream.ts";
 import { bedrockProvider, platformConfig, startPlatformGateway } from "./platform_harness.ts";
 import { CLAUDE_AT, GEMINI_AT, modelCalls, startVertexGateway } from "./vertex_harness.ts";
 
@@ -35,10 +35,33 @@ interface Route {
   signature?(model: string): string;
 }
 
+/** A gateway in front of a platform mock: its URL, the calls the mock received. */
+interface Served {
+  url: string;
+  calls(): RecordedRequest[];
+  close(): Promise<void>;
+}
+
 interface Platform {
   name: string;
   routes: Route[];
-  start(): Promise<{ url: string; calls(): RecordedRequest[]; close(): Promise<void> }>;
+  start(): Promise<Served>;
+}
+
+/** A gateway for `doc` in front of `mock`; closing closes both. */
+async function inFront(
+  mock: MockUpstream,
+  doc: { providers: unknown[]; routes: unknown[] },
+): Promise<Served> {
+  const gateway = await startPlatformGateway(platformConfig(doc));
+  return {
+    url: gateway.url,
+    calls: () => mock.requests,
+    close: async () => {
+      await gateway.close();
+      await mock.close();
+    },
+  };
 }
 
 const bedrock: Platform = {
@@ -59,7 +82,7 @@ const bedrock: Platform = {
   ],
   async start() {
     const mock = await startMockBedrock();
-    const gateway = await startPlatformGateway(platformConfig({
+    return await inFront(mock, {
       providers: [
         bedrockProvider("bedrock-claude", mock.url),
         { ...bedrockProvider("bedrock-converse", mock.url), api: "converse" },
@@ -68,15 +91,7 @@ const bedrock: Platform = {
         { models: ["bi-*"], provider: "bedrock-claude" },
         { models: ["bc-*"], provider: "bedrock-converse" },
       ],
-    }));
-    return {
-      url: gateway.url,
-      calls: () => mock.requests,
-      close: async () => {
-        await gateway.close();
-        await mock.close();
-      },
-    };
+    });
   },
 };
 
@@ -123,22 +138,14 @@ const azure: Platform = {
       base_url,
       api_key: AZURE_TEST_KEY,
     });
-    const gateway = await startPlatformGateway(platformConfig({
+    return await inFront(mock, {
       providers: [azure("az-chat", "chat"), azure("az-resp", "responses")],
       routes: [
         { models: ["ac-*"], provider: "az-chat" },
         // As Codex users set it, so that `previous_response_id` reaches Azure over HTTP.
         { models: ["ar-*"], provider: "az-resp", passthrough: true },
       ],
-    }));
-    return {
-      url: gateway.url,
-      calls: () => mock.requests,
-      close: async () => {
-        await gateway.close();
-        await mock.close();
-      },
-    };
+    });
   },
 };
 
