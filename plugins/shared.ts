@@ -17,6 +17,12 @@ export function openAiEffort(value: string, field: string): ir.Effort {
   return value as ir.Effort;
 }
 
+/** A token budget (Anthropic `budget_tokens`, Gemini `thinkingBudget`) as the nearest effort. */
+export function effortForBudget(budget: number | undefined): ir.Effort | undefined {
+  if (budget === undefined || budget < 0) return undefined;
+  return budget < 2048 ? "low" : budget < 16384 ? "medium" : "high";
+}
+
 /** OpenAI's `json_schema` response format (chat nests these fields, Responses does not). */
 export function openAiJsonSchema(f: {
   name: string;

@@ -341,6 +341,33 @@ Deno.test("converse: reasoning is Claude's thinking for Claude models, reported 
   assert.deepEqual(novaDropped, ["reasoning"]);
 });
 
+Deno.test("converse: reasoning is Nova 2's reasoningConfig (effort, budget as the nearest effort, off); Nova 1 drops it", () => {
+  const NOVA2 = "us.amazon.nova-2-lite-v1:0";
+  const config = (reasoning: ir.Reasoning, model = NOVA2) => {
+    const dropped: string[] = [];
+    const body = converseCodec.encodeRequest(request({ reasoning }), encodeCtx(model, dropped));
+    const fields = body.additionalModelRequestFields as Record<string, unknown> | undefined;
+    return { config: fields?.reasoningConfig, dropped };
+  };
+  const enabled = (maxReasoningEffort: string) => ({ type: "enabled", maxReasoningEffort });
+  assert.deepEqual(config({ effort: "high" }), { config: enabled("high"), dropped: [] });
+  assert.deepEqual(config({ effort: "minimal" }).config, enabled("low"));
+  assert.deepEqual(config({ effort: "max" }).config, enabled("high"));
+  assert.deepEqual(config({ budgetTokens: 8000 }).config, enabled("medium"));
+  assert.deepEqual(config({ adaptive: true }).config, enabled("medium"));
+  assert.deepEqual(config({ disabled: true }).config, { type: "disabled" });
+  assert.deepEqual(config({ effort: "none" }).config, { type: "disabled" });
+  // Asking only to see thoughts leaves the model's default.
+  assert.deepEqual(config({ includeThoughts: true }), { config: undefined, dropped: [] });
+  const arn =
+    "arn:aws:bedrock:us-east-1:123456789012:inference-profile/global.amazon.nova-2-lite-v1:0";
+  assert.deepEqual(config({ effort: "low" }, arn).config, enabled("low"));
+  assert.deepEqual(config({ effort: "high" }, "amazon.nova-pro-v1:0"), {
+    config: undefined,
+    dropped: ["reasoning"],
+  });
+});
+
 Deno.test("converse: what Converse cannot express is a 400 naming the field and the route", () => {
   const ctx = encodeCtx(CLAUDE);
   const image = (url: string): ir.Request =>

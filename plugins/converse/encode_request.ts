@@ -8,6 +8,7 @@ import { planHosted } from "../hosted.ts";
 import { toolUseId } from "../messages/common.ts";
 import { encodeSampling, encodeThinking } from "../messages/thinking.ts";
 import { FAMILY, isClaude, type Obj } from "./common.ts";
+import { isNova2, novaReasoningConfig } from "./nova.ts";
 
 type Role = "user" | "assistant";
 interface Turn {
@@ -21,7 +22,9 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Obj {
   planHosted(req, ctx, () => false);
   const claude = isClaude(ctx.model);
   const thinking = claude ? encodeThinking(req, ctx, false, FAMILY) : undefined;
-  if (req.reasoning && !claude && !req.reasoning.disabled) ctx.dropped?.push("reasoning");
+  const nova = isNova2(ctx.model);
+  const reasoningConfig = nova ? novaReasoningConfig(req.reasoning) : undefined;
+  if (req.reasoning && !claude && !nova && !req.reasoning.disabled) ctx.dropped?.push("reasoning");
   const body: Obj = {};
   const system = encodeSystem(req);
   if (system.length) body.system = system;
@@ -30,6 +33,7 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Obj {
   if (Object.keys(inference.config).length) body.inferenceConfig = inference.config;
   const additional: Obj = { ...inference.additional };
   if (thinking) additional.thinking = thinking.config;
+  if (reasoningConfig) additional.reasoningConfig = reasoningConfig;
   if (Object.keys(additional).length) body.additionalModelRequestFields = additional;
   const output = encodeOutputConfig(req, thinking?.effort);
   if (output) body.outputConfig = output;

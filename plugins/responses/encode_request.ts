@@ -9,7 +9,7 @@ import type { EncodeContext } from "../../src/contract/codec.ts";
 import { unsupported } from "../../src/contract/errors.ts";
 import type * as ir from "../../src/contract/ir.ts";
 import { signatureFor } from "../../src/signature.ts";
-import { dataUri, TOOL_ERROR_PREFIX } from "../shared.ts";
+import { dataUri, effortForBudget, TOOL_ERROR_PREFIX } from "../shared.ts";
 import { dropOptions, planHosted } from "../hosted.ts";
 
 type Item = Record<string, unknown>;
@@ -71,12 +71,6 @@ function rejectInexpressible(req: ir.Request, ctx: EncodeContext) {
   }
   if (req.seed !== undefined) ctx.dropped?.push("seed");
   if (req.topK !== undefined) ctx.dropped?.push("top_k");
-}
-
-/** Token budgets (Anthropic, Gemini) become the nearest effort. */
-function effortForBudget(budget: number | undefined): ir.Effort | undefined {
-  if (budget === undefined || budget < 0) return undefined;
-  return budget < 2048 ? "low" : budget < 16384 ? "medium" : "high";
 }
 
 function reasoningOf(
