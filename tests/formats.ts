@@ -3,9 +3,9 @@
  * pieces, found by its id in tests/formats/<id>.ts. Shared test code (the golden runner, the
  * HTTP replay) enumerates these instead of naming formats, so registering a plugin is enough
  * for it to join; a format outside the registry (tests/toy_format/) builds its own
- * `TestFormat` and passes it in.
+ * `TestFormat` and passes it in. Formats only providers speak are `UPSTREAM_FORMATS`.
  */
-import type { RequestContext } from "../src/context.ts";
+import type { Plugin, RequestContext } from "../src/context.ts";
 import type { ClientFormat } from "../src/registry.ts";
 import { formatSse, type SseEvent } from "../src/contract/sse.ts";
 import { PLUGINS } from "../plugins/mod.ts";
@@ -49,9 +49,18 @@ export interface LoopSide {
   kept?(events: SseEvent[]): Body;
 }
 
-export interface StreamSide {
+/** A format's streams in fixtures and on the wire. */
+export interface WireStreams {
   /** The extension of its stream fixtures (`.sse`). */
   ext: string;
+  /**
+   * A fixture's bytes on the wire; absent: its text as is. A binary framing (AWS event stream)
+   * keeps a readable fixture and frames it here.
+   */
+  bytes?(fixture: string): Uint8Array;
+}
+
+export interface StreamSide extends WireStreams {
   /** A serializer for one client stream: an event to its wire text. */
   serializer(): (e: SseEvent) => string;
 }
@@ -59,8 +68,17 @@ export interface StreamSide {
 /** A format that clients speak. */
 type FormatPlugin = ClientFormat<RequestContext>;
 
-export interface TestFormat extends FormatSide {
+/**
+ * A format only providers speak (Converse): the golden runner converts every client request to
+ * it and its answers to every client. tests/formats/<id>.ts exports its `streams`.
+ */
+export interface UpstreamFormat {
   id: string;
+  plugin: Plugin;
+  streams: WireStreams;
+}
+
+export interface TestFormat extends FormatSide, UpstreamFormat {
   plugin: FormatPlugin;
   streams: StreamSide;
 }
@@ -92,4 +110,18 @@ export async function testFormats(plugins: readonly FormatPlugin[]): Promise<Tes
  */
 export const TEST_FORMATS: readonly TestFormat[] = await testFormats(
   PLUGINS.filter((p): p is FormatPlugin => p.dialect !== undefined),
+);
+
+/** The registered formats that only providers speak, in registry order. */
+export const UPSTREAM_FORMATS: readonly UpstreamFormat[] = await Promise.all(
+  PLUGINS.filter((p) => p.dialect === undefined).map(async (plugin) => {
+    const file = new URL(`./formats/${plugin.id}.ts`, import.meta.url);
+    let streams: WireStreams;
+    try {
+      ({ streams } = await import(file.href));
+    } catch (e) {
+      throw new Error(`format ${plugin.id}: no streams in ${file.pathname}`, { cause: e });
+    }
+    return { id: plugin.id, plugin, streams };
+  }),
 );

@@ -9,8 +9,10 @@
  * - streams/<upstream>/<case><ext> = upstream stream in that format's framing →
  *   <case>.<ingress><ext of ingress> = client stream (`.sse` for server-sent events)
  *
- * The folders are named by format id. tests/golden_test.ts runs the registered formats over
- * tests/golden/; a format outside the registry runs its own cases with the registered ones
+ * The folders are named by format id. A format only providers speak (Converse) is a target of
+ * every request case and a source of response and stream cases, never a client. Its stream
+ * fixtures may be readable text that its `streams.bytes` frames. tests/golden_test.ts runs the
+ * registered formats over tests/golden/; a format outside the registry runs its own cases with the registered ones
  * (tests/toy_format/golden_test.ts). tests/golden_http_test.ts replays the response and
  * stream fixtures through the running gateway.
  */
@@ -21,26 +23,26 @@ import { GatewayError } from "../src/contract/errors.ts";
 import { EventSourceParserStream } from "npm:eventsource-parser@4.1.3/stream";
 import type { SseEvent } from "../src/contract/sse.ts";
 import { sseFraming } from "../src/stream_stage.ts";
-import type { TestFormat } from "./formats.ts";
+import type { TestFormat, UpstreamFormat } from "./formats.ts";
 
 const UPDATE = Deno.env.get("GOLDEN_UPDATE") === "1";
 const DECODE = { now: 1700000000, id: "gwtest" };
 const CLIENT = { model: "client-model", now: () => DECODE.now };
 
-export interface GoldenCase {
-  format: TestFormat;
+export interface GoldenCase<F extends UpstreamFormat = UpstreamFormat> {
+  format: F;
   name: string;
   file: URL;
 }
 
 /** The case files under `root/<dir>/<id>/`, `ext` chosen per format; sorted by path. */
-export function goldenCases(
+export function goldenCases<F extends UpstreamFormat>(
   root: URL,
   dir: string,
-  formats: readonly TestFormat[],
-  ext: (f: TestFormat) => string,
-): GoldenCase[] {
-  const out = [];
+  formats: readonly F[],
+  ext: (f: F) => string,
+): GoldenCase<F>[] {
+  const out: GoldenCase<F>[] = [];
   for (const format of formats) {
     const folder = new URL(`${dir}/${format.id}/`, root);
     let entries: Deno.DirEntry[] = [];
@@ -77,22 +79,32 @@ function check(file: URL, actual: string) {
 const json = (v: unknown) => JSON.stringify(v, null, 2) + "\n";
 
 /** An upstream stream fixture's events, as the format's own framing divides them. */
-function upstreamEvents(format: TestFormat, text: string): ReadableStream<SseEvent> {
+function upstreamEvents(format: UpstreamFormat, text: string): ReadableStream<SseEvent> {
   const framing = format.plugin.upstream.framing?.() ?? sseFraming();
   const decoder = new TextDecoder();
-  const { events } = framing.scan(new TextEncoder().encode(text), 0, (b) => decoder.decode(b));
+  const bytes = format.streams.bytes?.(text) ?? new TextEncoder().encode(text);
+  const { events } = framing.scan(bytes, 0, (b) => decoder.decode(b));
   return ReadableStream.from(events);
 }
 
-/** Registers the golden tests over `root` for every pair of `formats`, named `<title>: …`. */
-export function goldenSuite(root: URL, formats: readonly TestFormat[], title = "golden") {
+/**
+ * Registers the golden tests over `root` for every pair of `formats`, and from every client
+ * format to each of `upstreamOnly` and back, named `<title>: …`.
+ */
+export function goldenSuite(
+  root: URL,
+  formats: readonly TestFormat[],
+  title = "golden",
+  upstreamOnly: readonly UpstreamFormat[] = [],
+) {
   const jsonExt = () => ".json";
-  const streamExt = (f: TestFormat) => f.streams.ext;
+  const streamExt = (f: UpstreamFormat) => f.streams.ext;
+  const upstreams = [...formats, ...upstreamOnly];
 
   Deno.test(`${title}: request conversion`, async (t) => {
     for (const c of goldenCases(root, "requests", formats, jsonExt)) {
       const input = JSON.parse(Deno.readTextFileSync(c.file));
-      for (const target of formats) {
+      for (const target of upstreams) {
         await t.step(`${c.format.id}/${c.name} → ${target.id}`, () => {
           let out: unknown;
           try {
@@ -121,7 +133,7 @@ export function goldenSuite(root: URL, formats: readonly TestFormat[], title = "
   });
 
   Deno.test(`${title}: response conversion`, async (t) => {
-    for (const c of goldenCases(root, "responses", formats, jsonExt)) {
+    for (const c of goldenCases(root, "responses", upstreams, jsonExt)) {
       const body = JSON.parse(Deno.readTextFileSync(c.file));
       const res = c.format.plugin.codec.decodeResponse(body, DECODE);
       for (const ingress of formats) {
@@ -134,7 +146,7 @@ export function goldenSuite(root: URL, formats: readonly TestFormat[], title = "
   });
 
   Deno.test(`${title}: stream conversion`, async (t) => {
-    for (const c of goldenCases(root, "streams", formats, streamExt)) {
+    for (const c of goldenCases(root, "streams", upstreams, streamExt)) {
       const text = Deno.readTextFileSync(c.file);
       for (const ingress of formats) {
         await t.step(`${c.format.id}/${c.name} → ${ingress.id}`, async () => {
