@@ -5,21 +5,15 @@
  * Bedrock mock's own encoder (not the library the gateway decodes with).
  */
 import type { WireStreams } from "../formats.ts";
-import { eventFrame, exceptionFrame } from "../mock/eventstream.ts";
+import { concat, eventFrame, exceptionFrame } from "../mock/eventstream.ts";
 
 export const streams: WireStreams = {
   ext: ".jsonl",
-  bytes(fixture) {
-    const frames = fixture.split("\n").filter((l) => l.trim()).map((line) => {
-      const { event, exception, data } = JSON.parse(line);
-      return exception ? exceptionFrame(exception, data) : eventFrame(event, data);
-    });
-    const out = new Uint8Array(frames.reduce((n, f) => n + f.length, 0));
-    let at = 0;
-    for (const f of frames) {
-      out.set(f, at);
-      at += f.length;
-    }
-    return out;
-  },
+  bytes: (fixture) =>
+    concat(
+      fixture.split("\n").filter((l) => l.trim()).map((line) => {
+        const { event, exception, data } = JSON.parse(line);
+        return exception ? exceptionFrame(exception, data) : eventFrame(event, data);
+      }),
+    ),
 };

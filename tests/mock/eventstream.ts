@@ -35,7 +35,8 @@ function encodeHeaders(headers: Record<string, string>): Uint8Array {
   return concat(parts);
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
+/** The parts one after the other (frames into a stream's bytes). */
+export function concat(parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of parts) {
