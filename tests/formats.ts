@@ -6,7 +6,7 @@
  * `TestFormat` and passes it in.
  */
 import type { Plugin as FormatPlugin } from "../src/context.ts";
-import { formatSse, type SseEvent } from "../src/contract/sse.ts";
+import type { StreamFraming } from "../src/contract/generation.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 
 /** How a client of the format asks for a generation. */
@@ -31,8 +31,8 @@ export interface FormatSide {
 export interface StreamSide {
   /** The extension of its stream fixtures (`.sse`). */
   ext: string;
-  /** A serializer for one client stream: an event to its wire text. */
-  serializer(): (e: SseEvent) => string;
+  /** Its framing, as the plugin's endpoint declares it; default: server-sent events. */
+  framing?: StreamFraming;
 }
 
 export interface TestFormat extends FormatSide {
@@ -41,7 +41,7 @@ export interface TestFormat extends FormatSide {
   streams: StreamSide;
 }
 
-const SSE: StreamSide = { ext: ".sse", serializer: () => formatSse };
+const SSE: StreamSide = { ext: ".sse" };
 
 export function testFormat(plugin: FormatPlugin, side: FormatSide): TestFormat {
   return { ...side, id: plugin.id, plugin, streams: side.streams ?? SSE };

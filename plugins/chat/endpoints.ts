@@ -1,7 +1,7 @@
 /** POST /v1/chat/completions */
 import type { Handler } from "../../src/context.ts";
 import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
-import { generate } from "../../src/pipeline.ts";
+import { generate } from "../../src/generation.ts";
 import { chatCodec } from "./codec.ts";
 import { parseRequest } from "./schema.ts";
 
@@ -18,7 +18,7 @@ export const chatCompletions: Handler = async (ctx) => {
     // A stream relayed without include_usage reports no usage: nothing would be counted (limits,
     // token metrics). Converted, the provider is always asked for it; the client sees it only
     // if it asked.
-    convert: stream && !streamUsage,
+    via: stream && !streamUsage ? "convert" : "auto",
     client: { streamUsage },
   });
 };

@@ -2,7 +2,7 @@
 import type { Handler } from "../../src/context.ts";
 import { badRequest } from "../../src/contract/errors.ts";
 import { checkModelName, readJsonBody } from "../../src/http.ts";
-import { generate } from "../../src/pipeline.ts";
+import { generate } from "../../src/generation.ts";
 import { JSON_ARRAY } from "./framing.ts";
 import { generateContentCodec } from "./codec.ts";
 import { path } from "./upstream.ts";
@@ -39,7 +39,9 @@ export const generateContent: Handler = async (ctx) => {
     body,
     model,
     stream,
-    passthroughPath: arrayStream ? (upstreamModel) => path(upstreamModel, true, "") : undefined,
-    framing: arrayStream ? JSON_ARRAY : undefined,
+    ...(arrayStream && {
+      relayPath: (upstreamModel: string) => path(upstreamModel, true, ""),
+      framing: JSON_ARRAY,
+    }),
   });
 };

@@ -2,7 +2,7 @@
 import type { Handler } from "../../src/context.ts";
 import { badRequest } from "../../src/contract/errors.ts";
 import { checkModelName, readJsonBody } from "../../src/http.ts";
-import { generate } from "../../src/pipeline.ts";
+import { generate } from "../../src/generation.ts";
 import { interactionsCodec } from "./codec.ts";
 import { validateRequest } from "./schema.ts";
 

@@ -2,7 +2,7 @@
 import type { Handler } from "../../src/context.ts";
 import { badRequest } from "../../src/contract/errors.ts";
 import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
-import { generate, passthrough, resolveRoute } from "../../src/pipeline.ts";
+import { generate, relayed, route } from "../../src/generation.ts";
 import { messagesCodec } from "./codec.ts";
 import { validateRequest } from "./schema.ts";
 
@@ -43,14 +43,15 @@ export const messages: Handler = async (ctx) => {
  */
 export const countTokens: Handler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
-  const r = resolveRoute(ctx, modelOf(body.json));
+  const r = route(ctx, modelOf(body.json));
   if (!r.targets.some((t) => t.provider.api === messagesCodec.api)) {
     throw badRequest("messages token counting requires a family3-compatible upstream", "model");
   }
-  return await passthrough(
+  return await relayed(
     ctx,
     { ingress: messagesCodec, body, stream: false },
     r,
+    undefined,
     {
       path: "/v1/messages/count_tokens",
       // Counting reads the input; it produces nothing.

@@ -3,14 +3,9 @@ import type { Handler, RequestContext } from "../../src/context.ts";
 import type * as ir from "../../src/contract/ir.ts";
 import { badRequest } from "../../src/contract/errors.ts";
 import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
-import {
-  answerLocally,
-  generate,
-  type Generation,
-  localId,
-  passthrough,
-  resolveRoute,
-} from "../../src/pipeline.ts";
+import type { GenerationSpec } from "../../src/contract/generation.ts";
+import { answerLocally, localId } from "../../src/answer.ts";
+import { generate, relayed, route } from "../../src/generation.ts";
 import type { Resolved } from "../../src/router.ts";
 import { responsesCodec } from "./codec.ts";
 import { compactConverted } from "./compact.ts";
@@ -60,17 +55,18 @@ const hostedTools = (json: ResponsesRequest) =>
 export const responses: Handler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
   const json = parseRequest(body.json);
-  const g: Generation = {
+  const kept = providerState(body.json);
+  const g: GenerationSpec = {
     ingress: responsesCodec,
     body,
     model: modelOf(json),
     stream: flagOf(json, "stream"),
-    providerState: providerState(body.json),
+    ...(kept && { via: { relayOnly: kept } }),
   };
   checkStatefulFields(json);
-  const r = resolveRoute(ctx, g.model);
+  const r = route(ctx, g.model);
   // The provider keeps Responses state: relay verbatim, ids included.
-  if (isPassthroughRoute(r)) return await generate(ctx, g);
+  if (isPassthroughRoute(r)) return await generate(ctx, g, r);
   const chained = json.previous_response_id != null;
   const keeps = keepsResponses(ctx, r);
   const store = keeps && json.store !== false;
@@ -82,7 +78,7 @@ export const responses: Handler = async (ctx) => {
     (json.store === false || (keeps && hostedTools(json)))
   ) {
     ctx.trace.stored = "relayed";
-    return await generate(ctx, g);
+    return await generate(ctx, g, r);
   }
   const id = newResponseId();
   const input = [
@@ -91,11 +87,10 @@ export const responses: Handler = async (ctx) => {
   ];
   const { previous_response_id: _, ...rest } = body.json;
   const keep = keeper(ctx, input, store);
-  const expanded: Generation = {
+  const expanded: GenerationSpec = {
     ...g,
     body: chained ? { ...body, json: { ...rest, input } } : body,
-    convert: true,
-    providerState: undefined,
+    via: "convert",
     client: {
       settings: responseSettings(json, store),
       // A kept response gets an id of the gateway's; an unkept one keeps the upstream's.
@@ -105,7 +100,7 @@ export const responses: Handler = async (ctx) => {
   };
   const res = json.generate === false && r.provider.api !== "responses"
     ? answerLocally(ctx, expanded, warmupResponse(ctx, g.model))
-    : await generate(ctx, expanded);
+    : await generate(ctx, expanded, r);
   // A JSON answer is kept before the client can chain on it (streams wait in the encoder).
   await keep.kept();
   return res;
@@ -113,17 +108,18 @@ export const responses: Handler = async (ctx) => {
 
 export const compact: Handler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
-  const r = resolveRoute(ctx, modelOf(body.json));
+  const r = route(ctx, modelOf(body.json));
   if (!isPassthroughRoute(r)) {
     if (r.route.compact === false) {
       throw badRequest("responses compact requires a client1 passthrough route", "model");
     }
     return await compactConverted(ctx, body, r);
   }
-  return await passthrough(
+  return await relayed(
     ctx,
-    { ingress: responsesCodec, body, stream: false, providerState: providerState(body.json) },
+    { ingress: responsesCodec, body, stream: false },
     r,
+    providerState(body.json),
     { path: "/responses/compact", usage: (json) => fromWireUsage(json.usage) },
   );
 };

@@ -15,7 +15,8 @@ import { Deadline } from "../../src/deadline.ts";
 import { openUpstreamSocket } from "../../src/relay.ts";
 import { clientClosed, ClientGone } from "../../src/stream_end.ts";
 import { failureMessage, IrWatch, localIr } from "../../src/client_stream.ts";
-import { localEvents, resolveRoute, upstreamEvents } from "../../src/pipeline.ts";
+import { localEvents } from "../../src/answer.ts";
+import { convertedEvents, route } from "../../src/generation.ts";
 import { checkNesting } from "../../src/nesting.ts";
 import { NOT_READING, SendBacklog } from "../../src/ws_backlog.ts";
 import type { SseEvent } from "../../src/contract/sse.ts";
@@ -258,7 +259,7 @@ class ResponsesSocket {
         ? live.policy.consumerAgain(this.ctx.identity!)
         : live.policy.key(trace.key!);
       await gw.limiter.admit(trace, identity, openAiDialect);
-      const r = resolveRoute(ctx, modelOf(json));
+      const r = route(ctx, modelOf(json));
       if (isPassthroughRoute(r)) {
         relayed = await this.relay(ctx, r, json, data);
         this.bound ??= gw;
@@ -381,7 +382,7 @@ class ResponsesSocket {
     if (json.generate === false) ctx.trace.routed("local");
     const events = json.generate === false
       ? localIr(localEvents(warmupResponse(ctx, ctx.trace.model!)))
-      : await upstreamEvents(ctx, r, req);
+      : await convertedEvents(ctx, r, req);
     const watch = new IrWatch(ctx.trace);
     let done: { id: string; output: unknown[] } | undefined;
     // Each frame goes out as the encoder makes it; the terminal one is kept for chaining.

@@ -8,7 +8,7 @@ import type { Handler, Plugin } from "../../src/context.ts";
 import { badRequest } from "../../src/contract/errors.ts";
 import type { Dialect, OutgoingRequest } from "../../src/contract/format.ts";
 import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
-import { generate } from "../../src/pipeline.ts";
+import { generate } from "../../src/generation.ts";
 import { faultKind, toyCodec } from "./codec.ts";
 import { interruptionLine, NDJSON, ndjsonFraming } from "./ndjson.ts";
 
