@@ -11,7 +11,7 @@ import type { IrSource } from "./client_stream.ts";
 import { converting, convertingEvents } from "./convert_attempt.ts";
 import { type Attempt, failover, ProviderFailure } from "./failover.ts";
 import { checkModelName } from "./http.ts";
-import { type Relayed, relaying } from "./relay_attempt.ts";
+import { relaying } from "./relay_attempt.ts";
 import type { Resolved, Target } from "./router.ts";
 
 /** The route a model resolves to (resolved once per request; errors name the model). */
@@ -22,7 +22,7 @@ export function route(ctx: RequestContext, model: string): Resolved {
 }
 
 /**
- * Not itself async (nor is `relayed`): a relayed answer comes back through fewer promise
+ * Not itself async: a relayed answer comes back through fewer promise
  * layers, each a turn of the microtask queue per request. A route error throws at once.
  */
 export function generate(
@@ -44,19 +44,12 @@ export function generate(
 }
 
 /**
- * Same format on both sides: bytes in, bytes out; only the model may be renamed. Fails over
- * among the route's targets of the same API (provider-kept state stays with them too).
+ * Another endpoint of the client's API (compact, count_tokens), relayed as is to the route's
+ * targets of that API, failing over among them.
  */
-export function relayed(
-  ctx: RequestContext,
-  spec: Relayed,
-  r: Resolved,
-  /** Why only providers of the client's format may answer (state only they keep). */
-  why?: string,
-  /** Another endpoint of the same API (compact, count_tokens); default: generation. */
-  other?: OtherEndpoint,
-): Promise<Response> {
-  return attempt(ctx, r, relaying(ctx, spec, why, other));
+export function relayed(ctx: RequestContext, other: OtherEndpoint, r: Resolved): Promise<Response> {
+  const spec = { ingress: other.ingress, body: other.body, stream: false };
+  return attempt(ctx, r, relaying(ctx, spec, other.why, other));
 }
 
 /**

@@ -24,7 +24,7 @@ import type { Resolved } from "./router.ts";
 import { EventReader, framingOf, relayStream } from "./stream_stage.ts";
 
 /** What a relayed request needs of its generation spec. */
-export type Relayed = Pick<GenerationSpec, "ingress" | "body" | "stream" | "relayPath" | "framing">;
+type Relayed = Pick<GenerationSpec, "ingress" | "body" | "stream" | "relayPath" | "framing">;
 
 /** Relayed attempts, to providers of the client's format only. */
 export function relaying(

@@ -1,12 +1,11 @@
 /** POST /v1beta/interactions: a model interaction, as JSON or an SSE event stream. */
-import type { Handler } from "../../src/context.ts";
+import type { PluginHandler } from "../../src/contract/handler.ts";
 import { badRequest } from "../../src/contract/errors.ts";
 import { checkModelName, readJsonBody } from "../../src/http.ts";
-import { generate } from "../../src/generation.ts";
 import { interactionsCodec } from "./codec.ts";
 import { validateRequest } from "./schema.ts";
 
-export const createInteraction: Handler = async (ctx) => {
+export const createInteraction: PluginHandler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
   const json = validateRequest(body.json);
   // Refused on every route, relayed ones too: the gateway answers a request while it is open.
@@ -18,7 +17,7 @@ export const createInteraction: Handler = async (ctx) => {
   const name = json.model ?? json.agent;
   const model = typeof name === "string" ? name : "";
   if (model) checkModelName(model);
-  return await generate(ctx, {
+  return await ctx.generate({
     ingress: interactionsCodec,
     body,
     model,

@@ -1,11 +1,12 @@
 /** Gemini Interactions (`/v1beta/interactions`): @google/genai's `client.interactions`. */
-import type { Plugin } from "../../src/context.ts";
+import type { FormatPlugin } from "../../src/contract/format.ts";
+import type { HandlerContext } from "../../src/contract/handler.ts";
 import { googleAuthorize } from "../generate-content/plugin.ts";
 import { interactionsCodec } from "./codec.ts";
 import { interactionsDialect } from "./dialect.ts";
 import { createInteraction } from "./endpoints.ts";
 
-export const interactionsPlugin: Plugin = {
+export const interactionsPlugin: FormatPlugin<HandlerContext> = {
   id: "interactions",
   family: "gemini",
   system: "gcp.gemini",

@@ -7,7 +7,6 @@
  */
 import type { RequestContext } from "../../src/context.ts";
 import type { JsonBody } from "../../src/contract/generation.ts";
-import { generate } from "../../src/generation.ts";
 import type { Resolved } from "../../src/router.ts";
 import { responsesCodec } from "./codec.ts";
 import { responseSettings } from "./echo.ts";
@@ -27,7 +26,7 @@ export async function compactConverted(
     ...inputItems(json.input, newResponseId()),
   ] as Item[];
   const { previous_response_id: _, ...rest } = body.json;
-  const res = await generate(ctx, {
+  const res = await ctx.generate({
     ingress: responsesCodec,
     body: {
       ...body,

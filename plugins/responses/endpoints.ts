@@ -4,8 +4,6 @@ import type * as ir from "../../src/contract/ir.ts";
 import { badRequest } from "../../src/contract/errors.ts";
 import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
 import type { GenerationSpec } from "../../src/contract/generation.ts";
-import { answerLocally, localId } from "../../src/answer.ts";
-import { generate, relayed, route } from "../../src/generation.ts";
 import type { Resolved } from "../../src/router.ts";
 import { responsesCodec } from "./codec.ts";
 import { compactConverted } from "./compact.ts";
@@ -16,7 +14,7 @@ import { inputItems, keeper, keepsResponses, newResponseId, storedChain } from "
 
 /** The answer to a warm-up (`generate: false`) on a converted route: completed, no output. */
 export function warmupResponse(ctx: RequestContext, model: string): ir.Response {
-  const { id, now } = localId(ctx);
+  const { id, now } = ctx.localId();
   return {
     id,
     model,
@@ -64,9 +62,9 @@ export const responses: Handler = async (ctx) => {
     ...(kept && { via: { relayOnly: kept } }),
   };
   checkStatefulFields(json);
-  const r = route(ctx, g.model);
+  const r = ctx.route(g.model);
   // The provider keeps Responses state: relay verbatim, ids included.
-  if (isPassthroughRoute(r)) return await generate(ctx, g, r);
+  if (isPassthroughRoute(r)) return await ctx.generate(g, r);
   const chained = json.previous_response_id != null;
   const keeps = keepsResponses(ctx, r);
   const store = keeps && json.store !== false;
@@ -78,7 +76,7 @@ export const responses: Handler = async (ctx) => {
     (json.store === false || (keeps && hostedTools(json)))
   ) {
     ctx.trace.stored = "relayed";
-    return await generate(ctx, g, r);
+    return await ctx.generate(g, r);
   }
   const id = newResponseId();
   const input = [
@@ -99,8 +97,8 @@ export const responses: Handler = async (ctx) => {
     },
   };
   const res = json.generate === false && r.provider.api !== "responses"
-    ? answerLocally(ctx, expanded, warmupResponse(ctx, g.model))
-    : await generate(ctx, expanded, r);
+    ? ctx.answer(expanded, warmupResponse(ctx, g.model))
+    : await ctx.generate(expanded, r);
   // A JSON answer is kept before the client can chain on it (streams wait in the encoder).
   await keep.kept();
   return res;
@@ -108,18 +106,18 @@ export const responses: Handler = async (ctx) => {
 
 export const compact: Handler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
-  const r = route(ctx, modelOf(body.json));
+  const r = ctx.route(modelOf(body.json));
   if (!isPassthroughRoute(r)) {
     if (r.route.compact === false) {
       throw badRequest("responses compact requires a client1 passthrough route", "model");
     }
     return await compactConverted(ctx, body, r);
   }
-  return await relayed(
-    ctx,
-    { ingress: responsesCodec, body, stream: false },
-    r,
-    providerState(body.json),
-    { path: "/responses/compact", usage: (json) => fromWireUsage(json.usage) },
-  );
+  return await ctx.relay({
+    ingress: responsesCodec,
+    body,
+    path: "/responses/compact",
+    usage: (json) => fromWireUsage(json.usage),
+    why: providerState(body.json),
+  }, r);
 };

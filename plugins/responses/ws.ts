@@ -16,7 +16,7 @@ import { openUpstreamSocket } from "../../src/relay.ts";
 import { clientClosed, ClientGone } from "../../src/stream_end.ts";
 import { failureMessage, IrWatch, localIr } from "../../src/client_stream.ts";
 import { localEvents } from "../../src/answer.ts";
-import { convertedEvents, route } from "../../src/generation.ts";
+import { convertedEvents } from "../../src/generation.ts";
 import { checkNesting } from "../../src/nesting.ts";
 import { NOT_READING, SendBacklog } from "../../src/ws_backlog.ts";
 import type { SseEvent } from "../../src/contract/sse.ts";
@@ -230,7 +230,7 @@ class ResponsesSocket {
     // Local response ids derive from the request id: number them so that two responses on one
     // socket never share an id (chaining names one). The access log keeps the upgrade's.
     const requestId = `${++this.responses}${this.ctx.requestId}`;
-    const ctx: RequestContext = { ...this.ctx, gw, req: this.req, trace, requestId };
+    const ctx = this.ctx.next({ gw, req: this.req, trace, requestId });
     let relayed = false;
     try {
       // The key is checked again against the keys in force: a revoked one ends the socket.
@@ -259,7 +259,7 @@ class ResponsesSocket {
         ? live.policy.consumerAgain(this.ctx.identity!)
         : live.policy.key(trace.key!);
       await gw.limiter.admit(trace, identity, openAiDialect);
-      const r = route(ctx, modelOf(json));
+      const r = ctx.route(modelOf(json));
       if (isPassthroughRoute(r)) {
         relayed = await this.relay(ctx, r, json, data);
         this.bound ??= gw;

@@ -46,7 +46,11 @@ export interface GenerationSpec {
 
 /** A non-generation endpoint of a provider's API (compact, count_tokens), relayed as JSON. */
 export interface OtherEndpoint {
+  ingress: Codec;
+  body: JsonBody;
   path: string;
+  /** Why only providers of the client's API may answer; default: it is relayed as is. */
+  why?: string;
   /** The tokens its answer reports (for metrics and the access log). */
   usage(json: Record<string, unknown>): Usage | undefined;
 }
