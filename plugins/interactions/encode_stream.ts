@@ -16,7 +16,7 @@ import { googleDialect } from "../generate-content/dialect.ts";
 type Obj = Record<string, unknown>;
 
 /** One event: `event:` repeats `event_type` (as Responses streams do), `data:` is the object. */
-export const interactionEvent = (eventType: string, fields: Obj): SseEvent => ({
+const interactionEvent = (eventType: string, fields: Obj): SseEvent => ({
   event: eventType,
   data: JSON.stringify({ event_type: eventType, ...fields }),
 });
