@@ -26,6 +26,20 @@ export interface FormatSide {
   client: ClientSide;
   /** Client streams on the wire; default: server-sent events in `.sse` fixtures. */
   streams?: StreamSide;
+  /** Its provider in the harness's mock config (tests/helpers.ts); absent: none there. */
+  mock?: MockSide;
+}
+
+/** A format's provider and routes in the harness's config, on the mock upstream. */
+export interface MockSide {
+  /** The provider's name. */
+  provider: string;
+  /** Its routes (`provider` added): model patterns and their switches. */
+  routes: { models: string[]; [setting: string]: unknown }[];
+  /** A model whose route relays this format as is (its provider speaks it). */
+  relayModel: string;
+  /** The body the shared HTTP tests send when it is not `client.body`. */
+  body?(model: string, stream: boolean): unknown;
 }
 
 export interface StreamSide {

@@ -8,10 +8,18 @@ import { Formats } from "../src/formats.ts";
 import type { LimitStore } from "../src/limits/store.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 import { type MockUpstream, startMockUpstream } from "./mock/upstream.ts";
+import { TEST_FORMATS } from "./formats.ts";
+import { HASHED_KEY, KEY } from "./requests.ts";
 
-export const KEY = "sk-test-key-team-a";
-/** A second client key, configured only by its SHA-256 digest. */
-export const HASHED_KEY = "sk-test-key-team-b";
+export {
+  anthropicHeaders,
+  bodies,
+  googleHeaders,
+  HASHED_KEY,
+  KEY,
+  openaiHeaders,
+} from "./requests.ts";
+
 export const PROVIDER_KEY = "sk-provider-secret";
 
 export async function sha256Hex(text: string): Promise<string> {
@@ -19,9 +27,13 @@ export async function sha256Hex(text: string): Promise<string> {
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/** The registered formats that have a provider on the mock upstream (tests/formats/<id>.ts). */
+const MOCKED = TEST_FORMATS.flatMap((f) => f.mock ? [{ ...f, mock: f.mock }] : []);
+
 /**
- * Routes by prefix: `pt-*` Responses passthrough, `resp-*` Responses (no passthrough flag),
- * `chat-*` chat, `msg-*` Anthropic messages, `gem-*` Gemini, `demo-*` the demo provider,
+ * Each registered format's provider and routes (its `mock` side, tests/formats/<id>.ts), and
+ * `demo-*` the demo provider. Routes go by prefix: `pt-*` Responses passthrough, `resp-*`
+ * Responses (no passthrough flag), `chat-*` chat, `msg-*` Anthropic messages, `gem-*` Gemini,
  * `renamed-*` chat with an upstream rename to `chat-text-renamed`. The rest of the model name
  * picks the mock's scenario (text, tool, think, cut, stall, slow, err429, …).
  */
@@ -43,22 +55,21 @@ export async function mockConfig(
       { name: "team-b", sha256: await sha256Hex(HASHED_KEY) },
     ],
     providers: [
-      provider("oai", "responses", "/v1"),
-      provider("oai-chat", "chat", "/v1"),
-      provider("anthropic", "messages", ""),
-      provider("gemini", "generate-content", ""),
+      ...MOCKED.map((f) => provider(f.mock.provider, f.id, f.providerBase)),
       { name: "demo", api: "demo" },
     ],
     routes: [
-      { models: ["pt-*"], provider: "oai", passthrough: true },
-      { models: ["resp-*"], provider: "oai" },
-      { models: ["chat-*"], provider: "oai-chat" },
-      { models: ["renamed-*"], provider: "oai-chat", model: "chat-text-renamed" },
-      { models: ["msg-*"], provider: "anthropic" },
-      { models: ["gem-*"], provider: "gemini" },
+      ...MOCKED.flatMap((f) => f.mock.routes.map((r) => ({ ...r, provider: f.mock.provider }))),
       { models: ["demo-*"], provider: "demo" },
     ],
   });
+}
+
+/** The mock config's route for a model pattern (`chat-*`); its order follows the registry. */
+export function routeFor(config: Config, pattern: string): Config["routes"][number] {
+  const route = config.routes.find((r) => r.models.includes(pattern));
+  if (!route) throw new Error(`no route for ${pattern}`);
+  return route;
 }
 
 export interface Harness {
@@ -118,20 +129,6 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   };
 }
 
-export const openaiHeaders = (key = KEY) => ({
-  authorization: `Bearer ${key}`,
-  "content-type": "application/json",
-});
-export const anthropicHeaders = (key = KEY) => ({
-  "x-api-key": key,
-  "anthropic-version": "2023-06-01",
-  "content-type": "application/json",
-});
-export const googleHeaders = (key = KEY) => ({
-  "x-goog-api-key": key,
-  "content-type": "application/json",
-});
-
 export function post(url: string, headers: Record<string, string>, body: unknown) {
   return fetch(url, {
     method: "POST",
@@ -140,26 +137,10 @@ export function post(url: string, headers: Record<string, string>, body: unknown
   });
 }
 
-/** Minimal valid bodies per endpoint. */
-export const bodies = {
-  chat: (model: string, stream = false) => ({
-    model,
-    stream,
-    messages: [{ role: "user", content: "hi there" }],
-  }),
-  responses: (model: string, stream = false) => ({ model, stream, input: "hi there" }),
-  messages: (model: string, stream = false) => ({
-    model,
-    stream,
-    max_tokens: 100,
-    messages: [{ role: "user", content: "hi there" }],
-  }),
-  gemini: () => ({ contents: [{ role: "user", parts: [{ text: "hi there" }] }] }),
-};
-
-/** One client format: its endpoint, key header and a minimal body. */
+/** One client format with a provider in the mock config: its endpoint, key header and body. */
 export interface Ingress {
-  name: "chat" | "responses" | "messages" | "gemini";
+  /** The format's id. */
+  name: string;
   /** Path for a model; Gemini's carries the model and the action. */
   path: (model: string, stream: boolean) => string;
   headers: Record<string, string>;
@@ -168,40 +149,14 @@ export interface Ingress {
   model: string;
 }
 
-export const INGRESS: Ingress[] = [
-  {
-    name: "chat",
-    path: () => "/v1/chat/completions",
-    headers: openaiHeaders(),
-    body: (m, s) => ({
-      ...bodies.chat(m, s),
-      ...(s && { stream_options: { include_usage: true } }),
-    }),
-    model: "chat-text",
-  },
-  {
-    name: "responses",
-    path: () => "/v1/responses",
-    headers: openaiHeaders(),
-    body: bodies.responses,
-    model: "pt-text",
-  },
-  {
-    name: "messages",
-    path: () => "/v1/messages",
-    headers: anthropicHeaders(),
-    body: bodies.messages,
-    model: "msg-text",
-  },
-  {
-    name: "gemini",
-    path: (m, s) =>
-      `/v1beta/models/${m}${s ? ":streamGenerateContent?alt=sse" : ":generateContent"}`,
-    headers: googleHeaders(),
-    body: () => bodies.gemini(),
-    model: "gem-text",
-  },
-];
+/** The registered formats with a provider in the mock config, in registry order. */
+export const INGRESS: Ingress[] = MOCKED.map(({ id, client, mock }) => ({
+  name: id,
+  path: client.path,
+  headers: client.headers(KEY),
+  body: mock.body ?? client.body,
+  model: mock.relayModel,
+}));
 
 export type WsEvent = Record<string, unknown>;
 /** A frame, or a function of the responses so far (to chain `previous_response_id`). */

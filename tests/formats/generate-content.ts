@@ -1,6 +1,6 @@
 /** Test side of `generate-content` (Gemini generateContent). */
 import type { FormatSide } from "../formats.ts";
-import { bodies, googleHeaders } from "../helpers.ts";
+import { bodies, googleHeaders } from "../requests.ts";
 
 export const side: FormatSide = {
   providerBase: "",
@@ -10,4 +10,5 @@ export const side: FormatSide = {
     headers: googleHeaders,
     body: bodies.gemini,
   },
+  mock: { provider: "gemini", routes: [{ models: ["gem-*"] }], relayModel: "gem-text" },
 };

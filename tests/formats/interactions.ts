@@ -1,6 +1,6 @@
 /** Test side of `interactions` (Gemini Interactions). */
 import type { FormatSide } from "../formats.ts";
-import { googleHeaders } from "../helpers.ts";
+import { googleHeaders } from "../requests.ts";
 
 export const side: FormatSide = {
   providerBase: "",
