@@ -22,8 +22,10 @@ export function route(ctx: RequestContext, model: string): Resolved {
 }
 
 /**
- * Not itself async: a relayed answer comes back through fewer promise
- * layers, each a turn of the microtask queue per request. A route error throws at once.
+ * Runs a generation: every target relays (`via: { relayOnly }`, or all speak the client's
+ * format), or the request is decoded to IR once and each target is relayed or converted. Not
+ * itself async: a relayed answer comes back through fewer promise layers, each a turn of the
+ * microtask queue per request. A route error throws at once.
  */
 export function generate(
   ctx: RequestContext,
@@ -31,14 +33,11 @@ export function generate(
   r: Resolved = route(ctx, spec.model),
 ): Promise<Response> {
   const via = spec.via ?? "auto";
+  const relayOnly = typeof via === "object" ? via.relayOnly : undefined;
   const relays = (t: Pick<Target, "provider">) =>
     via === "auto" && t.provider.api === spec.ingress.api;
-  if (typeof via === "object" || r.targets.every(relays)) {
-    return attempt(
-      ctx,
-      r,
-      relaying(ctx, spec, typeof via === "object" ? via.relayOnly : undefined),
-    );
+  if (relayOnly !== undefined || r.targets.every(relays)) {
+    return attempt(ctx, r, relaying(ctx, spec, relayOnly));
   }
   return converting(ctx, spec, r, relays).then((each) => attempt(ctx, r, each));
 }
