@@ -19,10 +19,18 @@ cd "$here/.."
 
 deno eval --ext=ts "
   import { startMockUpstream } from './tests/mock/upstream.ts';
-  import { mockConfig } from './tests/helpers.ts';
   const m = await startMockUpstream({ record: false });
-  const config = await mockConfig(m.url);
-  await Deno.writeTextFile('$tmp/config.json', JSON.stringify(config));
+  // Each checkout gets its own test config: an older one may not know newer fields.
+  // Plain-http providers default to a fresh connection per call; production providers (https)
+  // keep theirs, and so does bench/processes.ts: both sides keep them where the option exists.
+  const configOf = async (dir: string) => {
+    const config = await (await import('file://' + dir + '/tests/helpers.ts')).mockConfig(m.url);
+    const knows = (await Deno.readTextFile(dir + '/src/config.ts')).includes('keep_alive');
+    if (knows) for (const p of config.providers) p.keep_alive = true;
+    return config;
+  };
+  await Deno.writeTextFile('$tmp/config.json', JSON.stringify(await configOf('$a')));
+  const config = await configOf('$b');
   const limits = Deno.env.get('LIMITS_B');
   if (limits) config.keys[0] = { ...config.keys[0], limits: JSON.parse(limits) };
   const redis = Deno.env.get('LIMITS_REDIS_B');
@@ -37,7 +45,14 @@ start() { # dir port config
 }
 start "$a" 18181 config.json
 start "$b" 18182 config_b.json
-until grep -q listening "$tmp/18181.log" && grep -q listening "$tmp/18182.log"; do sleep 0.2; done
+for _ in $(seq 150); do
+  grep -q listening "$tmp/18181.log" && grep -q listening "$tmp/18182.log" && break
+  sleep 0.2
+done
+grep -q listening "$tmp/18181.log" && grep -q listening "$tmp/18182.log" || {
+  cat "$tmp/18181.log" "$tmp/18182.log" >&2
+  exit 1
+}
 
 context=$(printf 'You are a careful coding assistant. %.0s' {1..30})
 cat >"$tmp/json.lua" <<LUA

@@ -9,7 +9,7 @@ import type { Identity, LimitPolicy } from "./limits/policy.ts";
 import type { Metrics } from "./metrics.ts";
 import type { Stopping } from "./relay.ts";
 import type { Resolved, Router } from "./router.ts";
-import type { ResponseStore } from "./store.ts";
+import type { ConversationStore } from "./store.ts";
 import type { Secrets } from "./secrets.ts";
 import type { Observer, Trace } from "./trace.ts";
 import type { TrustedProxies } from "./trusted_proxies.ts";
@@ -30,8 +30,8 @@ export interface Gateway {
   limiter: Limiter;
   /** The models each provider reports, read in the background; shared by all snapshots. */
   providerModels: ReportedModels;
-  /** Stored Responses (previous_response_id, GET /v1/responses/{id}). */
-  store: ResponseStore;
+  /** Stored conversations, of every format that keeps them (src/conversations.ts). */
+  store: ConversationStore;
   /**
    * Every provider credential, scrubbed from whatever upstream text leaves the gateway. Shared
    * by all snapshots and only ever grows, so keys replaced by a reload stay scrubbed.

@@ -15,7 +15,7 @@ import { dropSpanQuery, otelEnabled, spanAttributes } from "./otel.ts";
 import { Stopping } from "./relay.ts";
 import { clientClosed, ClientGone } from "./stream_end.ts";
 import { ProviderModels } from "./provider_models.ts";
-import { MemoryStore, type ResponseStore } from "./store.ts";
+import { type ConversationStore, MemoryStore } from "./store.ts";
 import { Secrets } from "./secrets.ts";
 import { Trace } from "./trace.ts";
 import { configured } from "./reload.ts";
@@ -214,7 +214,7 @@ function internalError(e: unknown, requestId: string): GatewayError {
 }
 
 /** The configured store: Redis when `redis_url` is set, else the embedded one. */
-async function createStore(cfg: ResponseStoreConfig): Promise<ResponseStore> {
+async function createStore(cfg: ResponseStoreConfig): Promise<ConversationStore> {
   // Disabled, the store stays empty (nothing is put): no Redis connection either.
   if (!cfg.redis_url || !cfg.enabled) return new MemoryStore(cfg);
   const { RedisStore } = await import("./store_redis.ts");

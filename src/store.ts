@@ -1,5 +1,8 @@
 /**
- * Stored responses: what `previous_response_id` chains on and GET /v1/responses/{id} reads.
+ * Stored conversations: one record per answer the gateway built and kept, with the whole input
+ * the model saw, so a later request can continue it by naming that answer's id and a client can
+ * read it back. Records of every format share the store; each format makes ids of its own shape
+ * and looks up only those (the plugins use it through src/conversations.ts).
  * Each record belongs to the client key that made it; a lookup by another key finds nothing.
  * The embedded store keeps records in memory, bounded by size (oldest evicted first, and each
  * key within its share: a key past it evicts its own oldest) and age;
@@ -9,25 +12,25 @@
 import type { ResponseStoreConfig } from "./config.ts";
 import { GatewayError } from "./contract/errors.ts";
 
-export interface StoredResponse {
+export interface StoredTurn {
   id: string;
   /** Name of the client key that made it. */
   owner: string;
-  /** The input items the model saw (a chain's earlier turns included), each with an id. */
+  /** The input the model saw, in the format's own items (a chain's earlier turns included). */
   input: unknown[];
-  /** The response object as the client received it. */
+  /** The answer object as the client received it. */
   response: Record<string, unknown>;
 }
 
 /** What `put` did: kept, or why not. */
 export type PutResult = "kept" | "too_large" | "taken";
 
-export interface ResponseStore {
+export interface ConversationStore {
   /** Names the store in errors and logs (`memory`, `redis`). */
   readonly name: string;
   /** The record, if it exists, has not expired and belongs to `owner`. */
-  get(id: string, owner: string): Promise<StoredResponse | undefined>;
-  put(record: StoredResponse): Promise<PutResult>;
+  get(id: string, owner: string): Promise<StoredTurn | undefined>;
+  put(record: StoredTurn): Promise<PutResult>;
   /** True if a record of `owner` was deleted. */
   delete(id: string, owner: string): Promise<boolean>;
   close(): Promise<void>;
@@ -60,7 +63,7 @@ interface Entry {
 }
 
 /** The embedded store: in memory, per instance. Sizes count JSON text characters. */
-export class MemoryStore implements ResponseStore {
+export class MemoryStore implements ConversationStore {
   readonly name = "memory";
   /** Insertion order is age order: the first entry is the oldest. */
   private readonly entries = new Map<string, Entry>();
@@ -82,12 +85,12 @@ export class MemoryStore implements ResponseStore {
     this.ttlMs = cfg.ttl_s * 1000;
   }
 
-  get(id: string, owner: string): Promise<StoredResponse | undefined> {
+  get(id: string, owner: string): Promise<StoredTurn | undefined> {
     const e = this.live(id);
     return Promise.resolve(e?.owner === owner ? JSON.parse(e.json) : undefined);
   }
 
-  put(record: StoredResponse): Promise<PutResult> {
+  put(record: StoredTurn): Promise<PutResult> {
     const json = JSON.stringify(record);
     if (json.length > this.maxItem) return Promise.resolve("too_large");
     const before = this.live(record.id);

@@ -1,7 +1,7 @@
 /**
- * Stored responses in Redis (`response_store.redis_url`): one key per response under
+ * Stored conversations in Redis (`response_store.redis_url`): one key per record under
  * `redis_prefix`, its TTL set in Redis, so every instance behind one Kong upstream sees the
- * same responses and they survive restarts. While Redis is unreachable, commands fail at once
+ * same records and they survive restarts. While Redis is unreachable, commands fail at once
  * (no offline queue), and a stalled Redis fails them after `redis_timeout_ms`: callers answer
  * 503 naming the store; the client reconnects by itself. A value that is not a record is taken
  * for missing. Errors are logged without content: at most the Redis key.
@@ -15,11 +15,11 @@ import {
 } from "./redis_client.ts";
 import type { ResponseStoreConfig } from "./config.ts";
 import {
+  type ConversationStore,
   keyShare,
   maxItem,
   type PutResult,
-  type ResponseStore,
-  type StoredResponse,
+  type StoredTurn,
   storeUnavailable,
 } from "./store.ts";
 
@@ -67,21 +67,21 @@ function wrongTypeIsGarbage(e: unknown): typeof GARBAGE {
 }
 
 /** A stored record, if `json` is one (parsed, and of the record's shape). */
-function recordOf(json: string): StoredResponse | undefined {
+function recordOf(json: string): StoredTurn | undefined {
   let v: unknown;
   try {
     v = JSON.parse(json);
   } catch {
     return undefined;
   }
-  const r = v as Partial<StoredResponse> | null;
+  const r = v as Partial<StoredTurn> | null;
   const ok = typeof r === "object" && r !== null && typeof r.id === "string" &&
     typeof r.owner === "string" && Array.isArray(r.input) &&
     typeof r.response === "object" && r.response !== null && !Array.isArray(r.response);
-  return ok ? r as StoredResponse : undefined;
+  return ok ? r as StoredTurn : undefined;
 }
 
-export class RedisStore implements ResponseStore {
+export class RedisStore implements ConversationStore {
   readonly name = "redis";
   private lastLogged = 0;
 
@@ -110,7 +110,7 @@ export class RedisStore implements ResponseStore {
     return this.cfg.redis_prefix + id;
   }
 
-  /** A record's key and its owner's booking keys (ids are `resp_…`: no clash with `owner…:`). */
+  /** A record's key and its owner's booking keys (no format's ids begin `owner-`: no clash). */
   private keys(id: string, owner: string): string[] {
     const p = this.cfg.redis_prefix;
     return [p + id, `${p}owner-ids:${owner}`, `${p}owner-sizes:${owner}`];
@@ -128,7 +128,7 @@ export class RedisStore implements ResponseStore {
     }
   }
 
-  async get(id: string, owner: string): Promise<StoredResponse | undefined> {
+  async get(id: string, owner: string): Promise<StoredTurn | undefined> {
     const key = this.key(id);
     const json = await this.run(() => this.client.get(key).catch(wrongTypeIsGarbage));
     if (json === null) return undefined;
@@ -146,7 +146,7 @@ export class RedisStore implements ResponseStore {
     return record.owner === owner ? record : undefined;
   }
 
-  async put(record: StoredResponse): Promise<PutResult> {
+  async put(record: StoredTurn): Promise<PutResult> {
     const json = JSON.stringify(record);
     if (json.length > maxItem(this.cfg)) return "too_large";
     const { id, owner } = record;

@@ -86,7 +86,7 @@ export class Trace {
   durationMs?: number;
   /** A streamed answer ends when its body does: the stream stage calls `end`, not the server. */
   streaming = false;
-  /** Responses store outcome: `kept`, `too_large`, `taken`, `off` (store: false), `failed`. */
+  /** Conversation store outcome: `kept`, `too_large`, `taken`, `off` (store: false), `failed`. */
   stored?: string;
   /** Request fields the target could not express, dropped and reported. */
   dropped?: string[];

@@ -8,7 +8,7 @@ import type * as ir from "../src/contract/ir.ts";
 import type { SseEvent } from "../src/contract/sse.ts";
 import { formatSse } from "../src/contract/sse.ts";
 import { interactionsCodec as codec } from "../plugins/interactions/codec.ts";
-import { validateRequest } from "../plugins/interactions/schema.ts";
+import { parseRequest } from "../plugins/interactions/schema.ts";
 import { interactionsDialect } from "../plugins/interactions/dialect.ts";
 import { GoogleGenAI } from "./sdk/deps.ts";
 import { startMockUpstream, TOKENS } from "./mock/upstream.ts";
@@ -35,22 +35,22 @@ const sig = (family: string, value: string): ir.Signature => ({ family, value })
 
 // ---- validation and refusals ----
 
-Deno.test("interactions: validateRequest names the first bad field", () => {
+Deno.test("interactions: parseRequest names the first bad field", () => {
   rejects(
-    () => validateRequest({ model: "m", input: [{ type: "text", text: "a" }, { type: "text" }] }),
+    () => parseRequest({ model: "m", input: [{ type: "text", text: "a" }, { type: "text" }] }),
     /^input\[1\]\.text: required$/,
     "input[1].text",
   );
   rejects(
-    () => validateRequest({ model: "m", generation_config: { thinking_level: "extreme" } }),
+    () => parseRequest({ model: "m", generation_config: { thinking_level: "extreme" } }),
     /^generation_config\.thinking_level: expected "minimal" or "low" or "medium" or "high"$/,
   );
   rejects(
-    () => validateRequest({ model: "m", input: [{ type: "function_call", name: "f" }] }),
+    () => parseRequest({ model: "m", input: [{ type: "function_call", name: "f" }] }),
     /^input\[0\]\.id: required$/,
   );
   rejects(
-    () => validateRequest({ model: "m", system_instruction: { parts: [] } }),
+    () => parseRequest({ model: "m", system_instruction: { parts: [] } }),
     /^system_instruction: expected string/,
   );
 });

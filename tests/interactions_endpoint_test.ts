@@ -96,3 +96,31 @@ Deno.test("interactions upstream: an Interactions client is relayed, others conv
     await h.close();
   }
 });
+
+Deno.test("interactions upstream: chains stay with Google; the gateway reads only its own ids", async () => {
+  const h = await startHarness(interactionsRoute);
+  try {
+    const first = await (await post(h.url + URL_PATH, googleHeaders(), {
+      model: "int-text",
+      input: "hi",
+    })).json();
+    const chained = await post(h.url + URL_PATH, googleHeaders(), {
+      model: "int-text",
+      input: "again",
+      previous_interaction_id: first.id,
+    });
+    assert.equal(chained.status, 200);
+    await chained.body?.cancel();
+    // Relayed as sent: Google resolves its own chain.
+    const sent = JSON.parse(h.upstream.requests.at(-1)!.body);
+    assert.equal(sent.previous_interaction_id, first.id);
+    assert.equal(sent.input, "again");
+    const got = await fetch(`${h.url}${URL_PATH}/${first.id}`, { headers: googleHeaders() });
+    assert.equal(got.status, 404);
+    const err = (await got.json()).error;
+    assert.equal(err.status, "NOT_FOUND");
+    assert.match(err.message, /this one was not kept here \(store: false, or made by a provider\)/);
+  } finally {
+    await h.close();
+  }
+});

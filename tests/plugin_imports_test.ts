@@ -9,12 +9,16 @@ import assert from "node:assert/strict";
 const SHARED = ["http.ts", "validate.ts", "signature.ts", "model_segment.ts", "limits/windows.ts"];
 
 /**
- * Still on the core's RequestContext: the Responses plugin's stored-response handlers read the
- * store and the route's config (being reshaped into a stored-conversation service), its
+ * Still on the core's RequestContext: the stored-conversation handlers of Responses and
+ * Interactions read the store (src/conversations.ts) and the route's config, the Responses
  * WebSocket runs its own socket session, and the registry list types them together.
  */
 const PENDING = [
   "mod.ts",
+  "interactions/plugin.ts",
+  "interactions/endpoints.ts",
+  "interactions/running.ts",
+  "interactions/stored.ts",
   "responses/plugin.ts",
   "responses/endpoints.ts",
   "responses/compact.ts",

@@ -3,12 +3,14 @@
  * Debian, started on a free loopback port: two gateway instances share one Redis (create on
  * one, read, chain and delete on the other), keys carry a TTL in Redis, and with Redis stopped
  * the gateway stays up: requests that do not chain work, chaining and GET answer 503 naming
- * the store, without content in the logs. Ignored with a message when redis-server is missing
- * (.ci/install-redis.sh installs it).
+ * the store, without content in the logs. Stored interactions share it: created on one instance
+ * with @google/genai, chained, read and deleted on the other. Ignored with a message when
+ * redis-server is missing (.ci/install-redis.sh installs it).
  */
 import assert from "node:assert/strict";
-import { type Harness, HASHED_KEY, openaiHeaders, post, startHarness } from "./helpers.ts";
+import { type Harness, HASHED_KEY, KEY, openaiHeaders, post, startHarness } from "./helpers.ts";
 import { freePort, MISSING, REDIS, redisCli, startRedis } from "./redis_server.ts";
+import { GoogleGenAI } from "./sdk/deps.ts";
 
 const gatewayOn = (port: number, timeoutMs?: number) =>
   startHarness({
@@ -122,6 +124,47 @@ Deno.test({
       await a.close();
       await b.close();
       if (!stopped) await redis.stop();
+    }
+  },
+});
+
+Deno.test({
+  name: "redis store: @google/genai interactions created on A are chained, read, deleted on B",
+  ignore: REDIS === undefined,
+  async fn() {
+    const redis = await startRedis(freePort());
+    const a = await gatewayOn(redis.port);
+    const b = await gatewayOn(redis.port);
+    const interactions = (h: Harness, key?: string) =>
+      new GoogleGenAI({ apiKey: key ?? KEY, httpOptions: { baseUrl: h.url } }).interactions;
+    const failed = (p: Promise<unknown>) => p.then(() => 200, (e) => e.status);
+    try {
+      await untilReady(a);
+      await untilReady(b);
+      const first = await interactions(a).create({
+        model: "msg-text",
+        input: "The password is swordfish.",
+      });
+      const ttl = Number(await redisCli(redis.port, "TTL", `gateway:responses:${first.id}`));
+      assert.ok(ttl > 3500 && ttl <= 3600, `TTL ${ttl}`);
+      const second = await interactions(b).create({
+        model: "gem-text",
+        input: "What is the password?",
+        previous_interaction_id: first.id,
+      });
+      assert.match(b.upstream.requests.at(-1)!.body, /swordfish/);
+      assert.equal((await interactions(a).get(second.id)).output_text, second.output_text);
+      assert.equal(await failed(interactions(b, HASHED_KEY).get(first.id)), 404, "other key");
+      // One store, two formats: neither reads the other's records.
+      const response = await create(a, { model: "msg-text", input: "a response" });
+      assert.equal(await failed(interactions(b).get(response.id)), 404);
+      assert.equal((await get(b, first.id)).status, 400, "not a response id");
+      await interactions(b).delete(first.id);
+      assert.equal(await failed(interactions(a).get(first.id)), 404);
+    } finally {
+      await a.close();
+      await b.close();
+      await redis.stop();
     }
   },
 });

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { validateConfig } from "../src/config.ts";
-import { MemoryStore, type StoredResponse } from "../src/store.ts";
+import { MemoryStore, type StoredTurn } from "../src/store.ts";
 import {
   type Harness,
   HASHED_KEY,
@@ -206,7 +206,7 @@ Deno.test("store: the embedded store evicts the oldest by size, and expires by a
     { max_mb: 3000 / 1024 / 1024, max_mb_per_key: 3000 / 1024 / 1024, max_item_mb: 1, ttl_s: 10 },
     () => now,
   );
-  const rec = (id: string, owner = "a"): StoredResponse => ({
+  const rec = (id: string, owner = "a"): StoredTurn => ({
     id,
     owner,
     input: [{ text: "y".repeat(800) }],

@@ -29,10 +29,17 @@ export function resourceHead(
   };
 }
 
-export function encodeResponse(res: ir.Response, ctx: ClientContext): Record<string, unknown> {
+/** The whole resource of an answer (a stream's too, gathered: collect.ts). */
+export function interactionResource(res: ir.Response, ctx: ClientContext): Record<string, unknown> {
   return {
-    ...resourceHead(ctx.responseId ?? res.id, ctx, res.created, statusOf(res.finish)),
+    ...resourceHead(ctx.id ?? res.id, ctx, res.created, statusOf(res.finish)),
     steps: res.parts.flatMap((p) => modelSteps(p, carried)),
     ...(res.usage && { usage: encodeUsage(res.usage) }),
   };
+}
+
+export function encodeResponse(res: ir.Response, ctx: ClientContext): Record<string, unknown> {
+  const resource = interactionResource(res, ctx);
+  ctx.onAnswer?.(resource);
+  return resource;
 }

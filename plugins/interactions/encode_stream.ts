@@ -9,14 +9,15 @@ import type * as ir from "../../src/contract/ir.ts";
 import type { ClientContext, StreamStep } from "../../src/contract/codec.ts";
 import type { SseEvent } from "../../src/contract/sse.ts";
 import { streamErrorBody } from "../shared.ts";
-import { carried, resourceHead } from "./encode_response.ts";
+import { carried, interactionResource, resourceHead } from "./encode_response.ts";
+import { AnswerCollector } from "./collect.ts";
 import { annotation, encodeUsage, functionCallStep, modelSteps, statusOf } from "./steps.ts";
 import { googleDialect } from "../generate-content/dialect.ts";
 
 type Obj = Record<string, unknown>;
 
 /** One event: `event:` repeats `event_type` (as Responses streams do), `data:` is the object. */
-const interactionEvent = (eventType: string, fields: Obj): SseEvent => ({
+export const interactionEvent = (eventType: string, fields: Obj): SseEvent => ({
   event: eventType,
   data: JSON.stringify({ event_type: eventType, ...fields }),
 });
@@ -76,7 +77,7 @@ export function encodeStream(ctx: ClientContext): StreamStep<ir.StreamEvent, Sse
   const encode = (e: ir.StreamEvent): SseEvent[] => {
     switch (e.type) {
       case "start": {
-        id = ctx.responseId ?? e.id;
+        id = ctx.id ?? e.id;
         created = e.created;
         usage = e.usage;
         const { updated: _, ...head } = resourceHead(id, ctx, created, "in_progress");
@@ -162,9 +163,16 @@ export function encodeStream(ctx: ClientContext): StreamStep<ir.StreamEvent, Sse
     }
   };
 
+  // A kept interaction is gathered as it streams and stored before its end goes out.
+  const collector = ctx.onAnswer && new AnswerCollector();
   return {
     transform(e, out) {
-      for (const event of encode(e)) out.enqueue(event);
+      const whole = collector?.see(e);
+      const events = encode(e);
+      const send = () => events.forEach((event) => out.enqueue(event));
+      if (!whole) return send();
+      // The client may chain on this interaction as soon as it sees the end: keep it first.
+      return Promise.resolve(ctx.onAnswer!(interactionResource(whole, ctx))).then(send);
     },
   };
 }

@@ -1,13 +1,17 @@
 /** POST /v1beta/interactions: a model interaction, as JSON or an SSE event stream. */
-import type { PluginHandler } from "../../src/contract/handler.ts";
+import type { Handler } from "../../src/context.ts";
 import { badRequest } from "../../src/contract/errors.ts";
+import { keeper, keepsConversations, owner } from "../../src/conversations.ts";
+import type { GenerationSpec } from "../../src/contract/generation.ts";
 import { checkModelName, readJsonBody } from "../../src/http.ts";
 import { interactionsCodec } from "./codec.ts";
-import { validateRequest } from "./schema.ts";
+import { cancellable } from "./running.ts";
+import { parseRequest } from "./schema.ts";
+import { inputSteps, newInteractionId, storedChain } from "./stored.ts";
 
-export const createInteraction: PluginHandler = async (ctx) => {
+export const createInteraction: Handler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
-  const json = validateRequest(body.json);
+  const json = parseRequest(body.json);
   // Refused on every route, relayed ones too: the gateway answers a request while it is open.
   if (json.background === true) {
     throw badRequest("background: background interactions are not supported", "background");
@@ -17,10 +21,34 @@ export const createInteraction: PluginHandler = async (ctx) => {
   const name = json.model ?? json.agent;
   const model = typeof name === "string" ? name : "";
   if (model) checkModelName(model);
-  return await ctx.generate({
+  const g: GenerationSpec = {
     ingress: interactionsCodec,
     body,
     model,
     stream: json.stream === true,
-  });
+  };
+  const r = ctx.route(model);
+  // Relayed to Google, which keeps the state: its ids, `store` and chains.
+  if (r.targets.every((t) => t.provider.api === interactionsCodec.api)) {
+    return await ctx.generate(g, r);
+  }
+  const id = newInteractionId();
+  const input = [
+    ...await storedChain(ctx, r, json.previous_interaction_id),
+    ...inputSteps(json.input),
+  ];
+  const { previous_interaction_id: _, ...rest } = body.json;
+  const store = keepsConversations(ctx, r) && json.store !== false;
+  const keep = keeper(ctx, input, store);
+  const res = await ctx.generate({
+    ...g,
+    body: json.previous_interaction_id === undefined ? body : { ...body, json: { ...rest, input } },
+    via: "convert",
+    // A kept interaction gets an id of the gateway's (a stream can be cancelled by it); an
+    // unkept one keeps the upstream's.
+    client: { ...(store && { id }), onAnswer: keep.onAnswer },
+  }, r);
+  // A JSON answer is kept before the client can chain on it (streams wait in the encoder).
+  await keep.kept();
+  return g.stream && store ? cancellable(res, { id, model }, owner(ctx)) : res;
 };

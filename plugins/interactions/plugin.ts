@@ -1,12 +1,13 @@
 /** Gemini Interactions (`/v1beta/interactions`): @google/genai's `client.interactions`. */
-import type { FormatPlugin } from "../../src/contract/format.ts";
-import type { HandlerContext } from "../../src/contract/handler.ts";
+import type { Plugin } from "../../src/context.ts";
 import { googleAuthorize } from "../generate-content/plugin.ts";
 import { interactionsCodec } from "./codec.ts";
 import { interactionsDialect } from "./dialect.ts";
 import { createInteraction } from "./endpoints.ts";
+import { cancelInteraction } from "./running.ts";
+import { deleteInteraction, getInteraction } from "./stored.ts";
 
-export const interactionsPlugin: FormatPlugin<HandlerContext> = {
+export const interactionsPlugin: Plugin = {
   id: "interactions",
   family: "gemini",
   system: "gcp.gemini",
@@ -21,6 +22,27 @@ export const interactionsPlugin: FormatPlugin<HandlerContext> = {
       pattern: /^\/v1beta\/interactions$/,
       example: "/v1beta/interactions",
       handler: createInteraction,
+    },
+    {
+      name: "interaction_get",
+      method: "GET",
+      pattern: /^\/v1beta\/interactions\/[^/]+$/,
+      example: "/v1beta/interactions/int_123",
+      handler: getInteraction,
+    },
+    {
+      name: "interaction_delete",
+      method: "DELETE",
+      pattern: /^\/v1beta\/interactions\/[^/]+$/,
+      example: "/v1beta/interactions/int_123",
+      handler: deleteInteraction,
+    },
+    {
+      name: "interaction_cancel",
+      method: "POST",
+      pattern: /^\/v1beta\/interactions\/[^/]+\/cancel$/,
+      example: "/v1beta/interactions/int_123/cancel",
+      handler: cancelInteraction,
     },
   ],
   upstream: {

@@ -126,7 +126,3 @@ export type ResponseFormat = z.infer<typeof responseFormat>;
 export function parseRequest(body: unknown): InteractionsRequest {
   return parseBody(requestSchema, body);
 }
-
-export function validateRequest(body: unknown): Record<string, unknown> {
-  return parseRequest(body);
-}

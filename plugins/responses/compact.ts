@@ -35,7 +35,7 @@ export async function compactConverted(
     model: r.requested,
     stream: false,
     via: "convert",
-    client: { settings: responseSettings(json, false) },
+    client: { echo: responseSettings(json, false) },
   }, r);
   if (!res.ok) return res;
   const response = await res.json();

@@ -25,7 +25,7 @@ export function encodeResponse(res: ir.Response, ctx: ClientContext): unknown {
     ? [compactionItem(itemId("cmp", meta.id, 0), textOf(res.parts))]
     : outputItems(res.parts, meta.id, toolNamespaces(ctx));
   const response = responseObject(meta, output, terminalOf(res.finish), res.usage);
-  ctx.onResponse?.(response);
+  ctx.onAnswer?.(response);
   return response;
 }
 

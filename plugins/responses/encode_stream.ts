@@ -309,7 +309,7 @@ class StreamEncoder {
     this.ended = true;
     const response = responseObject(this.meta, this.output, end, e.usage ?? this.usage);
     // The client may chain on this response as soon as it sees the end: keep it first.
-    await this.ctx.onResponse?.(response);
+    await this.ctx.onAnswer?.(response);
     this.emit(out, end.event, { response });
   }
 }

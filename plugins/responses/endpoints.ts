@@ -10,7 +10,8 @@ import { compactConverted } from "./compact.ts";
 import { responseSettings } from "./echo.ts";
 import { parseRequest, type ResponsesRequest } from "./schema.ts";
 import { fromWireUsage } from "./usage.ts";
-import { inputItems, keeper, keepsResponses, newResponseId, storedChain } from "./state.ts";
+import { inputItems, newResponseId, storedChain } from "./state.ts";
+import { keeper, keepsConversations } from "../../src/conversations.ts";
 
 /** The answer to a warm-up (`generate: false`) on a converted route: completed, no output. */
 export function warmupResponse(ctx: RequestContext, model: string): ir.Response {
@@ -66,7 +67,7 @@ export const responses: Handler = async (ctx) => {
   // The provider keeps Responses state: relay verbatim, ids included.
   if (isPassthroughRoute(r)) return await ctx.generate(g, r);
   const chained = json.previous_response_id != null;
-  const keeps = keepsResponses(ctx, r);
+  const keeps = keepsConversations(ctx, r);
   const store = keeps && json.store !== false;
   // A Responses provider without `passthrough` relays stateless requests (and hosted tools);
   // keeping or reading state needs the response built here, so those convert through the IR,
@@ -90,10 +91,10 @@ export const responses: Handler = async (ctx) => {
     body: chained ? { ...body, json: { ...rest, input } } : body,
     via: "convert",
     client: {
-      settings: responseSettings(json, store),
+      echo: responseSettings(json, store),
       // A kept response gets an id of the gateway's; an unkept one keeps the upstream's.
-      ...(store && { responseId: id }),
-      onResponse: keep.onResponse,
+      ...(store && { id }),
+      onAnswer: keep.onAnswer,
     },
   };
   const res = json.generate === false && r.provider.api !== "responses"

@@ -20,10 +20,10 @@ export interface ResponseMeta {
 
 /** The response id a client sees: the gateway's own when set, else from the upstream's. */
 export const metaOf = (ctx: ClientContext, irId: string, createdAt: number): ResponseMeta => ({
-  id: ctx.responseId ?? responseId(irId),
+  id: ctx.id ?? responseId(irId),
   createdAt,
   model: ctx.model,
-  settings: ctx.settings,
+  settings: ctx.echo,
   now: ctx.now,
 });
 

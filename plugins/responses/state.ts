@@ -1,16 +1,15 @@
 /**
- * Stored responses on routes where the gateway builds the Responses object itself: keeping a
- * finished response (unless `store: false`, by the request, the route or the config), expanding `previous_response_id` into the stored
- * chain's items, and GET / DELETE /v1/responses/{id} and GET …/input_items. Every lookup is by
- * the calling client key, so a key never reads another key's responses. Nothing stored is
- * logged: the access log gets only the outcome (`stored`).
+ * Stored responses on routes where the gateway builds the Responses object itself, on the core's
+ * stored-conversation service (src/conversations.ts, which keeps a finished response unless
+ * `store: false`): expanding `previous_response_id` into the stored chain's items, and
+ * GET / DELETE /v1/responses/{id} and GET …/input_items, all by the calling client key.
  */
-import type { ClientContext } from "../../src/contract/codec.ts";
 import type { Handler, RequestContext } from "../../src/context.ts";
+import { forgetTurn, keepsConversations, readTurn } from "../../src/conversations.ts";
 import { badRequest, GatewayError } from "../../src/contract/errors.ts";
 import { decodePathSegment } from "../../src/http.ts";
 import type { Resolved } from "../../src/router.ts";
-import type { StoredResponse } from "../../src/store.ts";
+import type { StoredTurn } from "../../src/store.ts";
 import { itemId } from "./output.ts";
 
 const ID = /^resp_[A-Za-z0-9_-]{1,200}$/;
@@ -33,13 +32,6 @@ const previousNotFound = (id: string) =>
     undefined,
     "previous_response_not_found",
   );
-
-/**
- * Whether the gateway keeps responses of this (converted) route: off with `store: false` on
- * the route or `response_store.enabled: false`, for operators bound to zero retention.
- */
-export const keepsResponses = (ctx: RequestContext, r: Resolved): boolean =>
-  ctx.gw.config.response_store.enabled && r.route.store !== false;
 
 /** Chaining where the gateway keeps nothing: the interface's fixed text. */
 const chainingRefused = () =>
@@ -73,45 +65,10 @@ export async function storedChain(
   previousId: string | null | undefined,
 ): Promise<unknown[]> {
   if (previousId == null) return [];
-  if (!keepsResponses(ctx, r)) throw chainingRefused();
-  const prev = await ctx.gw.store.get(previousId, ctx.trace.key ?? "");
+  if (!keepsConversations(ctx, r)) throw chainingRefused();
+  const prev = await readTurn(ctx, previousId);
   if (!prev) throw previousNotFound(previousId);
   return [...prev.input, ...(prev.response.output as unknown[] ?? [])];
-}
-
-/**
- * The client-encoder hook that keeps the finished response (with `input`, the full input the
- * model saw) unless the request said `store: false`. A store failure never fails the answer:
- * it is logged (without content) as the request's `stored` outcome.
- */
-export function keeper(
-  ctx: RequestContext,
-  input: unknown[],
-  store: boolean,
-): Pick<ClientContext, "onResponse"> & { kept: () => Promise<void> } {
-  let pending: Promise<void> = Promise.resolve();
-  if (!store) {
-    ctx.trace.stored = "off";
-    return { kept: () => pending };
-  }
-  const onResponse = (response: Record<string, unknown>) => {
-    const record: StoredResponse = {
-      id: String(response.id),
-      owner: ctx.trace.key ?? "",
-      input,
-      response,
-    };
-    pending = ctx.gw.store.put(record).then(
-      (outcome) => {
-        ctx.trace.stored = outcome;
-      },
-      () => {
-        ctx.trace.stored = "failed";
-      },
-    );
-    return pending;
-  };
-  return { onResponse, kept: () => pending };
 }
 
 function idFromPath(ctx: RequestContext): string {
@@ -125,9 +82,9 @@ function idFromPath(ctx: RequestContext): string {
   return id;
 }
 
-async function ownRecord(ctx: RequestContext): Promise<StoredResponse> {
+async function ownRecord(ctx: RequestContext): Promise<StoredTurn> {
   const id = idFromPath(ctx);
-  const record = await ctx.gw.store.get(id, ctx.trace.key ?? "");
+  const record = await readTurn(ctx, id);
   if (!record) throw notFoundError(id);
   return record;
 }
@@ -138,7 +95,7 @@ export const getResponse: Handler = async (ctx) => Response.json((await ownRecor
 /** DELETE /v1/responses/{id} */
 export const deleteResponse: Handler = async (ctx) => {
   const id = idFromPath(ctx);
-  if (!(await ctx.gw.store.delete(id, ctx.trace.key ?? ""))) throw notFoundError(id);
+  if (!(await forgetTurn(ctx, id))) throw notFoundError(id);
   return Response.json({ id, object: "response", deleted: true });
 };
 

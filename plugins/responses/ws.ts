@@ -28,7 +28,8 @@ import { responsesCodec } from "./codec.ts";
 import { checkStatefulFields, isPassthroughRoute, warmupResponse } from "./endpoints.ts";
 import { responseSettings } from "./echo.ts";
 import { parseRequest, validateRequest } from "./schema.ts";
-import { inputItems, keeper, keepsResponses, newResponseId, storedChain } from "./state.ts";
+import { inputItems, newResponseId, storedChain } from "./state.ts";
+import { keeper, keepsConversations } from "../../src/conversations.ts";
 
 const TERMINAL = ["response.completed", "response.incomplete", "response.failed"];
 
@@ -373,7 +374,7 @@ class ResponsesSocket {
       }
       input = [...chain, ...input];
     }
-    const store = keepsResponses(ctx, r) && json.store !== false;
+    const store = keepsConversations(ctx, r) && json.store !== false;
     const keep = keeper(ctx, input, store);
     const { previous_response_id: _, ...rest } = json;
     checkNesting(rest);
@@ -397,9 +398,9 @@ class ResponsesSocket {
       model: ctx.trace.model!,
       compaction: req.compaction,
       tools: req.tools,
-      settings: responseSettings(parseRequest(json), store),
-      ...(store && { responseId: id }),
-      onResponse: keep.onResponse,
+      echo: responseSettings(parseRequest(json), store),
+      ...(store && { id }),
+      onAnswer: keep.onAnswer,
     });
     try {
       for (let batch = await events.next(); batch; batch = await events.next()) {

@@ -48,17 +48,18 @@ export interface ClientContext {
   compaction?: boolean;
   /** The request's tools (e.g. for the Responses `namespace` that tool calls must echo). */
   tools?: readonly ir.Tool[];
-  /** Responses: the request settings every response object repeats (see responses/echo.ts). */
-  settings?: Record<string, unknown>;
+  /** Request settings the format's answer object repeats (its plugin picks them). */
+  echo?: Record<string, unknown>;
   /** Unix seconds for `completed_at` (tests pin it); default: the clock. */
   now?: () => number;
-  /** Responses: the id to answer with instead of one derived from the upstream's. */
-  responseId?: string;
+  /** The id to answer with (one the gateway made) instead of one derived from the upstream's. */
+  id?: string;
   /**
-   * Responses: called with the finished response object before the client gets its end (the
-   * stored-responses hook); a stream's terminal event waits for the returned promise.
+   * Called with the finished answer object before the client gets its end (the
+   * stored-conversation hook, src/conversations.ts); a stream's terminal event waits for the
+   * returned promise.
    */
-  onResponse?: (response: Record<string, unknown>) => Promise<void> | void;
+  onAnswer?: (answer: Record<string, unknown>) => Promise<void> | void;
 }
 
 /**
@@ -80,8 +81,8 @@ export interface Emit<T> {
 /**
  * One step of a stream, run by the core as a plain call (several steps fused into one stream
  * stage); `new TransformStream(step)` makes it a stream of its own where one is wanted. A step
- * may return a promise to hold the stream until it is done (the Responses encoder keeps a
- * response before its terminal event goes out).
+ * may return a promise to hold the stream until it is done (an encoder keeps a stored answer
+ * before its terminal event goes out).
  */
 export interface StreamStep<I, O> {
   transform(item: I, out: Emit<O>): void | Promise<void>;

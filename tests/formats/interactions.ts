@@ -7,6 +7,7 @@ export const side: FormatSide = {
   client: {
     path: () => "/v1beta/interactions",
     headers: googleHeaders,
-    body: (model, stream) => ({ model, stream, input: "hi there" }),
+    // `store: false`: the interaction keeps the upstream's id.
+    body: (model, stream) => ({ model, stream, input: "hi there", store: false }),
   },
 };
