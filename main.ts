@@ -4,6 +4,7 @@
  * SIGTERM/SIGINT.
  */
 import { PLUGINS } from "./plugins/mod.ts";
+import { PLATFORMS } from "./plugins/platforms/mod.ts";
 import { codexConfig } from "./plugins/responses/codex.ts";
 import { type Config, ConfigError, stableDevKey } from "./src/config.ts";
 import { Formats } from "./src/formats.ts";
@@ -72,7 +73,7 @@ async function main() {
   // The dev key is printed last, after the listening line, where a newcomer looks.
   const devKey = dev && !path && !env("GATEWAY_API_KEYS") ? stableDevKey(DEV_KEY_FILE) : undefined;
   // The formats served: the core knows them only through these plugins.
-  const formats = new Formats(PLUGINS);
+  const formats = new Formats(PLUGINS, PLATFORMS);
   const loadConfig = configLoader({ formats, path, dev, env, devKey });
   let config: Config;
   try {

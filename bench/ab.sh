@@ -3,13 +3,15 @@
 # converted (chat → messages), in one run on loopback:
 # one mock (keeping no requests), both gateways side by side, wrk rounds of 3 s in turns (8 at
 # c=32, 4 at c=1; which goes first swaps every round); prints every round and the medians. Changes
-# of a few percent need this: single runs on a 2-core machine move by ±5%.
+# of a few percent need this: single runs on a 2-core machine move by ±5%. ROUNDS=16 for more.
 #
 #   bash bench/ab.sh DIR_A DIR_B        (e.g. a `git worktree` of main, and this checkout)
 #
 # LIMITS_B='{"requests_per_minute":1000000000,"tokens_per_day":1000000000000}' gives B's key those
 # limits (docs/limits.md; A's key has none), and LIMITS_REDIS_B=redis://… counts them in Redis:
 #   LIMITS_B='…' bash bench/ab.sh . .   (the cost of limits on one checkout)
+# MODEL_B=… gives B's requests another model: MODEL_B=msg-text-chunks22 bash bench/ab.sh . .
+# compares relayed and converted JSON on one checkout.
 set -euo pipefail
 a=$(realpath "$1") b=$(realpath "$2")
 here=$(dirname "$(realpath "$0")")
@@ -44,7 +46,9 @@ start() { # dir port config
     --allow-net --allow-env --allow-read "$1/main.ts" --config "$tmp/$3" >"$tmp/$2.log" 2>&1 &
 }
 start "$a" 18181 config.json
+pid_18181=$!
 start "$b" 18182 config_b.json
+pid_18182=$!
 for _ in $(seq 150); do
   grep -q listening "$tmp/18181.log" && grep -q listening "$tmp/18182.log" && break
   sleep 0.2
@@ -55,27 +59,49 @@ grep -q listening "$tmp/18181.log" && grep -q listening "$tmp/18182.log" || {
 }
 
 context=$(printf 'You are a careful coding assistant. %.0s' {1..30})
-cat >"$tmp/json.lua" <<LUA
+lua() { # model
+  cat <<LUA
 wrk.method = "POST"
-wrk.body = [==[{"model":"${MODEL:-chat-text-chunks22}","stream":false,"messages":[{"role":"system","content":"$context"},{"role":"user","content":"Explain what this function does and suggest one improvement."}]}]==]
+wrk.body = [==[{"model":"$1","stream":false,"messages":[{"role":"system","content":"$context"},{"role":"user","content":"Explain what this function does and suggest one improvement."}]}]==]
 wrk.headers["authorization"] = "Bearer sk-test-key-team-a"
 wrk.headers["content-type"] = "application/json"
 LUA
-load() { # port connections seconds
-  wrk -t1 -c"$2" -d"$3"s --latency -s "$tmp/json.lua" "http://127.0.0.1:$1/v1/chat/completions"
 }
-rps() { load "$1" 32 3 | awk '/Requests\/sec/ {print int($2)}'; }
+lua "${MODEL:-chat-text-chunks22}" >"$tmp/json.18181.lua"
+lua "${MODEL_B:-${MODEL:-chat-text-chunks22}}" >"$tmp/json.18182.lua"
+load() { # port connections seconds
+  wrk -t1 -c"$2" -d"$3"s --latency -s "$tmp/json.$1.lua" "http://127.0.0.1:$1/v1/chat/completions"
+}
+# CPU time of a gateway process (user + system, clock ticks): read beside req/s, since CPU per
+# request moves far less with this VM's drifting speed than requests per second do.
+ticks() { local pid="pid_$1"; awk '{print $14 + $15}' "/proc/${!pid}/stat"; }
+rps() { # port; prints req/s, appends the round's CPU per request to $tmp/cpu.<port>
+  local before after out
+  before=$(ticks "$1")
+  out=$(load "$1" 32 3)
+  after=$(ticks "$1")
+  awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" \
+    '/requests in/ {printf "%.0f\n", t / hz * 1e6 / $1}' <<<"$out" >>"$tmp/cpu.$1"
+  awk '/Requests\/sec/ {print int($2)}' <<<"$out"
+}
 p50() { load "$1" 1 3 | awk '$1 == "50%" {print $2}'; }
 median() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {print (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2}'; }
 
 for port in 18181 18182; do load $port 32 3 >/dev/null; done # warm both
-ra=() rb=() la=() lb=()
+ra=() rb=() la=() lb=() ratios=()
 # Each round swaps which goes first: the second of a pair reads ~1% faster (A/A runs).
-for i in 1 2 3 4 5 6 7 8; do
+for i in $(seq "${ROUNDS:-8}"); do
   if ((i % 2)); then ra+=("$(rps 18181)") rb+=("$(rps 18182)"); else rb+=("$(rps 18182)") ra+=("$(rps 18181)"); fi
 done
 for i in 1 2 3 4; do
   if ((i % 2)); then la+=("$(p50 18181)") lb+=("$(p50 18182)"); else lb+=("$(p50 18182)") la+=("$(p50 18181)"); fi
 done
+# This VM's speed drifts by tens of percent within a minute: the ratio of a round's back-to-back
+# pair cancels most of that drift, so its median is the figure to read.
+for i in "${!ra[@]}"; do ratios+=("$(awk "BEGIN {printf \"%.3f\", ${rb[$i]} / ${ra[$i]}}")"); done
 echo "A $a: c=32 ${ra[*]} req/s, median $(median "${ra[@]}"); c=1 p50 ${la[*]}"
 echo "B $b: c=32 ${rb[*]} req/s, median $(median "${rb[@]}"); c=1 p50 ${lb[*]}"
+echo "B/A per round: ${ratios[*]}; median $(median "${ratios[@]}")"
+mapfile -t ca <"$tmp/cpu.18181"
+mapfile -t cb <"$tmp/cpu.18182"
+echo "CPU per request (µs), A: ${ca[*]}, median $(median "${ca[@]}"); B: ${cb[*]}, median $(median "${cb[@]}")"

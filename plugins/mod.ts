@@ -1,9 +1,11 @@
 /**
  * The formats this gateway serves, in the order the core consults them (the first one's
- * dialect answers paths no format claims). `main.ts` hands them to the core.
+ * dialect answers paths no format claims; Converse is spoken by providers only). `main.ts`
+ * hands them to the core.
  */
 import type { Plugin } from "../src/context.ts";
 import { chatPlugin } from "./chat/plugin.ts";
+import { conversePlugin } from "./converse/plugin.ts";
 import { generateContentPlugin } from "./generate-content/plugin.ts";
 import { interactionsPlugin } from "./interactions/plugin.ts";
 import { messagesPlugin } from "./messages/plugin.ts";
@@ -15,4 +17,5 @@ export const PLUGINS: readonly Plugin[] = [
   messagesPlugin,
   generateContentPlugin,
   interactionsPlugin,
+  conversePlugin,
 ];

@@ -1,5 +1,6 @@
 /** Wire-format conventions that more than one codec follows, each defined once. */
-import { badRequest, GatewayError, type StatusKinds } from "../src/contract/errors.ts";
+import type { EncodeContext } from "../src/contract/codec.ts";
+import { badRequest, GatewayError, type StatusKinds, unsupported } from "../src/contract/errors.ts";
 import type { Dialect, RateLimitState } from "../src/contract/format.ts";
 import type * as ir from "../src/contract/ir.ts";
 import { carrySignature } from "../src/signature.ts";
@@ -29,6 +30,32 @@ export function openAiJsonSchema(f: {
   return out;
 }
 
+/**
+ * Fields that change the output and that Anthropic's Messages and Bedrock's Converse have no way
+ * to express: more than one choice, penalties, and JSON mode without a schema (their structured
+ * output needs a schema, so "any JSON object" has no faithful translation).
+ */
+export function rejectInexpressible(req: ir.Request, ctx: EncodeContext) {
+  if (req.n !== undefined && req.n > 1) {
+    throw unsupported("n", ctx.route, "more than one choice (n > 1) cannot be expressed");
+  }
+  for (
+    const [field, value] of [
+      ["presence_penalty", req.presencePenalty],
+      ["frequency_penalty", req.frequencyPenalty],
+    ] as const
+  ) {
+    if (value) throw unsupported(field, ctx.route, `${field} cannot be expressed`);
+  }
+  if (req.responseFormat?.type === "json_object") {
+    throw unsupported(
+      "response_format",
+      ctx.route,
+      "JSON mode without a schema cannot be expressed",
+    );
+  }
+}
+
 // ---- media ----
 
 const DATA_URI = /^data:([^;,]+)(?:;[^;,]*)*;base64,(.*)$/s;
@@ -47,6 +74,24 @@ export function urlSource(url: string): ir.MediaSource {
   return inline ? { kind: "base64", ...inline } : { kind: "url", url };
 }
 
+/**
+ * A part's media as inline data or a URL: a data URI is inline data, and a file id (which
+ * belongs to the provider that issued it) is a 400.
+ */
+export function mediaSource(
+  part: ir.ImagePart | ir.DocumentPart,
+  ctx: EncodeContext,
+  path: string,
+): Exclude<ir.MediaSource, { kind: "file_id" }> {
+  const source = part.source.kind === "url" ? urlSource(part.source.url) : part.source;
+  if (source.kind !== "file_id") return source;
+  throw unsupported(
+    `${path}.file_id`,
+    ctx.route,
+    "file ids from another provider cannot be resolved",
+  );
+}
+
 // ---- tool calls ----
 
 /**
@@ -54,6 +99,15 @@ export function urlSource(url: string): ir.MediaSource {
  * (free-text) tool as a function taking `{"input": text}`.
  */
 export const CUSTOM_INPUT_KEY = "input";
+
+/** A format without free-text tools calls a custom tool as a function taking its text as `input`. */
+export const CUSTOM_TOOL_SCHEMA = {
+  type: "object",
+  properties: {
+    [CUSTOM_INPUT_KEY]: { type: "string", description: "The free-form input for this tool." },
+  },
+  required: [CUSTOM_INPUT_KEY],
+};
 
 /**
  * IR arguments (a JSON string) as the object those formats send: a custom tool's text wrapped

@@ -29,6 +29,16 @@ export interface KnownFormats {
   readonly plugins: readonly Pick<FormatPlugin<unknown>, "id" | "passthroughRoutes">[];
   get(api: string): Pick<FormatPlugin<unknown>, "passthroughRoutes"> | undefined;
   upstream(api: string): UpstreamSpec | undefined;
+  /** The platforms served: they judge their providers' `platform`, api, block and base_url. */
+  readonly platforms?: KnownPlatforms;
+}
+
+/** What validation asks of the platform registry (src/platforms.ts). */
+export interface KnownPlatforms {
+  /** What is wrong with a provider that names a platform, at paths below the provider. */
+  check(provider: ProviderConfig): Issue[];
+  /** Why a model cannot be sent to `provider`'s platform. */
+  unsafeModel(provider: ProviderConfig, model: string): string | undefined;
 }
 
 const timeoutsSchema = z.strictObject({
@@ -69,10 +79,15 @@ function keysFromFile(
   return keys;
 }
 
-const providerSchema = z.strictObject({
+const providerFields = z.object({
   name: z.string().min(1),
   /** A format plugin's id (checked against the plugins by checkFormats), or `demo`. */
   api: z.string().min(1),
+  /**
+   * A platform plugin's id (src/contract/platform.ts): how the api is reached. Absent: the
+   * vendor's own API. Its block (`aws:`) is checked by the platform's schema in checkFormats.
+   */
+  platform: z.string().min(1).optional(),
   base_url: z.url({ protocol: /^https?$/ }).optional(),
   api_key: z.string().optional(),
   /** A file holding the key instead (read at every load: the way to rotate it). */
@@ -88,11 +103,24 @@ const providerSchema = z.strictObject({
    * Reuse upstream connections. Deno's fetch re-sends a request whose reused HTTP/1.1
    * connection the provider closed after reading it, unseen by the gateway's retry policy; a
    * fresh connection per call is never re-sent. Default: on for https (HTTP/2 in practice,
-   * whose replays are limited to streams the provider refused), off for plain http.
+   * whose replays are limited to streams the provider refused) and for a platform's default
+   * base URL (https), off for plain http.
    */
   keep_alive: z.boolean().optional(),
+});
+
+/**
+ * A provider: its own fields, and the block its platform reads (`aws:`, checked by the platform
+ * in checkFormats). A provider without a platform takes no other key.
+ */
+const providerSchema = providerFields.catchall(z.unknown()).superRefine((p, ctx) => {
+  const blocks = Object.keys(providerBlocks(p));
+  if (blocks.length && p.platform === undefined) {
+    ctx.addIssue({ code: "unrecognized_keys", keys: blocks, input: p });
+  }
 }).transform(({ api_key_file, keep_alive, ...raw }, ctx) => {
-  const p = { ...raw, keep_alive: keep_alive ?? raw.base_url?.startsWith("https:") ?? false };
+  const https = raw.base_url?.startsWith("https:") ?? raw.platform !== undefined;
+  const p = { ...raw, keep_alive: keep_alive ?? https };
   if (api_key_file === undefined) return p;
   if (p.api_key !== undefined) {
     const message = "give api_key or api_key_file, not both";
@@ -106,6 +134,11 @@ const providerSchema = z.strictObject({
   }
   return { ...p, api_key: keys?.[0] };
 });
+
+/** A provider's keys other than its own fields: the blocks its platform reads. */
+export function providerBlocks(p: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(p).filter(([k]) => !(k in providerFields.shape)));
+}
 
 /** One deployment a route may send to; `targets` are tried by priority, then weight. */
 const targetSchema = z.strictObject({
@@ -316,7 +349,7 @@ const configSchema = z.strictObject({
   }).optional(),
 });
 
-interface Issue {
+export interface Issue {
   path: PropertyKey[];
   message: string;
 }
@@ -338,7 +371,9 @@ function crossCheck(doc: unknown, formats?: KnownFormats): Issue[] {
     byName.set(p?.name, p ?? {});
     const unknown = formats && typeof p?.api === "string" && unknownApi(p.api, formats);
     if (unknown) issues.push({ path: ["providers", i, "api"], message: unknown });
-    else if (typeof p?.api === "string" && p.api !== DEMO_API && !p?.base_url) {
+    else if (
+      typeof p?.api === "string" && p.api !== DEMO_API && !p?.base_url && p?.platform === undefined
+    ) {
       issues.push({ path: ["providers", i, "base_url"], message: `required for api ${p.api}` });
     }
     if (p?.api_key !== undefined && p?.api_keys !== undefined) {
@@ -460,15 +495,25 @@ function unknownApi(api: string, formats: KnownFormats): string | undefined {
 export function checkFormats(config: Config, formats: KnownFormats): void {
   const issues: Issue[] = [];
   const apiOf = new Map(config.providers.map((p) => [p.name, p.api]));
+  const providers = new Map(config.providers.map((p) => [p.name, p]));
   config.providers.forEach((p, i) => {
     const unknown = unknownApi(p.api, formats);
     if (unknown) issues.push({ path: ["providers", i, "api"], message: unknown });
+    else if (p.platform !== undefined) {
+      const found = formats.platforms?.check(p) ??
+        [{ path: ["platform"], message: `unknown platform "${p.platform}" (none is served)` }];
+      issues.push(...found.map((f) => ({ ...f, path: ["providers", i, ...f.path] })));
+    }
   });
   config.routes.forEach((r, i) => {
     const targets = r.targets ?? [{ provider: r.provider!, model: undefined }];
     targets.forEach((t, j) => {
       const model = t.model ?? r.model;
-      const why = model && formats.upstream(apiOf.get(t.provider)!)?.unsafeModel?.(model);
+      const provider = providers.get(t.provider)!;
+      const why = model &&
+        (provider.platform === undefined
+          ? formats.upstream(provider.api)?.unsafeModel?.(model)
+          : formats.platforms?.unsafeModel(provider, model));
       const at = r.targets ? ["routes", i, "targets", j] : ["routes", i];
       if (why) issues.push({ path: [...at, "model"], message: why });
     });

@@ -26,6 +26,8 @@ import {
   type UpstreamResponse,
 } from "./relay.ts";
 import { relayAttempt } from "./relay_attempt.ts";
+import { throughPlatform } from "./platform_call.ts";
+import { platformFraming } from "./platforms.ts";
 import type { Resolved } from "./router.ts";
 import { EventReader, framingOf } from "./stream_stage.ts";
 
@@ -54,10 +56,15 @@ function familyBound(
   req: ir.Request,
 ): Pick<Attempt<unknown>, "eligible" | "bound"> {
   const family = boundFamily(req);
-  const familyOf = (t: Pick<Resolved, "provider">) => ctx.gw.formats.family(t.provider.api);
-  if (!family || !r.targets.some((t) => familyOf(t) === family)) return {};
+  const { formats } = ctx.gw;
+  // A platform serving several families says which one a model is.
+  const familyOf = (p: Resolved["provider"], model: string) =>
+    formats.platforms.family(p, model) ?? formats.family(p.api);
+  if (!family || !r.targets.some((t) => familyOf(t.provider, t.model ?? r.requested) === family)) {
+    return {};
+  }
   return {
-    eligible: (t) => familyOf(t) === family,
+    eligible: (t) => familyOf(t.provider, t.upstreamModel) === family,
     bound: `the conversation carries ${family} signatures or reasoning`,
   };
 }
@@ -190,6 +197,8 @@ async function callConverted(
     hostedTools: r.route.hosted_tools,
   });
   if (dropped.length) ctx.trace.dropped = [...new Set(dropped)];
+  const path = target.path(r.upstreamModel, req.stream);
+  const platform = throughPlatform(ctx, r, body, req.stream, "generate", path);
   if (large) await breather();
   const text = JSON.stringify(body);
   if (large) await breather();
@@ -199,16 +208,17 @@ async function callConverted(
     provider: r.provider,
     spec,
     key: key?.value,
-    path: target.path(r.upstreamModel, req.stream),
+    path,
     body: text,
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,
+    platform,
   });
   if (!up.res.ok) {
     const { idle_ms } = r.provider.timeouts;
     throw new ProviderFailure(await upstreamError(up, idle_ms, ctx.gw.secrets, spec));
   }
-  const framing = framingOf(spec);
+  const framing = platformFraming(platform, framingOf(spec));
   checkContentType(up, req.stream ? framing.mediaType : JSON_TYPE);
   return { ...up, dropped, target, framing };
 }

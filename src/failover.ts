@@ -42,6 +42,7 @@ const refusedCredential = (e: GatewayError) => e.status === 401 || e.status === 
 function verdict(e: GatewayError, on: (number | string)[], transport: boolean): Verdict {
   if (transport) return "retry";
   if (refusedCredential(e)) return "key";
+  if (e.retry !== undefined) return e.retry ? "retry" : "final";
   return on.includes(e.status) || on.includes(e.kind) ? "retry" : "final";
 }
 
@@ -64,6 +65,7 @@ export interface Attempt<T> {
 export class ProviderFailure extends GatewayError {
   constructor(e: GatewayError, readonly answer?: Response, headers = e.headers) {
     super(e.status, e.kind, e.message, e.param, headers, e.code);
+    this.retry = e.retry;
   }
 }
 

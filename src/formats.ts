@@ -4,23 +4,24 @@
  */
 import type { Handler, Plugin, RequestContext } from "./context.ts";
 import type { Dialect, ModelListing } from "./contract/format.ts";
+import type { AnyPlatform } from "./contract/platform.ts";
 import { gatewayUsage } from "./gateway_usage.ts";
 import { healthz, modelById, modelList, readyz, root } from "./ops.ts";
-import { type Endpoint as EndpointOf, FormatRegistry } from "./registry.ts";
+import { type ClientFormat, type Endpoint as EndpointOf, FormatRegistry } from "./registry.ts";
 
 /** An endpoint as the server dispatches it: with the dialect its errors and key speak. */
 export type Endpoint = EndpointOf<RequestContext>;
 
 export class Formats extends FormatRegistry<RequestContext> {
-  constructor(plugins: readonly Plugin[]) {
-    super(plugins, coreEndpoints);
+  constructor(plugins: readonly Plugin[], platforms: readonly AnyPlatform[] = []) {
+    super(plugins, coreEndpoints, platforms);
   }
 }
 
 function coreEndpoints(formats: FormatRegistry<RequestContext>): Endpoint[] {
-  const { plugins, defaultDialect } = formats;
+  const { clients, defaultDialect } = formats;
   return [
-    ...modelListEndpoints(plugins),
+    ...modelListEndpoints(clients),
     {
       name: "gateway_usage",
       method: "GET",
@@ -29,7 +30,7 @@ function coreEndpoints(formats: FormatRegistry<RequestContext>): Endpoint[] {
       handler: gatewayUsage,
       dialect: formats.dialectOf("/v1/gateway/usage"),
       // Any client auth the gateway accepts.
-      keyDialects: [...new Set(plugins.map((p) => p.dialect))],
+      keyDialects: [...new Set(clients.map((p) => p.dialect))],
     },
     {
       name: "root",
@@ -55,7 +56,7 @@ function coreEndpoints(formats: FormatRegistry<RequestContext>): Endpoint[] {
 }
 
 /** The list and one-model endpoints of every path some format lists models at. */
-function modelListEndpoints(plugins: readonly Plugin[]): Endpoint[] {
+function modelListEndpoints(plugins: readonly ClientFormat<RequestContext>[]): Endpoint[] {
   const byPath = Map.groupBy(
     plugins.filter((p) => p.models),
     (p) => p.models!.path,

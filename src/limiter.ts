@@ -129,10 +129,7 @@ export class Limiter implements Observer {
     const a = this.admitted.get(t);
     if (!a || !dialect.rateLimitHeaders) return;
     await a.recorded;
-    // A relayed answer's own rate-limit headers describe the provider account, not this client.
-    for (const k of [...headers.keys()]) {
-      if (k.startsWith("x-ratelimit-") || k.startsWith("anthropic-ratelimit-")) headers.delete(k);
-    }
+    // A relayed answer carries none of the provider's own (FormatRegistry.responseHeaders).
     for (const [k, v] of dialect.rateLimitHeaders(headerState(a.limits, a.windows), this.now())) {
       headers.set(k, v);
     }

@@ -232,7 +232,7 @@ const SECONDS_BUCKETS = [
   81.92,
 ];
 
-/** `gen_ai.provider.name` of each provider api: its plugin's `system`; the demo is ours. */
+/** `gen_ai.provider.name` of each provider api or platform: its plugin's `system`; the demo is ours. */
 export type GenAiSystems = Readonly<Record<string, string>>;
 export const genAiProvider = (systems: GenAiSystems, api: string) =>
   systems[api] ?? (api === DEMO_API ? "gateway.demo" : api);
@@ -362,7 +362,7 @@ export class Metrics implements Observer {
     if (t.interrupted) this.interruptions.add([provider, t.dialect]);
     const operation = t.operation;
     if (!operation || !t.api || t.upgrade) return;
-    const genAi = [operation, genAiProvider(this.systems, t.api), model];
+    const genAi = [operation, genAiProvider(this.systems, t.platform ?? t.api), model];
     const failed = status >= 400 || t.interrupted;
     const errorType = failed ? t.errorKind ?? String(status) : "";
     this.duration.observe([...genAi, errorType], (t.durationMs ?? 0) / 1000);

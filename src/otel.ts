@@ -54,7 +54,7 @@ export function spanAttributes(systems: GenAiSystems): Observer {
       if (!span || !operation || !t.api) return;
       spans.set(t, span);
       span.setAttribute("gen_ai.operation.name", operation);
-      span.setAttribute("gen_ai.provider.name", genAiProvider(systems, t.api));
+      span.setAttribute("gen_ai.provider.name", genAiProvider(systems, t.platform ?? t.api));
       if (t.model) span.setAttribute("gen_ai.request.model", t.model);
     },
     usage(t) {

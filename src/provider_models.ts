@@ -78,7 +78,8 @@ export class ProviderModels implements ReportedModels {
   private async read(provider: ProviderConfig): Promise<void> {
     const { formats, router, secrets } = this.live.current;
     const spec = formats.upstream(provider.api);
-    if (!spec?.models) return;
+    // A platform's model list is not its format's (Bedrock and Azure list theirs elsewhere).
+    if (!spec?.models || provider.platform !== undefined) return;
     try {
       const url = new URL(upstreamUrl(provider, spec.models.path));
       const ids: string[] = [];

@@ -5,11 +5,13 @@
  */
 import type { ProviderConfig } from "./config.ts";
 import { fromProviderError, GatewayError } from "./contract/errors.ts";
-import type { UpstreamSpec } from "./contract/format.ts";
+import type { OutgoingRequest, UpstreamSpec } from "./contract/format.ts";
 import { type HeaderPairs, headersFrom, pairsOf, pickHeaders, RETRY_HEADERS } from "./http.ts";
 import type { Secrets } from "./secrets.ts";
 import { ClientGone } from "./stream_end.ts";
 import { Deadline } from "./deadline.ts";
+import type { AnyPlatform } from "./contract/platform.ts";
+import { type PlatformRequest, readPlatformError, sendThrough } from "./platforms.ts";
 
 interface UpstreamRequest {
   provider: ProviderConfig;
@@ -26,6 +28,8 @@ interface UpstreamRequest {
   signal: AbortSignal;
   /** Stops when the gateway's shutdown grace runs out: the call ends as interrupted. */
   stopping?: Stopping;
+  /** The provider's platform, if it names one: it addresses, credentials and shapes the call. */
+  platform?: PlatformRequest;
 }
 
 export interface UpstreamResponse {
@@ -41,6 +45,8 @@ export interface UpstreamResponse {
   abort: (reason?: unknown) => void;
   /** Stops watching the client's signal and the deadline, once the body is done with. */
   release: () => void;
+  /** The platform the call went through, which reads its errors. */
+  platform?: AnyPlatform;
 }
 
 /**
@@ -72,27 +78,47 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
   };
   const out = {
     method: "POST",
-    url: new URL(upstreamUrl(r.provider, r.path)),
+    // A platform addresses its calls itself (sendThrough).
+    url: new URL(
+      r.platform ? r.platform.binding.provider.base_url : upstreamUrl(r.provider, r.path),
+    ),
     headers: headersFrom(r.forward),
     body: r.body,
   };
   out.headers.set("content-type", "application/json");
+  const client = r.provider.keep_alive ? undefined : ONE_CALL_CONNECTIONS;
   try {
+    if (r.platform) {
+      // Takes the request as an argument: a closure over `out` would keep its body alive as
+      // long as `abort` and `release` (the whole stream), which share this function's context.
+      const fetchOut = (o: OutgoingRequest) => send(o, ctrl.signal, client);
+      const res = await sendThrough(r.platform, out, r.key, ctrl.signal, fetchOut);
+      const { platform } = r.platform.binding;
+      return { res, provider: r.provider.name, deadline, abort, release, platform };
+    }
     // Most formats sign synchronously: no await (a turn of the microtask queue) for them.
     const signing = r.spec.authorize(out, r.key);
     if (signing) await signing;
-    const { method, body } = out;
-    const headers = pairsOf(out.headers);
-    const client = r.provider.keep_alive ? undefined : ONE_CALL_CONNECTIONS;
-    const res = await fetch(out.url, { method, headers, body, signal: ctrl.signal, client });
-    return { res, provider: r.provider.name, deadline, abort, release };
+    const res = await send(out, ctrl.signal, client);
+    return { res, provider: r.provider.name, deadline, abort, release, platform: undefined };
   } catch (e) {
     release();
     const reason = ctrl.signal.reason;
     if (reason instanceof ClientGone || reason instanceof GatewayError) throw reason;
+    // A platform's own refusal (a call it cannot address).
+    if (e instanceof GatewayError) throw e;
     // Deno's message names the URL, not the key; it is scrubbed on the way out all the same.
     throw new GatewayError(502, "upstream", `upstream ${r.provider.name} unreachable: ${e}`);
   }
+}
+
+function send(
+  out: OutgoingRequest,
+  signal: AbortSignal,
+  client: Deno.HttpClient | undefined,
+): Promise<Response> {
+  const { method, body } = out;
+  return fetch(out.url, { method, headers: pairsOf(out.headers), body, signal, client });
 }
 
 /**
@@ -355,5 +381,21 @@ export async function upstreamError(
 ): Promise<GatewayError> {
   const text = await readErrorText(up, idleMs, secrets);
   const headers = headersFrom(upstreamHeaders(up.res, RETRY_HEADERS, secrets));
-  return fromProviderError(up.res.status, text, headers, spec);
+  return readProviderError(up, text, headers, spec);
+}
+
+/**
+ * An error answer (its text scrubbed) as the provider's format reads it, then its platform.
+ * `headers`: those worth relaying with the error.
+ */
+export function readProviderError(
+  up: UpstreamResponse,
+  text: string,
+  headers: Headers,
+  spec: UpstreamSpec,
+): GatewayError {
+  const err = fromProviderError(up.res.status, text, headers, spec);
+  return up.platform
+    ? readPlatformError(up.platform, err, up.res.status, up.res.headers, text)
+    : err;
 }

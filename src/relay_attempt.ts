@@ -2,7 +2,6 @@
  * One relayed attempt on one target: the client's bytes go to a provider of the same format
  * (only the model may be renamed) and its answer comes back as is, streams included.
  */
-import { fromProviderError } from "./contract/errors.ts";
 import type { UpstreamSpec } from "./contract/format.ts";
 import type { GenerationSpec, OtherEndpoint } from "./contract/generation.ts";
 import type { RequestContext } from "./context.ts";
@@ -16,10 +15,13 @@ import {
   callUpstream,
   checkContentType,
   readErrorText,
+  readProviderError,
   readUpstreamJson,
   upstreamHeaders,
   type UpstreamResponse,
 } from "./relay.ts";
+import { throughPlatform } from "./platform_call.ts";
+import { platformFraming } from "./platforms.ts";
 import type { Resolved } from "./router.ts";
 import { EventReader, framingOf, relayStream } from "./stream_stage.ts";
 
@@ -57,6 +59,9 @@ export async function relayAttempt(
   const { formats } = ctx.gw;
   const api = r.provider.api;
   const upstream = formats.upstream(api)!;
+  const sent = renamed ? { ...json, model: r.upstreamModel } : json;
+  const operation = other ? other.operation ?? path : "generate";
+  const platform = throughPlatform(ctx, r, sent, spec.stream, operation, path);
   ctx.trace.routed("relay");
   ctx.trace.attempt();
   const up = await callUpstream({
@@ -64,15 +69,18 @@ export async function relayAttempt(
     spec: upstream,
     key: key?.value,
     path,
-    body: renamed ? JSON.stringify({ ...json, model: r.upstreamModel }) : raw,
+    body: renamed ? JSON.stringify(sent) : raw,
     forward: pickHeaders(ctx.req.headers, formats.forwardHeaders(api)),
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,
+    platform,
   });
-  const picked = upstreamHeaders(up.res, formats.responseHeaders(api), ctx.gw.secrets);
+  const allow = formats.responseHeaders(api, ctx.identity?.limits !== undefined);
+  const picked = upstreamHeaders(up.res, allow, ctx.gw.secrets);
   const { idle_ms } = r.provider.timeouts;
   if (!up.res.ok) return await relayError(ctx, up, headersFrom(picked), idle_ms, upstream);
   let body: BodyInit;
+  let relayedType: string | undefined;
   if (!spec.stream) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
     const read = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
@@ -84,23 +92,29 @@ export async function relayAttempt(
     }
   } else {
     const interruption = (why: string) => ctx.dialect.interruption(why);
-    const framing = spec.framing?.open() ?? framingOf(upstream, interruption);
+    const framing = platformFraming(
+      platform,
+      spec.framing?.open() ?? framingOf(upstream, interruption),
+    );
     checkContentType(up, framing.mediaType);
     const reader = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
     const decoder = spec.ingress.decodeStream({ now: 0, id: idFor(ctx) });
     const events = last ? reader : await holdRelayedOpening(reader, decoder);
     body = relayStream(events, framing, spec.ingress.watch(), ctx.trace);
+    relayedType = framing.relayedType;
   }
   const res = respond(body, up.res.status, picked);
-  // The provider's own content type stands (a stream need not be SSE).
-  if (spec.stream) streamHeaders(res.headers);
+  // The provider's own content type stands (a stream need not be SSE), unless a platform's
+  // framing re-frames it.
+  if (spec.stream) streamHeaders(res.headers, relayedType);
   return res;
 }
 
-function streamHeaders(headers: Headers): void {
+function streamHeaders(headers: Headers, relayedType: string | undefined): void {
   for (const [k, v] of Object.entries(STREAM_HEADERS)) {
     if (!headers.has(k)) headers.set(k, v);
   }
+  if (relayedType) headers.set("content-type", relayedType);
   headers.set("x-accel-buffering", "no");
 }
 
@@ -118,8 +132,9 @@ async function relayError(
   spec: UpstreamSpec,
 ): Promise<never> {
   const text = await readErrorText(up, idleMs, ctx.gw.secrets);
-  const err = fromProviderError(up.res.status, text, headers, spec);
-  const answer = isJsonObject(text)
+  const err = readProviderError(up, text, headers, spec);
+  // A platform's error envelope is not the format's: the client hears it in its own dialect.
+  const answer = isJsonObject(text) && !up.platform
     ? new Response(text, { status: up.res.status, headers })
     : errorResponse(ctx.dialect, err, ctx.requestId);
   throw new ProviderFailure(err, answer);

@@ -43,7 +43,11 @@ export async function createGateway(
   const formats = plugins instanceof Formats ? plugins : new Formats(plugins);
   checkFormats(config, formats);
   const secrets = new Secrets(providerKeys(config));
-  const systems = Object.fromEntries(formats.plugins.map((p) => [p.id, p.system]));
+  const systems = {
+    ...Object.fromEntries(formats.plugins.map((p) => [p.id, p.system])),
+    // A provider on a platform is named by it (`aws.bedrock`), whatever its wire format.
+    ...formats.platforms.systems,
+  };
   const metrics = new Metrics({ maxLabelValues: config.metrics?.max_label_values, systems });
   const live = { current: undefined! as Gateway };
   const storeCfg = config.limits_store;

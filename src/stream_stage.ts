@@ -16,6 +16,7 @@ import type { SseEvent } from "./contract/sse.ts";
 import type { UpstreamFraming } from "./contract/framing.ts";
 import type { UpstreamSpec } from "./contract/format.ts";
 import type { Trace } from "./trace.ts";
+import { ProviderFailure } from "./failover.ts";
 
 /** The buffer sizes an upstream stream is read with. */
 const MIN_READ_BYTES = 4 * 1024;
@@ -184,7 +185,9 @@ export class EventReader {
       const from = this.held?.length ?? 0;
       const batch = this.take(this.held ? concat(this.held, chunk.value) : chunk.value, from);
       if (this.held && this.held.length > MAX_EVENT_BYTES) {
-        this.fail(`an upstream event exceeded ${MAX_EVENT_BYTES} bytes`);
+        this.fail(
+          new GatewayError(502, "upstream", `an upstream event exceeded ${MAX_EVENT_BYTES} bytes`),
+        );
       }
       if (batch) return batch;
       if (this.failure) throw this.failure;
@@ -197,12 +200,19 @@ export class EventReader {
     this.held = scan.cut === 0 ? buf : scan.cut < buf.length ? buf.slice(scan.cut) : undefined;
     if (scan.cut === 0) return undefined;
     if (scan.malformed) {
-      this.fail("the upstream sent a malformed event");
+      this.fail(new GatewayError(502, "upstream", "the upstream sent a malformed event"));
       const events = scan.events.slice(0, scan.malformed.at);
       return events.length ? this.scrubbed(events, scan.malformed.before) : undefined;
     }
+    if (scan.exception) {
+      // The provider's refusal, counted as if it had answered with its status.
+      const { status, kind, message } = scan.exception.error;
+      this.fail(new ProviderFailure(new GatewayError(status, kind, this.secrets.scrub(message))));
+      const events = scan.events.slice(0, scan.exception.at);
+      return events.length ? this.scrubbed(events, scan.text ?? "") : undefined;
+    }
     // The held tail was copied out, so the complete part can go out without a copy.
-    const bytes = scan.cut === buf.length ? buf : buf.subarray(0, scan.cut);
+    const bytes = scan.bytes ?? (scan.cut === buf.length ? buf : buf.subarray(0, scan.cut));
     if (this.secrets.longest === 0) return { events: scan.events, bytes };
     // Every byte is looked at, not only the events' data: `id:`, `event:`, `retry:` and comment
     // lines, unknown fields, and whatever else lies between events are relayed too.
@@ -222,8 +232,8 @@ export class EventReader {
   }
 
   /** Ends reading early: the upstream call is abandoned, and `next()` throws the reason. */
-  private fail(why: string) {
-    this.failure = new GatewayError(502, "upstream", why);
+  private fail(failure: GatewayError) {
+    this.failure = failure;
     this.up.abort(this.failure);
     this.reader.cancel().catch(() => {});
     this.close();

@@ -70,6 +70,8 @@ export class Trace {
   providerKey?: string;
   /** The provider's API (the format plugin that speaks to it). */
   api?: string;
+  /** The provider's platform, if it names one. */
+  platform?: string;
   /** A converted Responses request ending with Codex's `compaction_trigger` (not billed). */
   compaction = false;
   mode?: Mode;
@@ -137,6 +139,7 @@ export class Trace {
     this.routeName = r.name;
     this.provider = r.provider.name;
     this.api = r.provider.api;
+    this.platform = r.provider.platform;
   }
 
   /**

@@ -71,7 +71,7 @@ Deno.test("config: the format plugins judge apis, passthrough and upstream model
   );
   assert.match(
     configError(checked(VALID.replace("api: messages", "api: mesages"))),
-    /providers\[1\]\.api: unknown api "mesages" \(one of chat, responses, messages, generate-content, interactions, demo\)/,
+    /providers\[1\]\.api: unknown api "mesages" \(one of chat, responses, messages, generate-content, interactions, converse, demo\)/,
   );
   // With the formats at parse time, an unknown api comes in the same report as the rest.
   const both = VALID.replace("api: messages", "api: mesages").replace("port: 8080", "port: x");

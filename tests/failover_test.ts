@@ -766,20 +766,7 @@ Deno.test("failover: a conversation with Anthropic thinking signatures stays on 
     assert.equal(headerOf(plain).provider, "gpt-up");
 
     const before = h.upstream.requests.length;
-    const signed = {
-      ...bodies.messages("fo-sig"),
-      messages: [
-        { role: "user", content: "hi" },
-        {
-          role: "assistant",
-          content: [
-            { type: "thinking", thinking: "A greeting.", signature: "EqQBCkYIBxgCKkBsig" },
-            { type: "text", text: "Hello." },
-          ],
-        },
-        { role: "user", content: "and again" },
-      ],
-    };
+    const signed = bodies.signedMessages("fo-sig");
     const res = await post(h.url + "/v1/messages", anthropicHeaders(), signed);
     const body = await res.json();
     assert.equal(res.status, 529, JSON.stringify(body));

@@ -5,8 +5,9 @@
  * for it to join; a format outside the registry (tests/toy_format/) builds its own
  * `TestFormat` and passes it in.
  */
-import type { Plugin as FormatPlugin } from "../src/context.ts";
+import type { RequestContext } from "../src/context.ts";
 import type { StreamFraming } from "../src/contract/generation.ts";
+import type { ClientFormat } from "../src/registry.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 
 /** How a client of the format asks for a generation. */
@@ -49,6 +50,9 @@ export interface StreamSide {
   framing?: StreamFraming;
 }
 
+/** A format that clients speak. */
+type FormatPlugin = ClientFormat<RequestContext>;
+
 export interface TestFormat extends FormatSide {
   id: string;
   plugin: FormatPlugin;
@@ -75,5 +79,11 @@ export async function testFormats(plugins: readonly FormatPlugin[]): Promise<Tes
   }));
 }
 
-/** The registered formats (plugins/mod.ts), in registry order. */
-export const TEST_FORMATS: readonly TestFormat[] = await testFormats(PLUGINS);
+/**
+ * The registered formats that clients speak (plugins/mod.ts), in registry order. Formats only
+ * providers speak (Converse) are left out: the golden pairs and the replay run each format as
+ * a client too.
+ */
+export const TEST_FORMATS: readonly TestFormat[] = await testFormats(
+  PLUGINS.filter((p): p is FormatPlugin => p.dialect !== undefined),
+);

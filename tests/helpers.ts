@@ -7,6 +7,7 @@ import { createGateway, createHandler } from "../src/server.ts";
 import { Formats } from "../src/formats.ts";
 import type { LimitStore } from "../src/limits/store.ts";
 import { PLUGINS } from "../plugins/mod.ts";
+import { PLATFORMS } from "../plugins/platforms/mod.ts";
 import { type MockUpstream, startMockUpstream } from "./mock/upstream.ts";
 import { TEST_FORMATS } from "./formats.ts";
 import { HASHED_KEY, KEY } from "./requests.ts";
@@ -18,6 +19,7 @@ export {
   HASHED_KEY,
   KEY,
   openaiHeaders,
+  THINKING_SIGNATURE,
 } from "./requests.ts";
 
 export const PROVIDER_KEY = "sk-provider-secret";
@@ -95,8 +97,8 @@ export interface HarnessOptions {
   builtInConfig?: boolean;
 }
 
-/** The formats the gateway serves (main.ts hands the same plugins over). */
-export const FORMATS = new Formats(PLUGINS);
+/** The formats and platforms the gateway serves (main.ts hands the same plugins over). */
+export const FORMATS = new Formats(PLUGINS, PLATFORMS);
 
 /** Starts the mock upstream and a gateway (in this process) configured for it. */
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
@@ -110,20 +112,31 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     builtInConfig: opts.builtInConfig,
     limitStore: opts.limitStore,
   });
+  const served = serveGateway(gw);
+  return {
+    ...served,
+    upstream,
+    async close() {
+      await served.close();
+      await upstream.close();
+    },
+  };
+}
+
+/** A gateway served on loopback, its access log collected; `close` stops all it started. */
+export function serveGateway(gw: Gateway): Omit<Harness, "upstream"> {
   const logs: Record<string, unknown>[] = [];
   const previous = setAccessLogSink((line) => logs.push(JSON.parse(line)));
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, createHandler(gw));
   return {
     url: `http://127.0.0.1:${server.addr.port}`,
     gw,
-    upstream,
     logs,
     async close() {
       await server.shutdown();
       await gw.providerModels.stop();
       await gw.store.close();
       await gw.limiter.store.close();
-      await upstream.close();
       setAccessLogSink(previous);
     },
   };
@@ -201,7 +214,12 @@ export const lastResponseId = (done: WsEvent[][]) =>
  * Starts a stream, reads its first chunk, then disconnects; resolves once the mock provider
  * has seen its request aborted (or fails after a second).
  */
-export async function assertDisconnectAborts(h: Harness, c: Ingress, model: string, label: string) {
+export async function assertDisconnectAborts(
+  h: Pick<Harness, "url" | "upstream">,
+  c: Ingress,
+  model: string,
+  label: string,
+) {
   const before = h.upstream.aborted;
   const ctrl = new AbortController();
   const res = await fetch(h.url + c.path(model, true), {

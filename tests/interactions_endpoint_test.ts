@@ -1,7 +1,7 @@
 /** POST /v1beta/interactions on converted routes: answers, streams and the 400s it owes. */
 import assert from "node:assert/strict";
-import type { Config } from "../src/config.ts";
 import { googleHeaders, KEY, openaiHeaders, post, PROVIDER_KEY, startHarness } from "./helpers.ts";
+import { interactionsRoute } from "./interactions_route.ts";
 
 const URL_PATH = "/v1beta/interactions";
 
@@ -56,15 +56,6 @@ Deno.test("interactions: background, agent and a ?key= key are refused in Google
     await h.close();
   }
 });
-
-/** A route to Gemini's own Interactions endpoint (the mock's), for models `int-*`. */
-const interactionsRoute = {
-  tweak(config: Config) {
-    const gemini = config.providers.find((p) => p.name === "gemini")!;
-    config.providers.push({ ...gemini, name: "gemini-int", api: "interactions" });
-    config.routes.unshift({ models: ["int-*"], provider: "gemini-int", passthrough: false });
-  },
-};
 
 Deno.test("interactions upstream: an Interactions client is relayed, others convert to it", async () => {
   const h = await startHarness(interactionsRoute);

@@ -127,8 +127,8 @@ Deno.test("sigv4: the signer's signatures pass the Bedrock mock's independent ve
   }
 });
 
-Deno.test("google token source: concurrent callers share one token; it is refreshed once ahead of expiry", async () => {
-  const mock = await startMockVertex({ expiresIn: 2 });
+Deno.test("google token source: concurrent callers share one token; it is refreshed once ahead of expiry, behind them", async () => {
+  const mock = await startMockVertex({ expiresIn: 6 });
   const minted: string[] = [];
   const source = new GoogleTokenSource(mock.serviceAccount, { onToken: (t) => minted.push(t) });
   try {
@@ -147,18 +147,53 @@ Deno.test("google token source: concurrent callers share one token; it is refres
     const ok = await call(first[0]);
     assert.equal(ok.status, 200);
     await ok.body?.cancel();
-    // A quarter of the 2 s lifetime before expiry, 20 callers get one new token.
-    await new Promise((r) => setTimeout(r, 1600));
+    // From a quarter of the 6 s lifetime before expiry (4.5 s) to an eighth (5.25 s), 20 callers
+    // still get the live token at once while one refresh runs behind them; from then on they
+    // get the new one.
+    await new Promise((r) => setTimeout(r, 4600));
+    const early = await Promise.all(Array.from({ length: 20 }, () => source.token()));
+    assert.deepEqual(new Set(early), new Set([first[0]]));
+    await new Promise((r) => setTimeout(r, 800));
     const second = await Promise.all(Array.from({ length: 20 }, () => source.token()));
     assert.equal(new Set(second).size, 1);
     assert.notEqual(second[0], first[0]);
     assert.equal(mock.tokensIssued(), 2);
     assert.deepEqual(minted, [first[0], second[0]]);
     // Once expired, the old token is Google's 401 UNAUTHENTICATED.
-    await new Promise((r) => setTimeout(r, 500));
+    await new Promise((r) => setTimeout(r, 700));
     const expired = await call(first[0]);
     assert.equal(expired.status, 401);
     assert.equal((await expired.json()).error.status, "UNAUTHENTICATED");
+  } finally {
+    await mock.close();
+  }
+});
+
+Deno.test("google token source: a failed early refresh fails nobody; a failed due refresh fails its callers", async () => {
+  const mock = await startMockVertex({ expiresIn: 6 });
+  const source = new GoogleTokenSource(mock.serviceAccount);
+  const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  try {
+    const first = await source.token();
+    await wait(4600);
+    mock.tokenEndpointDown = true;
+    // Ahead of expiry: served the live token while the refresh behind them fails.
+    const early = await Promise.all(Array.from({ length: 10 }, () => source.token()));
+    assert.deepEqual(new Set(early), new Set([first]));
+    await wait(800);
+    // Too close to expiry: the callers wait for a refresh, and share its failure.
+    const due = await Promise.allSettled(Array.from({ length: 10 }, () => source.token()));
+    for (const d of due) {
+      assert.equal(d.status, "rejected");
+      assert.ok(d.reason instanceof GoogleTokenError);
+      assert.equal(d.reason.message, "token endpoint answered 503: backend_error");
+    }
+    mock.tokenEndpointDown = false;
+    const second = await source.token();
+    assert.notEqual(second, first);
+    assert.equal(mock.tokensIssued(), 2);
+    // The endpoint was asked once ahead of expiry, once for the waiting callers, once now.
+    assert.equal(mock.requests.filter((r) => r.path === "/token").length, 4);
   } finally {
     await mock.close();
   }

@@ -36,4 +36,22 @@ export const bodies = {
     messages: [{ role: "user", content: "hi there" }],
   }),
   gemini: () => ({ contents: [{ role: "user", parts: [{ text: "hi there" }] }] }),
+  /** A messages body whose history carries an Anthropic thinking signature (family-bound). */
+  signedMessages: (model: string) => ({
+    ...bodies.messages(model),
+    messages: [
+      { role: "user", content: "hi" },
+      {
+        role: "assistant",
+        content: [
+          { type: "thinking", thinking: "A greeting.", signature: THINKING_SIGNATURE },
+          { type: "text", text: "Hello." },
+        ],
+      },
+      { role: "user", content: "and again" },
+    ],
+  }),
 };
+
+/** The Anthropic thinking signature in `bodies.signedMessages`. */
+export const THINKING_SIGNATURE = "EqQBCkYIBxgCKkBsig";

@@ -48,6 +48,10 @@ function refuse(req: InteractionsRequest) {
   if (req.previous_interaction_id !== undefined) {
     throw interactionsOnly("previous_interaction_id", "interactions stored by Google");
   }
+  // Only a provider that stops at a decode limit issues one; a converted answer always ends.
+  if (req.continuation_token !== undefined) {
+    throw interactionsOnly("continuation_token", "continuation tokens");
+  }
   const other = req.response_modalities?.find((m) => m.toUpperCase() !== "TEXT");
   if (other) throw interactionsOnly("response_modalities", `${other} outputs`);
 }

@@ -115,6 +115,7 @@ const requestSchema = sparseObject({}, {
   store: z.boolean(),
   background: z.boolean(),
   previous_interaction_id: z.string(),
+  continuation_token: z.string(),
 });
 
 export type InteractionsRequest = z.infer<typeof requestSchema>;

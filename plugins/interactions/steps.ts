@@ -121,7 +121,11 @@ export const statusOf = (finish: ir.FinishReason): string => STATUS[finish];
 /** An upstream's final status as a finish reason (a call-ending answer is `tool_calls`). */
 export function finishOf(status: unknown, sawToolCall: boolean): ir.FinishReason {
   if (status === "requires_action" || sawToolCall) return "tool_calls";
-  if (status === "incomplete" || status === "budget_exceeded") return "length";
+  // A decode stopped at the provider's limit is cut short: the other formats' clients hold no
+  // continuation token to resume it with.
+  if (["incomplete", "budget_exceeded", "requires_continuation"].includes(status as string)) {
+    return "length";
+  }
   if (status === "failed") return "error";
   return "stop";
 }

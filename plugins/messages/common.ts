@@ -114,6 +114,20 @@ export function errorFromType(type: unknown): { status: number; kind: ErrorKind 
   return { status, kind: kindForStatus(status, ANTHROPIC_STATUSES) };
 }
 
+/**
+ * A part's stop; a custom tool call's collected `{"input": text}` JSON goes first, unwrapped to
+ * the text (formats whose tool input is an object stream custom calls that way).
+ */
+export function stopPart(
+  part: { index: number; customJson?: string },
+  emit: (e: ir.StreamEvent) => void,
+) {
+  if (part.customJson !== undefined) {
+    emit({ type: "arguments_delta", index: part.index, json: unwrapCustomInput(part.customJson) });
+  }
+  emit({ type: "part_stop", index: part.index });
+}
+
 /** The raw text of a custom tool's `{"input": text}`; the JSON itself if it is not that shape. */
 export function unwrapCustomInput(json: string): string {
   try {

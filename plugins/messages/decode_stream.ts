@@ -12,7 +12,7 @@ import {
   isServerResult,
   type Obj,
   serverRun,
-  unwrapCustomInput,
+  stopPart,
   usageToIr,
   type WireUsage,
 } from "./common.ts";
@@ -141,14 +141,7 @@ export function decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.Stream
         textRun.held = true;
         return;
       }
-      if (block.customJson !== undefined) {
-        emit({
-          type: "arguments_delta",
-          index: block.index,
-          json: unwrapCustomInput(block.customJson),
-        });
-      }
-      emit({ type: "part_stop", index: block.index });
+      stopPart(block, emit);
     },
     message_delta(data) {
       const delta = (data.delta ?? {}) as Obj;

@@ -3,9 +3,15 @@ import type * as ir from "../../src/contract/ir.ts";
 import type { EncodeContext } from "../../src/contract/codec.ts";
 import { unsupported } from "../../src/contract/errors.ts";
 import { signatureFor } from "../../src/signature.ts";
-import { argumentsObject, CUSTOM_INPUT_KEY, urlSource } from "../shared.ts";
+import {
+  argumentsObject,
+  CUSTOM_TOOL_SCHEMA,
+  mediaSource,
+  rejectInexpressible,
+} from "../shared.ts";
 import { dropOptions, type HostedPlan, planHosted } from "../hosted.ts";
 import { cacheControl, FAMILY, type Obj, toolUseId } from "./common.ts";
+import { encodeSampling, encodeThinking } from "./thinking.ts";
 
 type Role = "user" | "assistant";
 const defined = <T>(x: T | undefined): x is T => x !== undefined;
@@ -18,7 +24,7 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Obj {
   rejectInexpressible(req, ctx);
   // Anthropic runs web search and web fetch alongside function tools.
   const hosted = planHosted(req, ctx, (t) => t.kind !== undefined);
-  const thinking = encodeThinking(req, ctx, hosted.forced !== undefined);
+  const thinking = encodeThinking(req, ctx, hosted.forced !== undefined, FAMILY);
   const body: Obj = {
     model: ctx.model,
     max_tokens: thinking?.maxTokens ?? req.maxTokens ?? ctx.defaultMaxTokens,
@@ -46,30 +52,6 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Obj {
   if (req.cache) body.cache_control = cacheControl(req.cache);
   if (req.stream) body.stream = true;
   return body;
-}
-
-/** Fields that change the output and that Anthropic has no way to express. */
-function rejectInexpressible(req: ir.Request, ctx: EncodeContext) {
-  if (req.n !== undefined && req.n > 1) {
-    throw unsupported("n", ctx.route, "more than one choice (n > 1) cannot be expressed");
-  }
-  for (
-    const [field, value] of [
-      ["presence_penalty", req.presencePenalty],
-      ["frequency_penalty", req.frequencyPenalty],
-    ] as const
-  ) {
-    if (value) throw unsupported(field, ctx.route, `${field} cannot be expressed`);
-  }
-  if (req.responseFormat?.type === "json_object") {
-    // Anthropic structured output needs a schema whose objects forbid extra properties, so
-    // "any JSON object" has no faithful translation.
-    throw unsupported(
-      "response_format",
-      ctx.route,
-      "JSON mode without a schema cannot be expressed",
-    );
-  }
 }
 
 function textBlock(part: ir.TextPart): Obj {
@@ -159,15 +141,7 @@ const base64ToUtf8 = (data: string) =>
   new TextDecoder().decode(Uint8Array.from(atob(data), (c) => c.charCodeAt(0)));
 
 function encodeMedia(part: ir.ImagePart | ir.DocumentPart, ctx: EncodeContext, path: string): Obj {
-  const source = part.source.kind === "url" ? urlSource(part.source.url) : part.source;
-  if (source.kind === "file_id") {
-    // File ids belong to the provider that issued them.
-    throw unsupported(
-      `${path}.file_id`,
-      ctx.route,
-      "file ids from another provider cannot be resolved",
-    );
-  }
+  const source = mediaSource(part, ctx, path);
   const block: Obj = { type: part.type, source: encodeSource(part, source, ctx, path) };
   if (part.type === "document" && part.filename) block.title = part.filename;
   return withCache(block, part);
@@ -188,13 +162,6 @@ function encodeSource(
   }
   return { type: "base64", media_type: source.mediaType, data: source.data };
 }
-
-/** Custom (free-text) tools become a function taking the text as `{"input": string}`. */
-const CUSTOM_TOOL_SCHEMA = {
-  type: "object",
-  properties: { [CUSTOM_INPUT_KEY]: { type: "string" } },
-  required: [CUSTOM_INPUT_KEY],
-};
 
 function encodeTool(tool: ir.Tool): Obj {
   const schema = tool.kind === "custom" ? CUSTOM_TOOL_SCHEMA : tool.parameters ?? {};
@@ -244,120 +211,10 @@ function encodeToolChoice(req: ir.Request, hosted: HostedPlan): Obj | undefined 
   return { ...(out ?? { type: "auto" }), disable_parallel_tool_use: true };
 }
 
-/** Effort levels as thinking budgets, for `thinking: {type: "enabled"}`. */
-const BUDGET_BY_EFFORT: Record<Exclude<ir.Effort, "none">, number> = {
-  minimal: 1024,
-  low: 2048,
-  medium: 8192,
-  high: 16384,
-  xhigh: 32768,
-  max: 65536,
-};
-const MIN_BUDGET = 1024;
-
-interface Thinking {
-  config: Obj;
-  /** `max_tokens` when thinking changes it. */
-  maxTokens?: number;
-  /** Effort for `output_config.effort` (adaptive thinking). */
-  effort?: string;
-  /** Explicitly off (`{type: "disabled"}`). */
-  disabled?: boolean;
-}
-
-/**
- * With thinking on, Anthropic requires the last assistant turn of a tool loop to start with
- * its signed thinking block. History written by another model or format (or by a client that
- * strips thoughts, like Gemini CLI) lacks it, so that request must go without thinking.
- */
-function toolTurnLacksThinking(messages: ir.Message[]): boolean {
-  const last = messages.findLast((m) => m.role === "assistant");
-  if (!last?.parts.some((p) => p.type === "tool_call")) return false;
-  return !last.parts.some((p) =>
-    (p.type === "thinking" && signatureFor(p.signature, "anthropic") !== undefined) ||
-    (p.type === "redacted_thinking" && p.family === "anthropic")
-  );
-}
-
-/**
- * IR reasoning → `thinking`. Thinking is left off (and reported as dropped) where Anthropic
- * would refuse it: with a forced tool choice, a max_tokens too small for the minimum budget,
- * or a tool loop whose last assistant turn carries no Anthropic thinking block.
- */
-function encodeThinking(
-  req: ir.Request,
-  ctx: EncodeContext,
-  forcedHosted: boolean,
-): Thinking | undefined {
-  const r = req.reasoning;
-  if (!r) return undefined;
-  if (r.disabled || r.effort === "none" || r.budgetTokens === 0) {
-    return { config: { type: "disabled" }, disabled: true };
-  }
-  const thinking = forcedHosted ? undefined : enabledThinking(req, r, ctx);
-  if (!thinking) ctx.dropped?.push("thinking");
-  return thinking;
-}
-
-function enabledThinking(
-  req: ir.Request,
-  r: ir.Reasoning,
-  ctx: EncodeContext,
-): Thinking | undefined {
-  const forced = req.toolChoice?.type === "required" || req.toolChoice?.type === "tool";
-  if (forced || toolTurnLacksThinking(req.messages)) return undefined;
-  const display = r.includeThoughts === false ? { display: "omitted" } : {};
-  if (r.adaptive || (r.budgetTokens ?? 0) < 0) {
-    const effort = r.effort === "minimal" ? "low" : r.effort;
-    return { config: { type: "adaptive", ...display }, effort };
-  }
-  const effort = r.effort === "none" ? undefined : r.effort; // "none" was handled by the caller
-  const budget = budgetTokens(r.budgetTokens, effort, req.maxTokens);
-  if (budget === undefined) return undefined;
-  const config = { type: "enabled", budget_tokens: budget, ...display };
-  // Without a client limit the default allowance is for the answer; the budget comes on top.
-  if (req.maxTokens === undefined) return { config, maxTokens: ctx.defaultMaxTokens + budget };
-  return { config };
-}
-
-/**
- * The thinking budget: the explicit one, or the effort level's. It counts toward max_tokens
- * and must stay below it; an effort-derived budget takes at most half, leaving the answer
- * room. Anthropic's minimum is 1024, so a client limit too small for that means no thinking.
- */
-function budgetTokens(
-  explicit: number | undefined,
-  effort: keyof typeof BUDGET_BY_EFFORT | undefined,
-  maxTokens: number | undefined,
-): number | undefined {
-  const wanted = explicit ?? BUDGET_BY_EFFORT[effort ?? "medium"];
-  if (maxTokens === undefined) return Math.max(MIN_BUDGET, wanted);
-  const cap = explicit === undefined ? Math.floor(maxTokens / 2) : maxTokens - 1;
-  const budget = Math.max(MIN_BUDGET, Math.min(wanted, cap));
-  return budget < maxTokens ? budget : undefined;
-}
-
 function encodeOutputConfig(req: ir.Request, effort: string | undefined): Obj | undefined {
   const out: Obj = {};
   if (effort) out.effort = effort;
   const format = req.responseFormat;
   if (format?.type === "json_schema") out.format = { type: "json_schema", schema: format.schema };
   return Object.keys(out).length ? out : undefined;
-}
-
-/**
- * Anthropic rejects `temperature` and `top_k` with thinking on, and `top_p` below 0.95; those
- * are left off then (clients such as Gemini CLI send them along with thinking by default).
- */
-function encodeSampling(req: ir.Request, thinking: boolean, dropped?: string[]): Obj {
-  const out: Obj = {};
-  const keep = (name: string, value: number | undefined, allowed: boolean) => {
-    if (value === undefined) return;
-    if (allowed) out[name] = value;
-    else dropped?.push(name);
-  };
-  keep("temperature", req.temperature, !thinking);
-  keep("top_k", req.topK, !thinking);
-  keep("top_p", req.topP, !thinking || (req.topP ?? 1) >= 0.95);
-  return out;
 }

@@ -50,6 +50,7 @@ export const countTokens: PluginHandler = async (ctx) => {
     ingress: messagesCodec,
     body,
     path: "/v1/messages/count_tokens",
+    operation: "count_tokens",
     // Counting reads the input; it produces nothing.
     usage: (json) =>
       typeof json.input_tokens === "number"

@@ -5,7 +5,8 @@
  * CRC32s. Only string headers are kept: `:message-type`, `:event-type`, `:exception-type`
  * and `:content-type` are all Bedrock sends.
  */
-import { EventStreamCodec } from "./deps.ts";
+// @smithy/eventstream-codec now re-exports this (deprecated there); this is its home.
+import { EventStreamCodec } from "@smithy/core/event-streams";
 
 export interface EventStreamFrame {
   headers: Record<string, string>;
@@ -46,6 +47,34 @@ function decodeFrame(bytes: Uint8Array): EventStreamFrame {
   return { headers, payload: message.body };
 }
 
+/** Whole frames cut from the start of a buffer. */
+export interface FrameCut {
+  frames: EventStreamFrame[];
+  /** The offset just past the last whole frame (the rest is an incomplete frame). */
+  cut: number;
+  /** The next frame is corrupt (impossible length, bad checksum): the stream cannot go on. */
+  error?: EventStreamError;
+}
+
+export function cutFrames(buf: Uint8Array): FrameCut {
+  const frames: EventStreamFrame[] = [];
+  let at = 0;
+  try {
+    while (buf.length - at >= PRELUDE_BYTES) {
+      const total = new DataView(buf.buffer, buf.byteOffset + at, 4).getUint32(0);
+      if (total < PRELUDE_BYTES + 4 || total > MAX_FRAME_BYTES) {
+        throw new EventStreamError(`event-stream frame length ${total} is out of range`);
+      }
+      if (buf.length - at < total) break;
+      frames.push(decodeFrame(buf.subarray(at, at + total)));
+      at += total;
+    }
+  } catch (error) {
+    return { frames, cut: at, error: error as EventStreamError };
+  }
+  return { frames, cut: at };
+}
+
 /** Decodes a byte stream into frames; a truncated last frame or a bad checksum errors it. */
 export function eventStreamFrames(): TransformStream<Uint8Array, EventStreamFrame> {
   let buffer = new Uint8Array(0);
@@ -54,17 +83,10 @@ export function eventStreamFrames(): TransformStream<Uint8Array, EventStreamFram
       const joined = new Uint8Array(buffer.length + chunk.length);
       joined.set(buffer);
       joined.set(chunk, buffer.length);
-      let at = 0;
-      while (joined.length - at >= PRELUDE_BYTES) {
-        const total = new DataView(joined.buffer, at, 4).getUint32(0);
-        if (total < PRELUDE_BYTES + 4 || total > MAX_FRAME_BYTES) {
-          throw new EventStreamError(`event-stream frame length ${total} is out of range`);
-        }
-        if (joined.length - at < total) break;
-        controller.enqueue(decodeFrame(joined.subarray(at, at + total)));
-        at += total;
-      }
-      buffer = joined.slice(at);
+      const { frames, cut, error } = cutFrames(joined);
+      for (const frame of frames) controller.enqueue(frame);
+      if (error) throw error;
+      buffer = joined.slice(cut);
     },
     flush() {
       if (buffer.length) throw new EventStreamError("event stream ended inside a frame");

@@ -16,6 +16,8 @@ const REFRESH_SHARE = 0.25;
 const MAX_REFRESH_AHEAD_MS = 5 * 60_000;
 /** A token endpoint that has not answered by then has failed. */
 const REFRESH_TIMEOUT_MS = 30_000;
+/** The token endpoint's own words in an error are cut to this length (they come from outside). */
+const MAX_REASON_CHARS = 200;
 
 /** The fields of a service-account JSON file the token source reads. */
 export interface ServiceAccountKey {
@@ -38,8 +40,10 @@ export class GoogleTokenError extends Error {
 
 interface Cached {
   token: string;
-  expiresAt: number;
+  /** From then on a refresh runs while callers still get this token, … */
   refreshAt: number;
+  /** … and from then on they wait for it: too little is left for a call to start on it. */
+  staleAt: number;
 }
 
 const base64url = (bytes: Uint8Array) =>
@@ -67,13 +71,24 @@ export class GoogleTokenSource {
     this.#key.catch(() => {});
   }
 
-  /** A live access token: the cached one, or one refresh shared by every caller. */
+  /**
+   * A live access token: the cached one, or one refresh shared by every caller. Ahead of expiry
+   * the refresh runs in the background and callers are not held up by it (nor failed: a failed
+   * early refresh is tried again by the next caller).
+   */
   async token(signal?: AbortSignal): Promise<string> {
     signal?.throwIfAborted();
     const cached = this.#cached;
-    if (cached && Date.now() < cached.refreshAt) return cached.token;
-    this.#refreshing ??= this.#refresh().finally(() => this.#refreshing = undefined);
-    return (await abortable(this.#refreshing, signal)).token;
+    const now = Date.now();
+    if (cached && now < cached.refreshAt) return cached.token;
+    const refreshing = this.#refreshing ??= this.#refresh().finally(() =>
+      this.#refreshing = undefined
+    );
+    if (cached && now < cached.staleAt) {
+      refreshing.catch(() => {});
+      return cached.token;
+    }
+    return (await abortable(refreshing, signal)).token;
   }
 
   /** Drops `token` after the platform refused it (a 401), so that the next call refreshes. */
@@ -94,13 +109,12 @@ export class GoogleTokenSource {
     const token = body?.access_token;
     const lifetime = Number(body?.expires_in) * 1000;
     if (!response.ok || typeof token !== "string" || !(lifetime > 0)) {
-      const reason = body?.error_description ?? body?.error ?? "no access token in the answer";
-      throw new GoogleTokenError(`token endpoint answered ${response.status}: ${reason}`);
+      throw new GoogleTokenError(`token endpoint answered ${response.status}: ${reasonOf(body)}`);
     }
     this.options.onToken?.(token);
-    const now = Date.now();
+    const expiresAt = Date.now() + lifetime;
     const ahead = Math.min(lifetime * REFRESH_SHARE, MAX_REFRESH_AHEAD_MS);
-    this.#cached = { token, expiresAt: now + lifetime, refreshAt: now + lifetime - ahead };
+    this.#cached = { token, refreshAt: expiresAt - ahead, staleAt: expiresAt - ahead / 2 };
     return this.#cached;
   }
 
@@ -122,6 +136,13 @@ export class GoogleTokenSource {
     );
     return `${unsigned}.${base64url(new Uint8Array(signature))}`;
   }
+}
+
+/** Why the token endpoint refused, in its own words (OAuth2's fields), clipped. */
+function reasonOf(body: Record<string, unknown> | undefined): string {
+  const reason = [body?.error_description, body?.error].find((r) => typeof r === "string");
+  return (reason as string | undefined)?.slice(0, MAX_REASON_CHARS) ??
+    "no access token in the answer";
 }
 
 /** `promise`, or its rejection with the signal's reason as soon as `signal` aborts. */

@@ -3,7 +3,7 @@
  * aws4fetch: WebCrypto only, no Node shims, no dependencies. The signed host is the URL's, so
  * a VPC endpoint or a test server in `base_url` is signed for what it is.
  */
-import { AwsV4Signer } from "./deps.ts";
+import { AwsV4Signer } from "aws4fetch";
 
 export interface AwsCredentials {
   accessKeyId: string;

@@ -303,8 +303,9 @@ class ResponsesSocket {
       const { formats } = ctx.gw;
       let chosen = r;
       const upstream = await failover(ctx, r, {
-        eligible: (t) => t.provider.api === responsesCodec.api,
-        bound: "a passthrough WebSocket relays to Responses providers",
+        // A platform addresses HTTP calls only.
+        eligible: (t) => t.provider.api === responsesCodec.api && t.provider.platform === undefined,
+        bound: "a passthrough WebSocket relays to Responses providers on their own API",
         run: async (t, key) => {
           trace.attempt();
           chosen = t;

@@ -18,6 +18,9 @@ export type ErrorKind =
   | "upstream_interrupted";
 
 export class GatewayError extends Error {
+  /** Whether another attempt may succeed, where a platform said; absent: `retry.on` decides. */
+  retry?: boolean;
+
   constructor(
     readonly status: number,
     readonly kind: ErrorKind,

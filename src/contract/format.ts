@@ -159,7 +159,12 @@ export interface FormatPlugin<C> {
   /** OpenTelemetry `gen_ai.system` of this format's providers. */
   system: string;
   codec: Codec;
-  dialect: Dialect;
+  /**
+   * How its clients authenticate and hear about errors. Absent: a format only providers speak
+   * (Bedrock Converse), which has no paths, endpoints or model list, and whose codec's ingress
+   * half and `watch` are never called.
+   */
+  dialect?: Dialect;
   /** Path prefixes in this dialect, matched or not (an unknown path's 404 speaks it). */
   paths: readonly string[];
   endpoints: readonly EndpointSpec<C>[];

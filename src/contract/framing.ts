@@ -2,7 +2,15 @@
  * The byte level of a stream: how upstream bytes divide into events and how a stream ends.
  * Each format plugin names its framing; the core's stream stage scans with it.
  */
+import type { ErrorKind } from "./errors.ts";
 import type { SseEvent } from "./sse.ts";
+
+/** An error the upstream sent inside a stream that began as a success (a frame of its own). */
+export interface StreamException {
+  status: number;
+  kind: ErrorKind;
+  message: string;
+}
 
 /** What a framing found in the bytes received so far. */
 export interface Scan {
@@ -17,12 +25,25 @@ export interface Scan {
    * text of the events before it (relayed as received, then the stream ends).
    */
   malformed?: { at: number; before: string };
+  /**
+   * The bytes relayed for the events before `cut` when the framing re-frames them (then `text`
+   * is their text); absent: the upstream's own bytes.
+   */
+  bytes?: Uint8Array;
+  /**
+   * An error frame: `at` is its index among the events, `text` (and `bytes`) hold the events
+   * before it, which are relayed; then the attempt fails with `error` (before any content,
+   * failover may try another target).
+   */
+  exception?: { at: number; error: StreamException };
 }
 
 /** How a stream's bytes divide into events, and how it ends when cut. */
 export interface UpstreamFraming {
   /** The content type of a stream in this framing (a 2xx of another type is refused). */
   mediaType: string;
+  /** The content type of the relayed bytes when the framing re-frames them. */
+  relayedType?: string;
   /** Scans `buf`, of which bytes before `from` were scanned before and held back. */
   scan(buf: Uint8Array, from: number, decode: (b: Uint8Array) => string): Scan;
   /** Text that closes the client's stream after a complete upstream stream. */

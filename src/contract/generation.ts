@@ -5,6 +5,7 @@
 import type { ClientContext, Codec } from "./codec.ts";
 import type { UpstreamFraming } from "./framing.ts";
 import type { Usage } from "./ir.ts";
+import type { Operation } from "./platform.ts";
 
 /** A request body as received. */
 export interface JsonBody {
@@ -49,6 +50,8 @@ export interface OtherEndpoint {
   ingress: Codec;
   body: JsonBody;
   path: string;
+  /** What it does on a platform; absent: platforms do not serve it. */
+  operation?: Operation;
   /** Why only providers of the client's API may answer; default: it is relayed as is. */
   why?: string;
   /** The tokens its answer reports (for metrics and the access log). */

@@ -11,22 +11,10 @@
 import assert from "node:assert/strict";
 import type { RouteConfig } from "../../src/config.ts";
 import { type Harness, KEY, startHarness } from "../helpers.ts";
+import { claude, codex, gemini, installed, PROMPT, RUN_TIMEOUT_MS, type RunResult } from "./cli.ts";
 import { SEARCH_CITED, SEARCH_RESULTS } from "../mock/scenario.ts";
 import type { RecordedRequest } from "../mock/upstream.ts";
-
-const BIN = new URL("./node_modules/.bin/", import.meta.url).pathname;
-/** Upper bound of one CLI run; the process group is killed when it expires. */
-const RUN_TIMEOUT_MS = 60_000;
-/** The prompt of every run; the mock echoes the last user text in its reply. */
-const PROMPT = "say hi";
-
-function installed(): boolean {
-  try {
-    return ["claude", "gemini", "codex"].every((c) => Deno.statSync(BIN + c).isFile);
-  } catch {
-    return false;
-  }
-}
+import { modelCalls, startVertexGateway } from "../vertex_harness.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Gateway + mock upstream (as tests/helpers.ts startHarness, plus routes for Gemini defaults)
@@ -53,137 +41,6 @@ const GEMINI_CLI_ROUTES = [
 ];
 
 // ---------------------------------------------------------------------------------------------
-// Running a CLI
-// ---------------------------------------------------------------------------------------------
-
-interface RunResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-  ms: number;
-  timedOut: boolean;
-}
-
-/**
- * Runs `BIN/cli args` in its own process group with a clean environment (no inherited proxy or
- * API-key variables), stdin closed, and a throwaway HOME/TMPDIR/cwd; kills the whole group when
- * RUN_TIMEOUT_MS expires (and any stragglers when it exits).
- */
-async function runCli(
-  cli: string,
-  args: string[],
-  env: Record<string, string>,
-  setup?: (home: string) => Promise<void>,
-): Promise<RunResult> {
-  const root = await Deno.makeTempDir({ prefix: `gw-${cli}-` });
-  const home = `${root}/home`;
-  const tmp = `${root}/tmp`;
-  const work = `${root}/work`;
-  for (const dir of [home, tmp, work]) await Deno.mkdir(dir);
-  await setup?.(home);
-  const started = Date.now();
-  const child = new Deno.Command(BIN + cli, {
-    args,
-    cwd: work,
-    clearEnv: true,
-    env: {
-      PATH: Deno.env.get("PATH") ?? "/usr/local/bin:/usr/bin:/bin",
-      HOME: home,
-      TMPDIR: tmp,
-      LANG: "C.UTF-8",
-      TERM: "dumb",
-      NO_COLOR: "1",
-      CI: "1",
-      ...env,
-    },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-    detached: true,
-  }).spawn();
-  const killGroup = () => {
-    try {
-      Deno.kill(-child.pid, "SIGKILL");
-    } catch {
-      // The group is already gone.
-    }
-  };
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    killGroup();
-  }, RUN_TIMEOUT_MS);
-  try {
-    const out = await child.output();
-    const decode = (b: Uint8Array) => new TextDecoder().decode(b);
-    return {
-      code: out.code,
-      stdout: decode(out.stdout),
-      stderr: decode(out.stderr),
-      ms: Date.now() - started,
-      timedOut,
-    };
-  } finally {
-    clearTimeout(timer);
-    killGroup();
-    await Deno.remove(root, { recursive: true }).catch(() => {});
-  }
-}
-
-function claude(url: string, args: string[]): Promise<RunResult> {
-  return runCli("claude", ["-p", ...args], {
-    ANTHROPIC_BASE_URL: url,
-    ANTHROPIC_API_KEY: KEY,
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-    DISABLE_AUTOUPDATER: "1",
-  });
-}
-
-const GEMINI_SETTINGS = {
-  security: { auth: { selectedType: "gemini-api-key" } },
-  privacy: { usageStatisticsEnabled: false },
-  telemetry: { enabled: false },
-  general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
-};
-
-function gemini(url: string, args: string[]): Promise<RunResult> {
-  return runCli(
-    "gemini",
-    args,
-    {
-      GOOGLE_GEMINI_BASE_URL: url,
-      GEMINI_API_KEY: KEY,
-      GEMINI_CLI_TRUST_WORKSPACE: "true",
-    },
-    async (home) => {
-      await Deno.mkdir(`${home}/.gemini`);
-      await Deno.writeTextFile(
-        `${home}/.gemini/settings.json`,
-        JSON.stringify(GEMINI_SETTINGS),
-      );
-    },
-  );
-}
-
-function codex(url: string, args: string[]): Promise<RunResult> {
-  return runCli("codex", [
-    "exec",
-    "--skip-git-repo-check",
-    "--disable",
-    "plugins",
-    "--disable",
-    "apps",
-    "-c",
-    "analytics.enabled=false",
-    "-c",
-    "check_for_update_on_startup=false",
-    "-c",
-    `openai_base_url="${url}/v1"`,
-    ...args,
-  ], { CODEX_API_KEY: KEY });
-}
-
-// ---------------------------------------------------------------------------------------------
 // Checks
 // ---------------------------------------------------------------------------------------------
 
@@ -192,7 +49,7 @@ const tail = (text: string, n = 1500) => text.length > n ? "…" + text.slice(-n
 /** What a failed assertion shows: the CLI's output, the gateway's log, the upstream calls. */
 function report(
   r: RunResult,
-  h: Harness,
+  h: Pick<Harness, "logs">,
   logsFrom: number,
   reqs: RecordedRequest[],
 ): string {
@@ -750,7 +607,62 @@ Deno.test({
         why(),
       );
       // POSTs only: the gateway reads model lists (GETs) in the background.
-      assert.equal(posts().length, calls, "a refused request reached the provider");
+      assert.equal(
+        posts().length,
+        calls,
+        "a refused request reached the provider",
+      );
+    } finally {
+      await h.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "claude -p on a Vertex Claude route, gemini -p on a Vertex Gemini route (relayed)",
+  ignore: !installed(),
+  async fn(t) {
+    // Gemini CLI's router model as on the vendor harness, on Vertex; the runs' models by prefix.
+    const h = await startVertexGateway({
+      routes: [{
+        models: [GEMINI_ROUTER_MODEL],
+        provider: "vertex-gemini",
+        model: "vg-err400-router",
+        passthrough: false,
+      }],
+    });
+    const runs = [
+      {
+        name: `claude -p "${PROMPT}" --model vc-text-cli`,
+        run: () => claude(h.url, ["--model", "vc-text-cli", PROMPT]),
+        provider: "vertex-claude",
+        reply: "Hello from messages mock:",
+        path: /\/publishers\/anthropic\/models\/vc-text-cli:streamRawPredict$/,
+      },
+      {
+        name: `gemini -m vg-text-cli -p "${PROMPT}"`,
+        run: () => gemini(h.url, ["-m", "vg-text-cli", "-p", PROMPT]),
+        provider: "vertex-gemini",
+        reply: "Hello from generate-content mock:",
+        path: /\/publishers\/google\/models\/vg-text-cli:streamGenerateContent$/,
+      },
+    ];
+    try {
+      for (const c of runs) {
+        await t.step(c.name, async () => {
+          const reqsFrom = modelCalls(h.vertex).length;
+          const logsFrom = h.logs.length;
+          const r = await c.run();
+          const reqs = modelCalls(h.vertex).slice(reqsFrom);
+          const why = () => report(r, h, logsFrom, reqs);
+          assert.equal(r.timedOut, false, why());
+          assert.equal(r.code, 0, why());
+          assert.ok(r.stdout.includes(c.reply) && r.stdout.includes(PROMPT), why());
+          assert.ok(reqs.some((q) => c.path.test(q.path)), why());
+          const lines = h.logs.slice(logsFrom).filter((l) => l.provider === c.provider);
+          assert.ok(lines.some((l) => l.passthrough === true && l.status === 200), why());
+        });
+      }
     } finally {
       await h.close();
     }

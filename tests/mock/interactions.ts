@@ -4,7 +4,9 @@
  * Written from @google/genai 2.32's declarations (InteractionCreateParams, Interaction,
  * InteractionSSEEvent), independently of the gateway's codec. Like Google it answers with the
  * input step first, signs a function call with a summary-less `thought` step before it, and
- * leaves out `output_text` (the SDK computes it).
+ * leaves out `output_text` (the SDK computes it). A model named `…long…` stops its decode
+ * halfway at `requires_continuation` with a `continuation_token`, as Google does at its
+ * per-request decode limit; the hop that brings the token back gets the rest.
  */
 import {
   pieces,
@@ -102,15 +104,54 @@ function keep(resource: Json, body: Json) {
   stored.set(resource.id, resource);
 }
 
-function resource(reply: Reply, body: Json, id = interactionId()): Json {
+/** What each continuation token resumes: the hop that issued it and the text still to come. */
+const issued = new Map<string, { by: string; rest: string }>();
+
+/**
+ * A create needs `input`, except a continuation hop as the SDK sends it with `store`: the
+ * issuing hop as `previous_interaction_id` and no input. The token must be one this mock issued.
+ */
+function checkRequest(body: Json): string | undefined {
+  const field = (name: string) => `* CreateInteractionRequest.${name}`;
+  const token = body.continuation_token;
+  const hop = token === undefined ? undefined : issued.get(token);
+  if (token !== undefined && !hop) return `${field("continuation_token")}: invalid token`;
+  if (hop && body.store !== false) {
+    if (body.previous_interaction_id !== hop.by) {
+      return `${field("previous_interaction_id")}: not the interaction that issued the token`;
+    }
+    return body.input === undefined
+      ? undefined
+      : `${field("input")}: must be empty when continuing`;
+  }
+  return body.input === undefined ? `${field("input")}: input is required` : undefined;
+}
+
+/**
+ * The reply this hop decodes and its token when it stops short: a `long` model's first hop
+ * gets half the text, the hop bringing the token back gets the rest.
+ */
+function decodeHop(reply: Reply, body: Json, id: string): { reply: Reply; token?: string } {
+  const resumed = issued.get(body.continuation_token);
+  if (resumed) return { reply: { ...reply, text: resumed.rest } };
+  if (!reply.model.includes("long") || reply.text === undefined) return { reply };
+  const half = Math.ceil(reply.text.length / 2);
+  const token = "ct_" + crypto.randomUUID();
+  issued.set(token, { by: id, rest: reply.text.slice(half) });
+  return { reply: { ...reply, text: reply.text.slice(0, half) }, token };
+}
+
+function resource(whole: Reply, body: Json, id = interactionId()): Json {
   const now = iso();
   const input = typeof body.input === "string"
     ? [{ type: "user_input", content: [{ type: "text", text: body.input }] }]
     : [];
+  const { reply, token } = decodeHop(whole, body, id);
   return {
     id,
     model: reply.model,
-    status: status(reply),
+    status: token ? "requires_continuation" : status(reply),
+    ...(token && { continuation_token: token }),
     created: now,
     updated: now,
     steps: [...input, ...modelSteps(reply)],
@@ -164,15 +205,21 @@ function stepEvents(step: Json, index: number, n: number): WireEvent[] {
 function events(reply: Reply, body: Json): WireEvent[] {
   const full = resource(reply, body);
   keep(full, body);
-  const { id, model, created } = full;
+  const { id, model, created, continuation_token } = full;
   const head = { id, model, object: "interaction", created };
-  const steps = modelSteps(reply);
+  const steps: Json[] = full.steps.filter((s: Json) => s.type !== "user_input");
   return [
     event("interaction.created", { interaction: { ...head, status: "in_progress" } }),
     event("interaction.status_update", { interaction_id: id, status: "in_progress" }),
     ...steps.flatMap((s, i) => stepEvents(s, i, reply.textPieces)),
     event("interaction.completed", {
-      interaction: { ...head, status: full.status, updated: iso(), usage: full.usage },
+      interaction: {
+        ...head,
+        status: full.status,
+        ...(continuation_token && { continuation_token }),
+        updated: iso(),
+        usage: full.usage,
+      },
     }),
   ];
 }
@@ -181,6 +228,8 @@ function events(reply: Reply, body: Json): WireEvent[] {
 function turn(body: Json) {
   const input = body.input;
   if (typeof input === "string") return { userText: input };
+  // A stored continuation hop sends no input: the text it continues was planned before.
+  if (input === undefined) return { userText: "" };
   const items = Array.isArray(input) ? input : [input];
   const user = items.findLast((s: Json) => s?.type === "user_input");
   const userText = user ? textOf(user.content, () => true) : textOf(items, () => true);
@@ -196,8 +245,7 @@ export const interactions: Vendor = {
   turn,
   toolNames: (body) => arrayOf(body.tools).filter((t) => t?.type === "function").map((t) => t.name),
   hostedSearch: (body) => searchTools(arrayOf(body.tools), (t) => t?.type === "google_search"),
-  validate: (body) =>
-    body.input === undefined ? "* CreateInteractionRequest.input: input is required" : undefined,
+  validate: checkRequest,
   json(reply, body) {
     const r = resource(reply, body);
     keep(r, body);

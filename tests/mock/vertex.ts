@@ -37,6 +37,12 @@ export interface MockVertex extends MockUpstream {
   serviceAccount: ServiceAccountJson;
   /** How many access tokens the token endpoint has issued. */
   tokensIssued(): number;
+  /** Revokes every token issued so far: the model endpoints answer them 401. */
+  revokeTokens(): void;
+  /** While set, the model endpoints answer every token 401 (a key revoked at Google). */
+  refuseTokens: boolean;
+  /** While set, the token endpoint answers 503 (Google's OAuth2 backend down). */
+  tokenEndpointDown: boolean;
 }
 
 export interface VertexOptions {
@@ -192,11 +198,15 @@ class TokenAuthority {
     }
   }
 
+  revoke(): void {
+    this.#expiries.clear();
+  }
+
   /** Google's 401 unless `authorization` carries a live token this authority issued. */
-  check(authorization: string | null): Response | undefined {
+  check(authorization: string | null, refuse: boolean): Response | undefined {
     const token = authorization?.match(/^Bearer (.+)$/)?.[1];
     if (token === undefined) return unauthenticated("CREDENTIALS_MISSING");
-    const expiry = this.#expiries.get(token);
+    const expiry = refuse ? undefined : this.#expiries.get(token);
     if (expiry === undefined) return unauthenticated("ACCESS_TOKEN_TYPE_UNSUPPORTED");
     if (expiry <= Date.now()) return unauthenticated("ACCESS_TOKEN_EXPIRED");
   }
@@ -211,15 +221,20 @@ export async function startMockVertex(options: VertexOptions = {}): Promise<Mock
     fallback: generateContent,
     async intercept(req, url, text) {
       if (url.pathname === "/token" && req.method === "POST") {
+        if (vertex.tokenEndpointDown) return json({ error: "backend_error" }, 503);
         return await authority.grant(new URLSearchParams(text));
       }
-      return authority.check(req.headers.get("authorization"));
+      return authority.check(req.headers.get("authorization"), vertex.refuseTokens);
     },
   };
   const upstream = await startMockUpstream({ platform });
   account.json.token_uri = `${upstream.url}/token`;
-  return Object.assign(upstream, {
+  const vertex: MockVertex = Object.assign(upstream, {
     serviceAccount: account.json,
     tokensIssued: () => authority.issued,
+    revokeTokens: () => authority.revoke(),
+    refuseTokens: false,
+    tokenEndpointDown: false,
   });
+  return vertex;
 }

@@ -56,7 +56,7 @@ const toyGenerate: PluginHandler = async (ctx) => {
   return await ctx.generate({ ingress: toyCodec, body, model, stream, framing: NDJSON });
 };
 
-export const toyPlugin: FormatPlugin<HandlerContext> = {
+export const toyPlugin = {
   id: "toy",
   family: "toy",
   system: "toy",
@@ -80,4 +80,4 @@ export const toyPlugin: FormatPlugin<HandlerContext> = {
       return { kind: faultKind(fault?.kind), message };
     },
   },
-};
+} satisfies FormatPlugin<HandlerContext>;

@@ -1,0 +1,125 @@
+/**
+ * Amazon Bedrock Runtime (`platform: aws-bedrock`). Anthropic's Messages body goes through
+ * InvokeModel (`/model/{id}/invoke`) and InvokeModelWithResponseStream
+ * (`/invoke-with-response-stream`): Bedrock's `anthropic_version` in the body instead of the
+ * header, `anthropic-beta` moved into `anthropic_beta`, neither `model` nor `stream` (the
+ * operation says whether it streams). Its streams are AWS event-stream frames whose `chunk`
+ * payloads hold one Anthropic stream event each, re-framed here as the format's SSE. Calls are
+ * signed with SigV4 (service `bedrock`), or carry a Bedrock API key as a Bearer. It carries
+ * Bedrock's own Converse format too (`api: converse`, plugins/converse/), as that plugin has it.
+ */
+import { z } from "zod";
+import { badRequest } from "../../src/contract/errors.ts";
+import type { UpstreamFraming } from "../../src/contract/framing.ts";
+import type { Platform, PlatformCall } from "../../src/contract/platform.ts";
+import {
+  bedrockError,
+  invokeStreamFraming,
+  modelIdSegment,
+  unsafeModelName,
+} from "./bedrock_wire.ts";
+import { signAwsRequest } from "./sigv4.ts";
+
+/** Bedrock's own Anthropic API version. */
+export const BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31";
+/** The API version Bedrock's own replaces; a client's later dated version is passed as is. */
+const FIRST_DATED_VERSION = "2023-06-01";
+const DATED = /^\d{4}-\d{2}-\d{2}$/;
+
+const settings = z.strictObject({
+  region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, "an AWS region such as us-east-1"),
+  /** With `secret_access_key`: calls are signed (SigV4); without: `api_key` is a Bearer. */
+  access_key_id: z.string().min(1).optional(),
+  secret_access_key: z.string().min(1).optional(),
+  /** Temporary credentials (STS): sent as `x-amz-security-token`, and signed. */
+  session_token: z.string().min(1).optional(),
+}).refine((a) => (a.access_key_id === undefined) === (a.secret_access_key === undefined), {
+  message: "give access_key_id and secret_access_key together",
+  path: ["secret_access_key"],
+}).refine((a) => a.session_token === undefined || a.access_key_id !== undefined, {
+  message: "a session token goes with an access key pair",
+  path: ["session_token"],
+});
+type AwsSettings = z.infer<typeof settings>;
+
+/** What a wire format is on Bedrock: its operations (JSON, stream), body and stream framing. */
+interface BedrockApi {
+  operations: [json: string, stream: string];
+  adjust?(body: Record<string, unknown>, headers: Headers): Record<string, unknown>;
+  framing(inner: UpstreamFraming): UpstreamFraming;
+}
+
+/** Anthropic's Messages through InvokeModel; Converse. */
+const APIS: Record<string, BedrockApi> = {
+  messages: {
+    operations: ["invoke", "invoke-with-response-stream"],
+    adjust: invokeBody,
+    framing: invokeStreamFraming,
+  },
+  // Bedrock's own format: its body and event stream are the converse plugin's.
+  converse: { operations: ["converse", "converse-stream"], framing: (inner) => inner },
+};
+
+/** `POST /model/{id}/…`: the id (with `:`, or an ARN with `/`) as one encoded path segment. */
+function url(base: string, api: string, { model, operation, stream }: PlatformCall): string {
+  if (operation !== "generate") {
+    throw badRequest(`token counting is not served through platform aws-bedrock`, "model");
+  }
+  const [json, streamed] = APIS[api].operations;
+  return `${base}/model/${modelIdSegment(model)}/${stream ? streamed : json}`;
+}
+
+/** The Messages body as InvokeModel takes it; the version and beta headers move into it. */
+function invokeBody(body: Record<string, unknown>, headers: Headers): Record<string, unknown> {
+  const { model: _model, stream: _stream, ...rest } = body;
+  const version = headers.get("anthropic-version") ?? "";
+  const betas = (headers.get("anthropic-beta") ?? "").split(",").map((b) => b.trim())
+    .filter(Boolean);
+  headers.delete("anthropic-version");
+  headers.delete("anthropic-beta");
+  return {
+    anthropic_version: DATED.test(version) && version > FIRST_DATED_VERSION
+      ? version
+      : BEDROCK_ANTHROPIC_VERSION,
+    ...rest,
+    ...(betas.length > 0 && { anthropic_beta: betas }),
+  };
+}
+
+export const bedrockPlatform: Platform<AwsSettings> = {
+  id: "aws-bedrock",
+  system: "aws.bedrock",
+  apis: Object.keys(APIS),
+  settings: { key: "aws", schema: settings },
+  defaultBaseUrl: ({ region }) => `https://bedrock-runtime.${region}.amazonaws.com`,
+  url: ({ base_url, api }, call) => url(base_url, api, call),
+  credential({ settings: aws }, ctx) {
+    const { access_key_id, secret_access_key, session_token, region } = aws;
+    if (access_key_id === undefined || secret_access_key === undefined) {
+      return {
+        authorize(req, key) {
+          if (key) req.headers.set("authorization", `Bearer ${key}`);
+        },
+      };
+    }
+    ctx.secret(secret_access_key);
+    if (session_token) ctx.secret(session_token);
+    const credentials = {
+      accessKeyId: access_key_id,
+      secretAccessKey: secret_access_key,
+      sessionToken: session_token,
+    };
+    return {
+      async authorize(req) {
+        req.headers = await signAwsRequest(req.url.href, req, credentials, {
+          region,
+          service: "bedrock",
+        });
+      },
+    };
+  },
+  adjust: (body, headers, _call, { api }) => APIS[api].adjust?.(body, headers) ?? body,
+  framing: (inner, _call, { api }) => APIS[api].framing(inner),
+  readError: (status, headers, body) => bedrockError(status, headers, body),
+  unsafeModel: unsafeModelName,
+};

@@ -1,0 +1,158 @@
+/**
+ * What Bedrock Runtime sends back, read for the core: its errors (named by `x-amzn-errortype`
+ * or `__type`, with a `{"message"}` body) and exception frames as neutral kinds, and its
+ * InvokeModel streams (AWS event-stream `chunk` frames, each holding one event of the format
+ * in base64) re-framed as the format's SSE, the events' JSON byte for byte.
+ */
+import { badRequest, type ErrorKind } from "../../src/contract/errors.ts";
+import type { StreamException, UpstreamFraming } from "../../src/contract/framing.ts";
+import type { PlatformError } from "../../src/contract/platform.ts";
+import { formatSse, type SseEvent } from "../../src/contract/sse.ts";
+import { cutFrames, type EventStreamFrame } from "./event_stream.ts";
+
+/**
+ * Why a model id cannot be the `/model/{id}/…` path segment. Ids with `:` and ARNs (with `/`)
+ * are encoded whole, as Bedrock takes them; only an empty or dot segment would be resolved
+ * into another path.
+ */
+function unsafeModelId(model: string): string | undefined {
+  if (model === "") return "it is empty";
+  if (model === "." || model === "..") return "it is a dot segment";
+}
+
+/** Why a route may not rename to `model` (a provider's `unsafeModel`). */
+export function unsafeModelName(model: string): string | undefined {
+  const why = unsafeModelId(model);
+  return why && `cannot be sent in a Bedrock URL: ${why}`;
+}
+
+/** A model id as its one percent-encoded path segment, or a 400 naming the model. */
+export function modelIdSegment(model: string): string {
+  const why = unsafeModelId(model);
+  if (why) {
+    throw badRequest(
+      `model: ${JSON.stringify(model)} cannot be sent in the upstream URL: ${why}`,
+      "model",
+    );
+  }
+  return encodeURIComponent(model);
+}
+
+/**
+ * Bedrock's exceptions (lower-cased: in-stream frames name them in camel case) as the status
+ * they count as and their kind; the route's `retry.on` then decides (its default retries all
+ * the transient ones), except for those another attempt cannot cure (`false`).
+ */
+const EXCEPTIONS: Record<string, [status: number, kind: ErrorKind, retry?: false]> = {
+  throttlingexception: [429, "rate_limit"],
+  serviceunavailableexception: [503, "overloaded"],
+  modelnotreadyexception: [503, "overloaded"],
+  modelstreamerrorexception: [424, "overloaded"],
+  modelerrorexception: [424, "overloaded"],
+  modeltimeoutexception: [408, "timeout"],
+  internalserverexception: [500, "upstream"],
+  validationexception: [400, "invalid_request", false],
+  resourcenotfoundexception: [404, "model_not_found", false],
+  accessdeniedexception: [403, "permission"],
+  unrecognizedclientexception: [403, "authentication"],
+};
+
+/** `ThrottlingException:http://internal.amazon.com/…` or `com.amazon…#ThrottlingException`. */
+const exceptionName = (type: string) => type.replace(/:.*$/, "").replace(/^.*#/, "").toLowerCase();
+
+/** An exception, in any of its spellings, as the status it counts as and its kind. */
+export function bedrockException(type: string): { status: number; kind: ErrorKind } | undefined {
+  const known = EXCEPTIONS[exceptionName(type)];
+  return known && { status: known[0], kind: known[1] };
+}
+
+function messageOf(body: string): string | undefined {
+  try {
+    const json = JSON.parse(body);
+    const message = json?.message ?? json?.Message;
+    return typeof message === "string" ? message : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function typeOf(body: string): string | undefined {
+  try {
+    const type = JSON.parse(body)?.__type;
+    return typeof type === "string" ? type : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A Bedrock error answer, read by its exception name. */
+export function bedrockError(
+  _status: number,
+  headers: Headers,
+  body: string,
+): PlatformError | undefined {
+  const type = headers.get("x-amzn-errortype") ?? typeOf(body);
+  const message = messageOf(body);
+  const known = type ? EXCEPTIONS[exceptionName(type)] : undefined;
+  if (!known) return message === undefined ? undefined : { message };
+  const [status, kind, retry] = known;
+  const name = type!.replace(/:.*$/, "").replace(/^.*#/, "");
+  return { status, kind, retry, message: `${name}: ${message ?? "(no message)"}` };
+}
+
+const decoder = new TextDecoder();
+const encoder = new TextEncoder();
+
+/** An exception frame as the error it stands for. */
+function streamException(frame: EventStreamFrame): StreamException {
+  const type = frame.headers[":exception-type"] ?? "InternalServerException";
+  const [status, kind] = EXCEPTIONS[type.toLowerCase()] ?? [500, "upstream"];
+  const message = messageOf(decoder.decode(frame.payload)) ?? "(no message)";
+  return { status, kind, message: `${type}: ${message}` };
+}
+
+/** One `chunk` frame's event: its JSON exactly as Bedrock carried it, named by its `type`. */
+function chunkEvent(frame: EventStreamFrame): SseEvent {
+  const { bytes } = JSON.parse(decoder.decode(frame.payload));
+  const data = decoder.decode(Uint8Array.from(atob(bytes), (c) => c.charCodeAt(0)));
+  const type = JSON.parse(data).type;
+  return typeof type === "string" ? { event: type, data } : { data };
+}
+
+/** InvokeModelWithResponseStream's frames, re-framed as SSE (the format's endings kept). */
+export function invokeStreamFraming(inner: UpstreamFraming): UpstreamFraming {
+  return {
+    mediaType: "application/vnd.amazon.eventstream",
+    relayedType: inner.mediaType,
+    scan(buf) {
+      const events: SseEvent[] = [];
+      let text = "";
+      const { frames, cut, error } = cutFrames(buf);
+      for (const frame of frames) {
+        if (frame.headers[":message-type"] !== "event") {
+          const error = streamException(frame);
+          return {
+            cut,
+            events,
+            text,
+            bytes: encoder.encode(text),
+            exception: { at: events.length, error },
+          };
+        }
+        if (frame.headers[":event-type"] !== "chunk") continue;
+        let event: SseEvent;
+        try {
+          event = chunkEvent(frame);
+        } catch {
+          return { cut, events, malformed: { at: events.length, before: text } };
+        }
+        events.push(event);
+        text += formatSse(event);
+      }
+      if (error) return { cut: buf.length, events, malformed: { at: events.length, before: text } };
+      return { cut, events, text, bytes: encoder.encode(text) };
+    },
+    complete: inner.complete,
+    interrupted: inner.interrupted,
+  };
+}
