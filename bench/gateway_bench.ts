@@ -23,6 +23,12 @@ const ROUNDS = 3;
 const TURN_SECONDS = Math.max(1, Math.ceil(SECONDS / 2));
 const WARM_SECONDS = 2;
 /**
+ * Warm-up passes over every server and request. With one, the case measured first read the
+ * gateway's CPU per request ~40% higher than the same case measured later (BENCHMARKS.md,
+ * 22:40 run): its JIT was still tiering up.
+ */
+const WARM_PASSES = 3;
+/**
  * Quiet seconds before the memory test's last reading: past the 60 s V8 waits, with the start
  * task's `--memory-reducer-delay-ms`, before it shrinks an idle heap (docs/performance.md).
  */
@@ -50,11 +56,26 @@ interface Load {
   rps: number;
   p50Ms: number;
   errors: number;
+  /** The server process's CPU time (user + system) per request, µs. */
+  cpuUs: number;
+}
+
+/** Clock ticks per second of /proc/<pid>/stat's times (Linux's USER_HZ, 100 on every arch). */
+const USER_HZ = 100;
+
+/** A process's CPU time so far (user + system), in clock ticks. */
+async function cpuTicks(pid: number): Promise<number> {
+  // Read through `cat`: Deno lets only --allow-all read /proc directly.
+  const out = await new Deno.Command("cat", { args: [`/proc/${pid}/stat`] }).output();
+  const stat = new TextDecoder().decode(out.stdout);
+  // Fields after the command name (which may hold spaces), from field 3 on: utime is 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(fields[11]) + Number(fields[12]);
 }
 
 /** One wrk run; the body goes in through a Lua script (wrk has no body flag). */
 async function wrk(
-  url: string,
+  server: Server,
   body: string,
   connections: number,
   path = "/v1/chat/completions",
@@ -67,6 +88,7 @@ async function wrk(
     [`wrk.method = "POST"`, `wrk.body = [==[${body}]==]`, ...headers].join("\n"),
   );
   try {
+    const ticks = await cpuTicks(server.pid);
     const out = await new Deno.Command("wrk", {
       args: [
         "-t1",
@@ -75,11 +97,12 @@ async function wrk(
         "--latency",
         "-s",
         script,
-        url + path,
+        server.url + path,
       ],
       stdout: "piped",
       stderr: "piped",
     }).output();
+    const cpuSeconds = (await cpuTicks(server.pid) - ticks) / USER_HZ;
     const text = new TextDecoder().decode(out.stdout);
     if (!out.success) throw new Error(`wrk failed: ${new TextDecoder().decode(out.stderr)}`);
     const p50 = text.match(/^\s+50%\s+([\d.]+)(us|ms|s)\b/m)!;
@@ -89,6 +112,7 @@ async function wrk(
       p50Ms: Number(p50[1]) * scale,
       errors: Number(text.match(/Non-2xx or 3xx responses:\s+(\d+)/)?.[1] ?? 0) +
         Number(text.match(/Socket errors:.*timeout (\d+)/)?.[1] ?? 0),
+      cpuUs: cpuSeconds * 1e6 / Number(text.match(/(\d+) requests in/)![1]),
     };
   } finally {
     await Deno.remove(script);
@@ -105,14 +129,17 @@ async function byTurns(servers: [Server, string][], connections: number): Promis
   const runs: Load[][] = servers.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {
     for (const [i, [server, body]] of servers.entries()) {
-      runs[i].push(await wrk(server.url, body, connections, undefined, TURN_SECONDS));
+      runs[i].push(await wrk(server, body, connections, undefined, TURN_SECONDS));
     }
   }
   const key = (l: Load) => connections === 1 ? l.p50Ms : l.rps;
-  return runs.map((r) => {
-    const median = r.toSorted((a, b) => key(a) - key(b))[Math.floor(r.length / 2)];
-    return { ...median, errors: r.reduce((n, l) => n + l.errors, 0) };
-  });
+  const middle = (r: Load[], by: (l: Load) => number) =>
+    r.toSorted((a, b) => by(a) - by(b))[Math.floor(r.length / 2)];
+  return runs.map((r) => ({
+    ...middle(r, key),
+    cpuUs: middle(r, (l) => l.cpuUs).cpuUs,
+    errors: r.reduce((n, l) => n + l.errors, 0),
+  }));
 }
 
 /** Opens `n` slow streams at once, waits until each sent its first bytes, holds, then reads. */
@@ -180,8 +207,8 @@ try {
       `JSON requests of ${(chatBody("chat-text", false).length / 1024).toFixed(1)} KB\n`,
   );
   const rows: string[] = [
-    "| case | c | mock direct | bare relay | relay, JS floor | gateway | ratio to bare | to JS floor |",
-    "|---|---|---|---|---|---|---|---|",
+    "| case | c | mock direct | bare relay | relay, JS floor | gateway | ratio to bare | to JS floor | CPU/request: bare, gateway |",
+    "|---|---|---|---|---|---|---|---|---|",
   ];
   // Every server warmed on every request first: the JIT's start is not what is measured.
   const warm: [Server, string][] = [
@@ -191,9 +218,11 @@ try {
     [gateway, "chat-text"],
     [gateway, "msg-text"],
   ];
-  for (const stream of [false, true]) {
-    for (const [server, model] of warm) {
-      await wrk(server.url, chatBody(model, stream), 32, undefined, WARM_SECONDS);
+  for (let pass = 0; pass < WARM_PASSES; pass++) {
+    for (const stream of [false, true]) {
+      for (const [server, model] of warm) {
+        await wrk(server, chatBody(model, stream), 32, undefined, WARM_SECONDS);
+      }
     }
   }
   for (const stream of [false, true]) {
@@ -221,7 +250,9 @@ try {
         rows.push(
           `| ${stream ? "stream" : "JSON"}, ${label} | ${c} | ${cell(m)} | ${cell(b)} | ${
             cell(s)
-          } | ${cell(g)} | ${ratio(b)} | ${ratio(s)}${errors ? ` (${errors} errors!)` : ""} |`,
+          } | ${cell(g)} | ${ratio(b)} | ${ratio(s)}${errors ? ` (${errors} errors!)` : ""} | ${
+            b.cpuUs.toFixed(0)
+          } µs, ${g.cpuUs.toFixed(0)} µs (${(g.cpuUs / b.cpuUs).toFixed(2)}×) |`,
         );
         console.log(rows.at(-1));
       }
@@ -233,7 +264,7 @@ try {
   const store: string[] = ["| Responses → messages, JSON, c=32 | gateway |", "|---|---|"];
   for (const stored of [false, true]) {
     const body = JSON.stringify({ model: "msg-text", store: stored, input: "Explain this." });
-    const g = await wrk(gateway.url, body, 32, "/v1/responses");
+    const g = await wrk(gateway, body, 32, "/v1/responses");
     store.push(`| store: ${stored} | ${g.rps.toFixed(0)} req/s${g.errors ? " (errors!)" : ""} |`);
     console.log(store.at(-1));
   }

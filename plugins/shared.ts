@@ -106,6 +106,15 @@ export function mediaSource(
  */
 export const CUSTOM_INPUT_KEY = "input";
 
+/** A format without free-text tools calls a custom tool as a function taking its text as `input`. */
+export const CUSTOM_TOOL_SCHEMA = {
+  type: "object",
+  properties: {
+    [CUSTOM_INPUT_KEY]: { type: "string", description: "The free-form input for this tool." },
+  },
+  required: [CUSTOM_INPUT_KEY],
+};
+
 /**
  * IR arguments (a JSON string) as the object those formats send: a custom tool's text wrapped
  * in `{input}`, and JSON that is not an object kept as `{raw}`.

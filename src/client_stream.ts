@@ -7,8 +7,9 @@
 import type { StreamStep } from "./contract/codec.ts";
 import { GatewayError } from "./contract/errors.ts";
 import type * as ir from "./contract/ir.ts";
-import { ClientGone, clientGone, closeStream, type StreamEnd } from "./stream_end.ts";
-import type { SseEvent } from "./contract/sse.ts";
+import type { UpstreamFraming } from "./contract/framing.ts";
+import { ClientGone, clientGone, closeStream } from "./stream_end.ts";
+import { formatSse, type SseEvent } from "./contract/sse.ts";
 import type { EventReader } from "./stream_stage.ts";
 import type { Trace } from "./trace.ts";
 
@@ -72,26 +73,25 @@ export function failureMessage(e: unknown): string {
 const encoder = new TextEncoder();
 
 /**
- * A converted stream for an HTTP client: `encode` and `serialize` make the client's wire text,
- * and it ends in its framing, normally or — if the upstream stopped before its end — with the
+ * A converted stream for an HTTP client: `encode` makes the client's events, `framing` writes
+ * them and ends the stream, normally or — if the upstream stopped before its end — with the
  * interruption ending.
  */
 export function clientStream(
   source: IrSource,
   encode: StreamStep<ir.StreamEvent, SseEvent>,
-  serialize: (e: SseEvent) => string,
-  end: StreamEnd,
+  framing: UpstreamFraming,
   trace: Trace,
 ): ReadableStream<Uint8Array> {
   const watch = new IrWatch(trace);
-  let sent = false;
+  const write = framing.write ?? formatSse;
   let text = "";
-  const emit = { enqueue: (e: SseEvent) => text += serialize(e) };
+  const emit = { enqueue: (e: SseEvent) => text += write(e) };
   const finish = (controller: ReadableStreamDefaultController<Uint8Array>, why?: string) =>
     closeStream(
       controller,
       trace,
-      why === undefined ? end.complete(sent) : end.interrupted(sent, why),
+      why === undefined ? framing.complete() : framing.interrupted(why),
       why,
     );
   trace.streaming = true;
@@ -119,7 +119,6 @@ export function clientStream(
           if (held) await held;
         }
       }
-      sent = true;
       trace.firstByte();
       controller.enqueue(encoder.encode(text));
       text = "";

@@ -2,12 +2,13 @@
 import type { KeyStore } from "./auth.ts";
 import type { Config, ProviderConfig } from "./config.ts";
 import type { Dialect, FormatPlugin, Handler as HandlerOf } from "./contract/format.ts";
+import type { HandlerContext } from "./contract/handler.ts";
 import type { FormatRegistry } from "./registry.ts";
 import type { Limiter } from "./limiter.ts";
 import type { Identity, LimitPolicy } from "./limits/policy.ts";
 import type { Metrics } from "./metrics.ts";
 import type { Stopping } from "./relay.ts";
-import type { Router } from "./router.ts";
+import type { Resolved, Router } from "./router.ts";
 import type { ConversationStore } from "./store.ts";
 import type { Secrets } from "./secrets.ts";
 import type { Observer, Trace } from "./trace.ts";
@@ -71,16 +72,21 @@ export interface ReportedModels {
   stop(): Promise<void>;
 }
 
-export interface RequestContext {
-  gw: Gateway;
-  req: Request;
-  url: URL;
-  requestId: string;
-  dialect: Dialect;
+/**
+ * One request as the core sees it: what a plugin's handler may use (`HandlerContext`, the
+ * contract's) and the gateway snapshot the core's own modules work with.
+ */
+export interface RequestContext extends HandlerContext {
+  readonly gw: Gateway;
+  readonly dialect: Dialect;
   /** Who made the request (absent on endpoints that need no key). */
-  identity?: Identity;
+  readonly identity?: Identity;
   /** This request's lifecycle, told to the observers (access log, metrics). */
-  trace: Trace;
+  readonly trace: Trace;
+  /** The route, as the core's modules read it. */
+  route(model: string): Resolved;
+  /** The same client's next request on a long-lived connection (a WebSocket frame). */
+  next(changes: Pick<RequestContext, "gw" | "req" | "trace" | "requestId">): RequestContext;
 }
 
 export type Handler = HandlerOf<RequestContext>;

@@ -12,7 +12,7 @@ export interface PoolKey {
 }
 
 /** What balancing reads of a route's target (src/router.ts's `Target`). */
-export interface Weighted {
+interface Weighted {
   /** Identifies the target in balancing state. */
   id: string;
   provider: { name: string };

@@ -2,9 +2,12 @@
  * The opening of an upstream stream, held back until it shows content: until then nothing has
  * reached the client, so a failure may still go to another target.
  */
+import type { StreamStep } from "./contract/codec.ts";
 import { GatewayError } from "./contract/errors.ts";
 import type * as ir from "./contract/ir.ts";
+import type { SseEvent } from "./contract/sse.ts";
 import { ProviderFailure } from "./failover.ts";
+import type { EventReader } from "./stream_stage.ts";
 
 /** Opening events held back at most, so an error right after them can still fail over. */
 const HOLD_EVENTS = 32;
@@ -64,4 +67,27 @@ export async function holdOpening<B>(
     next: () => held.length ? Promise.resolve(held.shift()) : source.next(),
     cancel: (reason) => source.cancel(reason),
   };
+}
+
+/**
+ * A relayed stream with its opening held back; its events are decoded to IR (only while held)
+ * to tell an opening from content or an error.
+ */
+export function holdRelayedOpening(
+  reader: EventReader,
+  decoder: StreamStep<SseEvent, ir.StreamEvent>,
+): Promise<Pick<EventReader, "next" | "cancel">> {
+  return holdOpening(reader, async (batch) => {
+    const out: ir.StreamEvent[] = [];
+    const emit = { enqueue: (e: ir.StreamEvent) => out.push(e) };
+    for (const e of batch.events) {
+      try {
+        await decoder.transform(e, emit);
+      } catch {
+        // Relayed as is: what the decoder cannot read counts as content, the client's to judge.
+        out.push({ type: "text_delta", index: 0, text: "" });
+      }
+    }
+    return out;
+  });
 }

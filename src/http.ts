@@ -8,16 +8,11 @@ import {
   SUPPORTED_CODINGS,
 } from "./content_encoding.ts";
 import { badRequest, GatewayError } from "./contract/errors.ts";
+import type { JsonBody } from "./contract/generation.ts";
 import { clip, MAX_MODEL_CHARS } from "./model_name.ts";
 
 /** Matches Anthropic's documented request limit; Kong may enforce a smaller one. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
-
-export interface JsonBody {
-  json: Record<string, unknown>;
-  /** The exact text received, relayed untouched on passthrough routes. */
-  raw: string;
-}
 
 const tooLarge = () =>
   new GatewayError(413, "request_too_large", `request body exceeds ${MAX_BODY_BYTES} bytes`);

@@ -156,16 +156,36 @@ export async function sendThrough(
   if (platform.adjust && p.json) {
     out.body = JSON.stringify(platform.adjust({ ...p.json }, out.headers, p.call, provider));
   }
-  await credential.authorize(out, key, signal);
+  await authorize(p, out, key, signal);
   let res = await send(out);
   if (res.status === 401 && credential.refused) {
     await res.body?.cancel();
     credential.refused(out);
-    await credential.authorize(out, key, signal);
+    await authorize(p, out, key, signal);
     res = await send(out);
   }
   if (!res.ok || p.call.stream) return res;
   return await platform.answer?.(res, p.call, provider) ?? res;
+}
+
+/** A credential that cannot be had (a token endpoint refusing, say) is a 502 that says so. */
+async function authorize(
+  p: PlatformRequest,
+  out: OutgoingRequest,
+  key: string | undefined,
+  signal: AbortSignal,
+): Promise<void> {
+  try {
+    await p.binding.credential.authorize(out, key, signal);
+  } catch (e) {
+    if (e instanceof GatewayError || signal.aborted) throw e;
+    const why = e instanceof Error ? e.message : String(e);
+    throw new GatewayError(
+      502,
+      "upstream",
+      `upstream ${p.binding.provider.name}: no credential to call it with: ${why}`,
+    );
+  }
 }
 
 /** A stream's framing through the platform of `p` (if any), given the format's own. */

@@ -20,6 +20,7 @@ import { Secrets } from "./secrets.ts";
 import { Trace } from "./trace.ts";
 import { configured } from "./reload.ts";
 import { Limiter } from "./limiter.ts";
+import { RequestCall } from "./request_call.ts";
 import { agentOf, kongConsumer, sessionOf } from "./limits/identity.ts";
 import type { Identity } from "./limits/policy.ts";
 import { type LimitStore, MemoryLimitStore } from "./limits/store.ts";
@@ -167,7 +168,7 @@ export function createHandler(
           }
         }
       }
-      const ctx: RequestContext = { gw, req, url, requestId, dialect, identity, trace };
+      const ctx = new RequestCall(gw, req, url, requestId, dialect, identity, trace);
       res = await endpoint.handler(ctx);
     } catch (e) {
       const err = e instanceof GatewayError

@@ -3,7 +3,6 @@
  * or the client leaving first.
  */
 import { GatewayError } from "./contract/errors.ts";
-import type { Dialect } from "./contract/format.ts";
 import type { Trace } from "./trace.ts";
 
 /** The client went away; nothing is left to answer. */
@@ -12,22 +11,6 @@ export class ClientGone extends Error {}
 /** How a request whose client went away is logged and counted (nobody reads the answer). */
 export const clientClosed = () =>
   new GatewayError(499, "invalid_request", "client closed the request");
-
-/** How a client stream ends, in its framing. `sent`: whether any bytes went out before. */
-export interface StreamEnd {
-  /** Text after a complete stream. */
-  complete(sent: boolean): string;
-  /** Text that tells the client the upstream stopped before its end marker. */
-  interrupted(sent: boolean, why: string): string;
-}
-
-/** SSE framing: the dialect's interruption ending (its event and any end marker it needs). */
-export function sseEnd(dialect: Dialect): StreamEnd {
-  return {
-    complete: () => "",
-    interrupted: (_, why) => dialect.interruption(why),
-  };
-}
 
 const encoder = new TextEncoder();
 

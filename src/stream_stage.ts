@@ -14,6 +14,7 @@ import { ClientGone, clientGone, closeStream } from "./stream_end.ts";
 import type { Secrets } from "./secrets.ts";
 import type { SseEvent } from "./contract/sse.ts";
 import type { UpstreamFraming } from "./contract/framing.ts";
+import type { UpstreamSpec } from "./contract/format.ts";
 import type { Trace } from "./trace.ts";
 import { ProviderFailure } from "./failover.ts";
 
@@ -70,6 +71,11 @@ function looksWhole(data: string): boolean {
   const first = t[0];
   const last = t[t.length - 1];
   return (first === "{" && last === "}") || (first === "[" && last === "]");
+}
+
+/** How a format's streams divide into events: its own framing, else server-sent events. */
+export function framingOf(spec: UpstreamSpec, interruption?: (why: string) => string) {
+  return spec.framing?.(interruption) ?? sseFraming(interruption);
 }
 
 /**

@@ -17,6 +17,7 @@ import {
   KEY,
   openaiHeaders,
   post,
+  routeFor,
   startHarness,
   wsExchange,
 } from "./helpers.ts";
@@ -405,9 +406,10 @@ function endlessProvider() {
 
 /** Routes `endless-*` to the endless provider (a chat provider, like the mock's `oai-chat`). */
 const endlessRoute = (url: string) => (c: Config) => {
-  c.providers.push({ ...c.providers[1], name: "endless", base_url: `${url}/v1` });
+  const chat = c.providers.find((p) => p.name === "oai-chat")!;
+  c.providers.push({ ...chat, name: "endless", base_url: `${url}/v1` });
   c.routes.unshift({
-    ...c.routes[2],
+    ...routeFor(c, "chat-*"),
     models: ["endless-*"],
     provider: undefined,
     targets: [{ provider: "endless", weight: 1 }],

@@ -22,7 +22,12 @@ import {
 } from "./helpers.ts";
 
 /** Model prefixes of the routes to each provider API. */
-const PROVIDERS = { chat: "chat", responses: "resp", messages: "msg", gemini: "gem" } as const;
+const PROVIDERS = {
+  chat: "chat",
+  responses: "resp",
+  messages: "msg",
+  "generate-content": "gem",
+} as const;
 
 /** Every (client format, foreign provider) pair, with a model for the given scenario. */
 function pairs(scenario: string) {
@@ -62,7 +67,7 @@ Deno.test("converted: provider errors keep their status, in the client's dialect
     chat: (b) => b.error.type,
     responses: (b) => b.error.type,
     messages: (b) => b.type === "error" && b.error.type,
-    gemini: (b) => b.error.status,
+    "generate-content": (b) => b.error.status,
   };
   try {
     for (const { c, api, model } of pairs("err429")) {
@@ -71,7 +76,7 @@ Deno.test("converted: provider errors keep their status, in the client's dialect
         assert.equal(res.status, 429);
         const body = await res.json();
         assert.ok(shapes[c.name](body), JSON.stringify(body));
-        if (c.name === "gemini") assert.equal(body.error.status, "RESOURCE_EXHAUSTED");
+        if (c.name === "generate-content") assert.equal(body.error.status, "RESOURCE_EXHAUSTED");
         if (c.name === "messages") assert.equal(body.error.type, "rate_limit_error");
       });
     }
@@ -227,7 +232,7 @@ Deno.test("converted: a WebSocket continuation that fails evicts the response it
 Deno.test("converted: sampling hints the target lacks are dropped and reported", async () => {
   const h = await startHarness();
   try {
-    const gemini = INGRESS.find((c) => c.name === "gemini")!;
+    const gemini = INGRESS.find((c) => c.name === "generate-content")!;
     const res = await post(h.url + gemini.path("chat-text", false), gemini.headers, {
       ...bodies.gemini(),
       generationConfig: { temperature: 1, topP: 0.95, topK: 64 },
@@ -296,7 +301,7 @@ Deno.test("timeouts: a silent provider gets a 504 in the client's dialect", asyn
 
 Deno.test("Gemini JSON-array streams end in-array, also when interrupted", async (t) => {
   const h = await startHarness();
-  const gemini = INGRESS.find((c) => c.name === "gemini")!;
+  const gemini = INGRESS.find((c) => c.name === "generate-content")!;
   const array = (model: string) =>
     post(`${h.url}/v1beta/models/${model}:streamGenerateContent`, gemini.headers, bodies.gemini());
   try {

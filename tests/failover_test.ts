@@ -29,7 +29,7 @@ const SAME: Record<Ingress["name"], { api: Api; model: string; cross: Api; cross
   chat: { api: "chat", model: "chat-text", cross: "generate-content", crossModel: "gem-text" },
   responses: { api: "responses", model: "pt-text", cross: "messages", crossModel: "msg-text" },
   messages: { api: "messages", model: "msg-text", cross: "chat", crossModel: "chat-text" },
-  gemini: {
+  "generate-content": {
     api: "generate-content",
     model: "gem-text",
     cross: "responses",
@@ -327,7 +327,7 @@ Deno.test("failover: client errors are never retried; when every target fails th
         if (c.name === "messages") {
           assert.equal(body.type, "error");
           assert.equal(body.error.type, "overloaded_error");
-        } else if (c.name === "gemini") assert.equal(body.error.status, "UNAVAILABLE");
+        } else if (c.name === "generate-content") assert.equal(body.error.status, "UNAVAILABLE");
         else assert.equal(typeof body.error.type, "string", "OpenAI envelope");
       }
     }

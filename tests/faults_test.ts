@@ -101,7 +101,7 @@ function envelopeMessage(c: Ingress, body: Record<string, unknown>): string {
   const e = body.error as Record<string, unknown> | undefined;
   assert.ok(e && typeof e.message === "string", `no error object: ${JSON.stringify(body)}`);
   if (c.name === "messages") assert.equal(body.type, "error", "Anthropic envelope");
-  if (c.name === "gemini") assert.equal(typeof e.status, "string", "Google envelope");
+  if (c.name === "generate-content") assert.equal(typeof e.status, "string", "Google envelope");
   if (c.name === "chat" || c.name === "responses") assert.ok("type" in e, "OpenAI envelope");
   return e.message as string;
 }

@@ -6,8 +6,9 @@
  * `TestFormat` and passes it in. Formats only providers speak are `UPSTREAM_FORMATS`.
  */
 import type { Plugin, RequestContext } from "../src/context.ts";
+import type { StreamFraming } from "../src/contract/generation.ts";
+import type { SseEvent } from "../src/contract/sse.ts";
 import type { ClientFormat } from "../src/registry.ts";
-import { formatSse, type SseEvent } from "../src/contract/sse.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 
 /** How a client of the format asks for a generation. */
@@ -27,13 +28,27 @@ export interface FormatSide {
   client: ClientSide;
   /** Client streams on the wire; default: server-sent events in `.sse` fixtures. */
   streams?: StreamSide;
+  /** Its provider in the harness's mock config (tests/helpers.ts); absent: none there. */
+  mock?: MockSide;
   /** How its clients run a tool loop (tests/platform_matrix_test.ts). */
   loop?: LoopSide;
 }
 
+/** A format's provider and routes in the harness's config, on the mock upstream. */
+export interface MockSide {
+  /** The provider's name. */
+  provider: string;
+  /** Its routes (`provider` added): model patterns and their switches. */
+  routes: { models: string[]; [setting: string]: unknown }[];
+  /** A model whose route relays this format as is (its provider speaks it). */
+  relayModel: string;
+  /** The body the shared HTTP tests send when it is not `client.body`. */
+  body?(model: string, stream: boolean): unknown;
+}
+
 type Body = Record<string, unknown>;
 
-/** A tool loop as a client of the format runs it: ask with LOOP_TOOL (helpers.ts), answer the call. */
+/** A tool loop as a client of the format runs it: ask with LOOP_TOOL (requests.ts), answer the call. */
 export interface LoopSide {
   /** The first turn: `question`, LOOP_TOOL declared (`client.path` addresses it). */
   ask(model: string, stream: boolean, question: string): Body;
@@ -61,8 +76,8 @@ export interface WireStreams {
 }
 
 export interface StreamSide extends WireStreams {
-  /** A serializer for one client stream: an event to its wire text. */
-  serializer(): (e: SseEvent) => string;
+  /** Its framing, as the plugin's endpoint declares it; default: server-sent events. */
+  framing?: StreamFraming;
 }
 
 /** A format that clients speak. */
@@ -83,7 +98,7 @@ export interface TestFormat extends FormatSide, UpstreamFormat {
   streams: StreamSide;
 }
 
-const SSE: StreamSide = { ext: ".sse", serializer: () => formatSse };
+const SSE: StreamSide = { ext: ".sse" };
 
 export function testFormat(plugin: FormatPlugin, side: FormatSide): TestFormat {
   return { ...side, id: plugin.id, plugin, streams: side.streams ?? SSE };
@@ -105,8 +120,8 @@ export async function testFormats(plugins: readonly FormatPlugin[]): Promise<Tes
 
 /**
  * The registered formats that clients speak (plugins/mod.ts), in registry order. Formats only
- * providers speak (Converse) are left out: the golden pairs and the replay run each format as
- * a client too.
+ * providers speak (Converse) are `UPSTREAM_FORMATS`: the golden runner takes them as targets
+ * and sources only, the replay not at all.
  */
 export const TEST_FORMATS: readonly TestFormat[] = await testFormats(
   PLUGINS.filter((p): p is FormatPlugin => p.dialect !== undefined),

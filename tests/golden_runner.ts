@@ -21,7 +21,7 @@ import { GatewayError } from "../src/contract/errors.ts";
 // Test-only, so not in the import map (which `deno task dev/start` installs whole).
 // deno-lint-ignore no-import-prefix
 import { EventSourceParserStream } from "npm:eventsource-parser@4.1.3/stream";
-import type { SseEvent } from "../src/contract/sse.ts";
+import { formatSse, type SseEvent } from "../src/contract/sse.ts";
 import { sseFraming } from "../src/stream_stage.ts";
 import type { TestFormat, UpstreamFormat } from "./formats.ts";
 
@@ -150,7 +150,7 @@ export function goldenSuite(
       const text = Deno.readTextFileSync(c.file);
       for (const ingress of formats) {
         await t.step(`${c.format.id}/${c.name} → ${ingress.id}`, async () => {
-          const serialize = ingress.streams.serializer();
+          const serialize = ingress.streams.framing?.open().write ?? formatSse;
           const events = upstreamEvents(c.format, text)
             .pipeThrough(new TransformStream(c.format.plugin.codec.decodeStream(DECODE)))
             .pipeThrough(new TransformStream(ingress.plugin.codec.encodeStream(CLIENT)))

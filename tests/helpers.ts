@@ -9,10 +9,19 @@ import type { LimitStore } from "../src/limits/store.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 import { PLATFORMS } from "../plugins/platforms/mod.ts";
 import { type MockUpstream, startMockUpstream } from "./mock/upstream.ts";
+import { TEST_FORMATS } from "./formats.ts";
+import { HASHED_KEY, KEY } from "./requests.ts";
 
-export const KEY = "sk-test-key-team-a";
-/** A second client key, configured only by its SHA-256 digest. */
-export const HASHED_KEY = "sk-test-key-team-b";
+export {
+  anthropicHeaders,
+  bodies,
+  googleHeaders,
+  HASHED_KEY,
+  KEY,
+  openaiHeaders,
+  THINKING_SIGNATURE,
+} from "./requests.ts";
+
 export const PROVIDER_KEY = "sk-provider-secret";
 
 export async function sha256Hex(text: string): Promise<string> {
@@ -20,9 +29,13 @@ export async function sha256Hex(text: string): Promise<string> {
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/** The registered formats that have a provider on the mock upstream (tests/formats/<id>.ts). */
+const MOCKED = TEST_FORMATS.flatMap((f) => f.mock ? [{ ...f, mock: f.mock }] : []);
+
 /**
- * Routes by prefix: `pt-*` Responses passthrough, `resp-*` Responses (no passthrough flag),
- * `chat-*` chat, `msg-*` Anthropic messages, `gem-*` Gemini, `demo-*` the demo provider,
+ * Each registered format's provider and routes (its `mock` side, tests/formats/<id>.ts), and
+ * `demo-*` the demo provider. Routes go by prefix: `pt-*` Responses passthrough, `resp-*`
+ * Responses (no passthrough flag), `chat-*` chat, `msg-*` Anthropic messages, `gem-*` Gemini,
  * `renamed-*` chat with an upstream rename to `chat-text-renamed`. The rest of the model name
  * picks the mock's scenario (text, tool, think, cut, stall, slow, err429, …).
  */
@@ -44,22 +57,21 @@ export async function mockConfig(
       { name: "team-b", sha256: await sha256Hex(HASHED_KEY) },
     ],
     providers: [
-      provider("oai", "responses", "/v1"),
-      provider("oai-chat", "chat", "/v1"),
-      provider("anthropic", "messages", ""),
-      provider("gemini", "generate-content", ""),
+      ...MOCKED.map((f) => provider(f.mock.provider, f.id, f.providerBase)),
       { name: "demo", api: "demo" },
     ],
     routes: [
-      { models: ["pt-*"], provider: "oai", passthrough: true },
-      { models: ["resp-*"], provider: "oai" },
-      { models: ["chat-*"], provider: "oai-chat" },
-      { models: ["renamed-*"], provider: "oai-chat", model: "chat-text-renamed" },
-      { models: ["msg-*"], provider: "anthropic" },
-      { models: ["gem-*"], provider: "gemini" },
+      ...MOCKED.flatMap((f) => f.mock.routes.map((r) => ({ ...r, provider: f.mock.provider }))),
       { models: ["demo-*"], provider: "demo" },
     ],
   });
+}
+
+/** The mock config's route for a model pattern (`chat-*`); its order follows the registry. */
+export function routeFor(config: Config, pattern: string): Config["routes"][number] {
+  const route = config.routes.find((r) => r.models.includes(pattern));
+  if (!route) throw new Error(`no route for ${pattern}`);
+  return route;
 }
 
 export interface Harness {
@@ -130,20 +142,6 @@ export function serveGateway(gw: Gateway): Omit<Harness, "upstream"> {
   };
 }
 
-export const openaiHeaders = (key = KEY) => ({
-  authorization: `Bearer ${key}`,
-  "content-type": "application/json",
-});
-export const anthropicHeaders = (key = KEY) => ({
-  "x-api-key": key,
-  "anthropic-version": "2023-06-01",
-  "content-type": "application/json",
-});
-export const googleHeaders = (key = KEY) => ({
-  "x-goog-api-key": key,
-  "content-type": "application/json",
-});
-
 export function post(url: string, headers: Record<string, string>, body: unknown) {
   return fetch(url, {
     method: "POST",
@@ -152,51 +150,10 @@ export function post(url: string, headers: Record<string, string>, body: unknown
   });
 }
 
-/** Minimal valid bodies per endpoint. */
-export const bodies = {
-  chat: (model: string, stream = false) => ({
-    model,
-    stream,
-    messages: [{ role: "user", content: "hi there" }],
-  }),
-  responses: (model: string, stream = false) => ({ model, stream, input: "hi there" }),
-  messages: (model: string, stream = false) => ({
-    model,
-    stream,
-    max_tokens: 100,
-    messages: [{ role: "user", content: "hi there" }],
-  }),
-  gemini: () => ({ contents: [{ role: "user", parts: [{ text: "hi there" }] }] }),
-  /** A messages body whose history carries an Anthropic thinking signature (family-bound). */
-  signedMessages: (model: string) => ({
-    ...bodies.messages(model),
-    messages: [
-      { role: "user", content: "hi" },
-      {
-        role: "assistant",
-        content: [
-          { type: "thinking", thinking: "A greeting.", signature: THINKING_SIGNATURE },
-          { type: "text", text: "Hello." },
-        ],
-      },
-      { role: "user", content: "and again" },
-    ],
-  }),
-};
-
-/** The function tool a tool loop declares (the mock calls it with `{"city":"Paris"}`). */
-export const LOOP_TOOL = {
-  name: "get_weather",
-  description: "The weather in a city",
-  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
-};
-
-/** The Anthropic thinking signature in `bodies.signedMessages`. */
-export const THINKING_SIGNATURE = "EqQBCkYIBxgCKkBsig";
-
-/** One client format: its endpoint, key header and a minimal body. */
+/** One client format with a provider in the mock config: its endpoint, key header and body. */
 export interface Ingress {
-  name: "chat" | "responses" | "messages" | "gemini";
+  /** The format's id. */
+  name: string;
   /** Path for a model; Gemini's carries the model and the action. */
   path: (model: string, stream: boolean) => string;
   headers: Record<string, string>;
@@ -205,40 +162,14 @@ export interface Ingress {
   model: string;
 }
 
-export const INGRESS: Ingress[] = [
-  {
-    name: "chat",
-    path: () => "/v1/chat/completions",
-    headers: openaiHeaders(),
-    body: (m, s) => ({
-      ...bodies.chat(m, s),
-      ...(s && { stream_options: { include_usage: true } }),
-    }),
-    model: "chat-text",
-  },
-  {
-    name: "responses",
-    path: () => "/v1/responses",
-    headers: openaiHeaders(),
-    body: bodies.responses,
-    model: "pt-text",
-  },
-  {
-    name: "messages",
-    path: () => "/v1/messages",
-    headers: anthropicHeaders(),
-    body: bodies.messages,
-    model: "msg-text",
-  },
-  {
-    name: "gemini",
-    path: (m, s) =>
-      `/v1beta/models/${m}${s ? ":streamGenerateContent?alt=sse" : ":generateContent"}`,
-    headers: googleHeaders(),
-    body: () => bodies.gemini(),
-    model: "gem-text",
-  },
-];
+/** The registered formats with a provider in the mock config, in registry order. */
+export const INGRESS: Ingress[] = MOCKED.map(({ id, client, mock }) => ({
+  name: id,
+  path: client.path,
+  headers: client.headers(KEY),
+  body: mock.body ?? client.body,
+  model: mock.relayModel,
+}));
 
 export type WsEvent = Record<string, unknown>;
 /** A frame, or a function of the responses so far (to chain `previous_response_id`). */

@@ -221,7 +221,7 @@ const CUT_SHORT: Record<Ingress["name"], (body: Json) => boolean> = {
   chat: (b) => b.choices[0].finish_reason === "length",
   responses: (b) => b.status === "incomplete",
   messages: (b) => b.stop_reason === "max_tokens",
-  gemini: (b) => b.candidates[0].finishReason === "MAX_TOKENS",
+  "generate-content": (b) => b.candidates[0].finishReason === "MAX_TOKENS",
 };
 
 Deno.test("interactions continuation: a converting client gets a stopped decode as cut short", async () => {

@@ -265,15 +265,15 @@ Deno.test({
         await store.admit("busy", limits, t0 + i * 50);
         await store.record("busy", limits, 1, 0, t0 + i * 50);
       }
-      assert.equal(await redisCli(redis.port, "HLEN", "gateway:limits:busy:rqs"), "30");
-      assert.equal(await redisCli(redis.port, "HLEN", "gateway:limits:busy:tks"), "30");
+      assert.equal(await redisCli(redis.port, "HLEN", "gateway:limits:{busy}:rqs"), "30");
+      assert.equal(await redisCli(redis.port, "HLEN", "gateway:limits:{busy}:tks"), "30");
       // Full: the refusal walks the buckets (20 tokens each) to the one leaving it under 50.
       const full = await store.admit("busy", { tokens_per_minute: 50 }, t0 + 30_000);
       assert.equal(full.refused, "tokens_per_minute");
       assert.deepEqual(full.windows.tokens_per_minute, { used: 600, reset: t0 + 27_950 + 60_000 });
       // A window without a limit keeps nothing.
       await store.admit("free", { tokens_per_day: 100 }, t0);
-      assert.equal(await redisCli(redis.port, "EXISTS", "gateway:limits:free:rqs"), "0");
+      assert.equal(await redisCli(redis.port, "EXISTS", "gateway:limits:{free}:rqs"), "0");
     } finally {
       await store.close();
       await redis.stop();

@@ -60,7 +60,7 @@ const RICH: Record<string, Record<string, Json>> = {
     tool_choice: { type: "auto" },
     thinking: { type: "enabled", budget_tokens: 2000 },
   },
-  gemini: {
+  "generate-content": {
     contents: [
       { role: "user", parts: [{ text: "hi" }] },
       { role: "model", parts: [{ functionCall: { name: "f", args: {} } }] },
@@ -100,7 +100,9 @@ Deno.test("malformed input: never a 5xx, always a message in the client's dialec
     for (const c of INGRESS) {
       for (const prefix of ["chat", "resp", "msg", "gem"]) {
         const model = `${prefix}-text`;
-        const base: Json = c.name === "gemini" ? RICH.gemini : { model, ...RICH[c.name] };
+        const base: Json = c.name === "generate-content"
+          ? RICH[c.name]
+          : { model, ...RICH[c.name] };
         for (const path of mutations(base)) {
           if (path[0] === "model") continue;
           for (const value of WRONG) {

@@ -17,6 +17,7 @@ import {
   mockConfig,
   openaiHeaders,
   post,
+  routeFor,
   wsExchange,
 } from "./helpers.ts";
 import { startMockUpstream, TOKENS } from "./mock/upstream.ts";
@@ -76,7 +77,7 @@ Deno.test({
     const dir = await Deno.makeTempDir({ prefix: "gateway-prometheus-" });
     const config = await mockConfig(upstream.url);
     config.metrics = { hostname: "127.0.0.1", port: 0, max_label_values: 1000 };
-    config.routes[0].name = "openai-relay";
+    routeFor(config, "pt-*").name = "openai-relay";
     let gateway: GatewayProcess | undefined;
     let prometheus: Child | undefined;
     try {

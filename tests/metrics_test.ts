@@ -25,6 +25,7 @@ import {
   mockConfig,
   openaiHeaders,
   post,
+  routeFor,
   startHarness,
 } from "./helpers.ts";
 
@@ -151,7 +152,7 @@ Deno.test("metrics labels: model only for 2xx answers, bounded distinct values, 
   const h = await startHarness({
     tweak(config) {
       config.metrics = { hostname: "127.0.0.1", port: 0, max_label_values: 2 };
-      config.routes[2].name = "chat-route";
+      routeFor(config, "chat-*").name = "chat-route";
     },
   });
   try {

@@ -47,13 +47,14 @@ Deno.test("model lists: pattern routes list their providers' models (paged), cat
     });
     const before = h.upstream.requests.length;
     await h.gw.providerModels.refresh();
+    // In config order: the mock config's routes follow the registry (chat before responses).
     const expected = [
-      "pt-text",
-      "resp-text",
       "chat-text",
       "chat-think",
       // renamed-* (model: chat-text-renamed): not "renamed-reported", which the provider
       // reports and the pattern matches; only its catalog entry below
+      "pt-text",
+      "resp-text",
       "msg-text",
       "msg-think",
       "msg-tool",

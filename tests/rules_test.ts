@@ -276,7 +276,10 @@ Deno.test("errors: unknown model, bad JSON, bad field types, unknown paths", asy
         ),
       ];
       for (const m of messages) {
-        assert.match(m, /model "nope" is not served .* Served: pt-\*, resp-\*, .*demo-\*\./);
+        assert.match(
+          m,
+          /model "nope" is not served .* Served: chat-\*, renamed-\*, pt-\*, resp-\*, .*demo-\*\./,
+        );
         // A config file is in force: the vendor keys the built-in config reads would do nothing.
         assert.match(m, /demo-\*\. Add a route for it to the config file\.$/);
         assert.doesNotMatch(m, /_API_KEY/);

@@ -325,7 +325,12 @@ function leaks(text: string): string | undefined {
 
 /** The provider prefixes of tests/helpers.ts: chat, Responses (passthrough), Anthropic, Gemini. */
 const PROVIDERS = ["chat", "pt", "msg", "gem"] as const;
-const API_OF_PREFIX = { chat: "chat", pt: "responses", msg: "messages", gem: "gemini" } as const;
+const API_OF_PREFIX = {
+  chat: "chat",
+  pt: "responses",
+  msg: "messages",
+  gem: "generate-content",
+} as const;
 
 interface Seen {
   status: number;
@@ -447,7 +452,7 @@ Deno.test("scrub: no provider key reaches a client, the log or the metrics, in a
         assertClean(seen, label);
         assert.match(seen.body, /hello/, label);
         if (relayed) assert.match(seen.body, /id: \[redacted\]/, label);
-        if (c.name === "gemini") {
+        if (c.name === "generate-content") {
           const array = await h.call(c, `${p}-lines`, true, true);
           assertClean(array, `${label} (JSON array)`);
           const elements = JSON.parse(array.body);

@@ -437,7 +437,10 @@ Deno.test("vertex gateway: a token endpoint that refuses the service account is 
     assert.equal(res.status, 502, JSON.stringify(body));
     assert.equal(body.type, "error");
     assert.match(body.error.message, /vertex-claude/);
-    assert.match(body.error.message, /token endpoint answered 400: Invalid JWT Signature\./);
+    assert.equal(
+      body.error.message,
+      "upstream vertex-claude: no credential to call it with: token endpoint answered 400: Invalid JWT Signature.",
+    );
     assert.ok(!JSON.stringify(body).includes("PRIVATE KEY"));
     assert.equal(h.vertex.tokensIssued(), 0);
     assert.equal(modelCalls(h.vertex).length, 0);

@@ -4,7 +4,7 @@
  * credentialed by the format plugin (the mock refuses a socket without the provider key).
  */
 import assert from "node:assert/strict";
-import { KEY, PROVIDER_KEY, startHarness, wsExchange } from "./helpers.ts";
+import { KEY, PROVIDER_KEY, routeFor, startHarness, wsExchange } from "./helpers.ts";
 
 /** A provider socket that records the upgrade's headers and completes every response. */
 function recordingProvider() {
@@ -60,11 +60,12 @@ Deno.test("websocket upstream: connect deadline, failover on a failed dial", asy
         { ...base, name: "ws-refused", base_url: refused, timeouts: connect(300) },
         { ...base, name: "ws-recording", base_url: recording.url },
       );
+      const passthrough = routeFor(config, "pt-*");
       config.routes.unshift(
-        { ...config.routes[0], models: ["silent-*"], provider: "ws-silent" },
-        { ...config.routes[0], models: ["long-*"], provider: "ws-silent-long" },
+        { ...passthrough, models: ["silent-*"], provider: "ws-silent" },
+        { ...passthrough, models: ["long-*"], provider: "ws-silent-long" },
         {
-          ...config.routes[0],
+          ...passthrough,
           models: ["fo-*"],
           provider: undefined,
           targets: [
@@ -72,7 +73,7 @@ Deno.test("websocket upstream: connect deadline, failover on a failed dial", asy
             { provider: "oai", model: "pt-text", weight: 1 },
           ],
         },
-        { ...config.routes[0], models: ["rec-*"], provider: "ws-recording" },
+        { ...passthrough, models: ["rec-*"], provider: "ws-recording" },
       );
     },
   });

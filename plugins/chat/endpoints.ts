@@ -1,16 +1,15 @@
 /** POST /v1/chat/completions */
-import type { Handler } from "../../src/context.ts";
+import type { PluginHandler } from "../../src/contract/handler.ts";
 import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
-import { generate } from "../../src/pipeline.ts";
 import { chatCodec } from "./codec.ts";
 import { parseRequest } from "./schema.ts";
 
-export const chatCompletions: Handler = async (ctx) => {
+export const chatCompletions: PluginHandler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
   const json = parseRequest(body.json);
   const stream = flagOf(json, "stream");
   const streamUsage = json.stream_options?.include_usage === true;
-  return await generate(ctx, {
+  return await ctx.generate({
     ingress: chatCodec,
     body,
     model: modelOf(json),
@@ -18,7 +17,7 @@ export const chatCompletions: Handler = async (ctx) => {
     // A stream relayed without include_usage reports no usage: nothing would be counted (limits,
     // token metrics). Converted, the provider is always asked for it; the client sees it only
     // if it asked.
-    convert: stream && !streamUsage,
+    via: stream && !streamUsage ? "convert" : "auto",
     client: { streamUsage },
   });
 };

@@ -1,10 +1,11 @@
 /** OpenAI Chat Completions (`/v1/chat/completions`) and OpenAI's model list. */
-import type { Plugin } from "../../src/context.ts";
+import type { FormatPlugin } from "../../src/contract/format.ts";
+import type { HandlerContext } from "../../src/contract/handler.ts";
 import { OPENAI_FORWARD_HEADERS, openAiDialect, openAiModel, openAiUpstream } from "../openai.ts";
 import { chatCodec } from "./codec.ts";
 import { chatCompletions } from "./endpoints.ts";
 
-export const chatPlugin: Plugin = {
+export const chatPlugin: FormatPlugin<HandlerContext> = {
   id: "chat",
   family: "openai",
   system: "openai",

@@ -3,7 +3,12 @@ import type * as ir from "../../src/contract/ir.ts";
 import type { EncodeContext } from "../../src/contract/codec.ts";
 import { unsupported } from "../../src/contract/errors.ts";
 import { signatureFor } from "../../src/signature.ts";
-import { argumentsObject, CUSTOM_INPUT_KEY, mediaSource, rejectInexpressible } from "../shared.ts";
+import {
+  argumentsObject,
+  CUSTOM_TOOL_SCHEMA,
+  mediaSource,
+  rejectInexpressible,
+} from "../shared.ts";
 import { planHosted } from "../hosted.ts";
 import { toolUseId } from "../messages/common.ts";
 import { encodeSampling, encodeThinking } from "../messages/thinking.ts";
@@ -196,13 +201,6 @@ function documentName(filename: string | undefined, format: string): string {
     .replace(/\s+/g, " ").trim();
   return base || `document-${format}`;
 }
-
-/** Custom (free-text) tools become a function taking the text as `{"input": string}`. */
-const CUSTOM_TOOL_SCHEMA = {
-  type: "object",
-  properties: { [CUSTOM_INPUT_KEY]: { type: "string" } },
-  required: [CUSTOM_INPUT_KEY],
-};
 
 function encodeTool(tool: ir.Tool): Obj[] {
   const schema = tool.kind === "custom" ? CUSTOM_TOOL_SCHEMA : tool.parameters ?? {};

@@ -2,13 +2,14 @@
  * Amazon Bedrock Converse / ConverseStream, as a provider API only: no client speaks it to
  * the gateway, so it has no dialect, paths or endpoints (docs/providers.md).
  */
-import type { Plugin } from "../../src/context.ts";
+import type { FormatPlugin } from "../../src/contract/format.ts";
+import type { HandlerContext } from "../../src/contract/handler.ts";
 import { converseCodec } from "./codec.ts";
 import { FAMILY } from "./common.ts";
 import { bedrockException, unsafeModelName } from "../platforms/bedrock_wire.ts";
 import { converseFraming } from "./framing.ts";
 
-export const conversePlugin: Plugin = {
+export const conversePlugin: FormatPlugin<HandlerContext> = {
   id: "converse",
   family: FAMILY,
   system: "aws.bedrock",

@@ -1,8 +1,7 @@
 /** POST /v1beta/models/{model}:generateContent | :streamGenerateContent */
-import type { Handler } from "../../src/context.ts";
+import type { PluginHandler } from "../../src/contract/handler.ts";
 import { badRequest } from "../../src/contract/errors.ts";
 import { checkModelName, readJsonBody } from "../../src/http.ts";
-import { generate } from "../../src/pipeline.ts";
 import { JSON_ARRAY } from "./framing.ts";
 import { generateContentCodec } from "./codec.ts";
 import { path } from "./upstream.ts";
@@ -27,19 +26,21 @@ function parsePath(pathname: string): { model: string; action: string } {
   return { model, action };
 }
 
-export const generateContent: Handler = async (ctx) => {
+export const generateContent: PluginHandler = async (ctx) => {
   const { model, action } = parsePath(ctx.url.pathname);
   const stream = action === "streamGenerateContent";
   const sse = ctx.url.searchParams.get("alt") === "sse";
   const body = await readJsonBody(ctx.req);
   validateRequest(body.json);
   const arrayStream = stream && !sse;
-  return await generate(ctx, {
+  return await ctx.generate({
     ingress: generateContentCodec,
     body,
     model,
     stream,
-    passthroughPath: arrayStream ? (upstreamModel) => path(upstreamModel, true, "") : undefined,
-    framing: arrayStream ? JSON_ARRAY : undefined,
+    ...(arrayStream && {
+      relayPath: (upstreamModel: string) => path(upstreamModel, true, ""),
+      framing: JSON_ARRAY,
+    }),
   });
 };

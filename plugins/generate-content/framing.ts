@@ -3,13 +3,14 @@
  * `alt=sse`: the elements are the events. A cut stream still ends as a parseable array, its
  * last element the interruption error.
  */
-import type { Framing } from "../../src/pipeline.ts";
-import type { SseEvent } from "../../src/contract/sse.ts";
+import type { StreamFraming } from "../../src/contract/generation.ts";
 import type { Scan, UpstreamFraming } from "../../src/contract/framing.ts";
 
-function jsonArrayFraming(
-  errorElement: (why: string) => string,
-): UpstreamFraming {
+/**
+ * One stream's array, read (a relayed stream) or written (a converted one): either way it knows
+ * whether the array was opened, has elements, or was closed, to end it as a parseable array.
+ */
+function jsonArrayFraming(): UpstreamFraming {
   let depth = 0;
   let inString = false;
   let escaped = false;
@@ -53,6 +54,12 @@ function jsonArrayFraming(
       if (start >= 0) start -= cut;
       return { cut, events };
     },
+    write(e) {
+      const text = (opened ? ",\r\n" : "[") + e.data;
+      opened = true;
+      elements++;
+      return text;
+    },
     complete: () => (closed ? "" : opened ? "]" : "[]"),
     interrupted: (why) => {
       if (closed) return "";
@@ -63,21 +70,9 @@ function jsonArrayFraming(
 }
 
 /** Without `alt=sse`, Google streams one JSON array whose elements arrive as they are made. */
-export const JSON_ARRAY: Framing = {
+export const JSON_ARRAY: StreamFraming = {
   contentType: "application/json; charset=utf-8",
-  serializer: () => {
-    let first = true;
-    return (e: SseEvent) => {
-      const text = (first ? "[" : ",\r\n") + e.data;
-      first = false;
-      return text;
-    };
-  },
-  end: {
-    complete: (sent) => (sent ? "]" : "[]"),
-    interrupted: (sent, why) => `${sent ? ",\r\n" : "["}${errorElement(why)}]`,
-  },
-  relayed: () => jsonArrayFraming(errorElement),
+  open: jsonArrayFraming,
 };
 
 /** The interruption as the array's last element, in Google's error shape (js-genai raises it). */

@@ -43,7 +43,7 @@ export function decodeRequest(body: Record<string, unknown>, model: string): ir.
     n: gen.candidateCount,
     reasoning: decodeThinking(gen.thinkingConfig),
     responseFormat: decodeResponseFormat(gen),
-    // The URL's action (`:streamGenerateContent`) decides streaming; the pipeline sets it.
+    // The URL's action (`:streamGenerateContent`) decides streaming; the core sets it from the endpoint.
     stream: false,
     // Gemini responses always carry usageMetadata.
     streamUsage: true,

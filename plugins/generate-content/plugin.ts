@@ -1,5 +1,6 @@
 /** Gemini generateContent (`/v1beta/models/{model}:…`): Gemini CLI and @google/genai. */
-import type { Plugin } from "../../src/context.ts";
+import type { FormatPlugin } from "../../src/contract/format.ts";
+import type { HandlerContext } from "../../src/contract/handler.ts";
 import type { OutgoingRequest } from "../../src/contract/format.ts";
 import { unsafeSegmentReason } from "../../src/model_segment.ts";
 import { generateContentCodec } from "./codec.ts";
@@ -11,7 +12,7 @@ export function googleAuthorize(req: OutgoingRequest, key: string | undefined) {
   if (key) req.headers.set("x-goog-api-key", key);
 }
 
-export const generateContentPlugin: Plugin = {
+export const generateContentPlugin: FormatPlugin<HandlerContext> = {
   id: "generate-content",
   family: "gemini",
   system: "gcp.gemini",

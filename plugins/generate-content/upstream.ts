@@ -4,7 +4,7 @@ import type { EncodeContext } from "../../src/contract/codec.ts";
 import { badRequest, unsupported } from "../../src/contract/errors.ts";
 import { modelSegment } from "../../src/model_segment.ts";
 import { signatureFor } from "../../src/signature.ts";
-import { argumentsObject, CUSTOM_INPUT_KEY, urlSource } from "../shared.ts";
+import { argumentsObject, CUSTOM_TOOL_SCHEMA, urlSource } from "../shared.ts";
 import { dropOptions, planHosted } from "../hosted.ts";
 import { forGemini } from "./json_schema.ts";
 import { audioMime, FAMILY, geminiId } from "./parts.ts";
@@ -213,15 +213,6 @@ function inlineData(p: ir.ImagePart | ir.DocumentPart, ctx: EncodeContext): Part
 }
 
 // ---- tools ----
-
-/** Custom (free-text) tools become a function taking the text as `input`. */
-const CUSTOM_TOOL_SCHEMA = {
-  type: "object",
-  properties: {
-    [CUSTOM_INPUT_KEY]: { type: "string", description: "The free-form input for this tool." },
-  },
-  required: [CUSTOM_INPUT_KEY],
-};
 
 function encodeTool(t: ir.Tool): Record<string, unknown> {
   const schema = t.kind === "custom" ? CUSTOM_TOOL_SCHEMA : t.parameters && forGemini(t.parameters);

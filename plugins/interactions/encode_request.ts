@@ -7,7 +7,7 @@ import type * as ir from "../../src/contract/ir.ts";
 import type { EncodeContext } from "../../src/contract/codec.ts";
 import { unsupported } from "../../src/contract/errors.ts";
 import { signatureFor } from "../../src/signature.ts";
-import { CUSTOM_INPUT_KEY, urlSource } from "../shared.ts";
+import { CUSTOM_TOOL_SCHEMA, urlSource } from "../shared.ts";
 import { dropOptions, planHosted } from "../hosted.ts";
 import { FAMILY, modelSteps, type SignatureSlot, textContent } from "./steps.ts";
 
@@ -134,15 +134,6 @@ function mediaBlock(p: ir.ImagePart | ir.DocumentPart, ctx: EncodeContext): Obj 
 }
 
 // ---- tools ----
-
-/** Custom (free-text) tools become a function taking the text as `input`. */
-const CUSTOM_TOOL_SCHEMA = {
-  type: "object",
-  properties: {
-    [CUSTOM_INPUT_KEY]: { type: "string", description: "The free-form input for this tool." },
-  },
-  required: [CUSTOM_INPUT_KEY],
-};
 
 /** Each hosted kind's built-in tool, and the options it has no field for (reported dropped). */
 const BUILT_IN: Record<ir.HostedKind, { type: string; unsupported: (keyof ir.HostedTool)[] }> = {

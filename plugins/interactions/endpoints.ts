@@ -2,8 +2,8 @@
 import type { Handler } from "../../src/context.ts";
 import { badRequest } from "../../src/contract/errors.ts";
 import { keeper, keepsConversations, owner } from "../../src/conversations.ts";
+import type { GenerationSpec } from "../../src/contract/generation.ts";
 import { checkModelName, readJsonBody } from "../../src/http.ts";
-import { generate, type Generation, resolveRoute } from "../../src/pipeline.ts";
 import { interactionsCodec } from "./codec.ts";
 import { cancellable } from "./running.ts";
 import { parseRequest } from "./schema.ts";
@@ -21,11 +21,16 @@ export const createInteraction: Handler = async (ctx) => {
   const name = json.model ?? json.agent;
   const model = typeof name === "string" ? name : "";
   if (model) checkModelName(model);
-  const g: Generation = { ingress: interactionsCodec, body, model, stream: json.stream === true };
-  const r = resolveRoute(ctx, model);
+  const g: GenerationSpec = {
+    ingress: interactionsCodec,
+    body,
+    model,
+    stream: json.stream === true,
+  };
+  const r = ctx.route(model);
   // Relayed to Google, which keeps the state: its ids, `store` and chains.
   if (r.targets.every((t) => t.provider.api === interactionsCodec.api)) {
-    return await generate(ctx, g);
+    return await ctx.generate(g, r);
   }
   const id = newInteractionId();
   const input = [
@@ -35,14 +40,14 @@ export const createInteraction: Handler = async (ctx) => {
   const { previous_interaction_id: _, ...rest } = body.json;
   const store = keepsConversations(ctx, r) && json.store !== false;
   const keep = keeper(ctx, input, store);
-  const res = await generate(ctx, {
+  const res = await ctx.generate({
     ...g,
     body: json.previous_interaction_id === undefined ? body : { ...body, json: { ...rest, input } },
-    convert: true,
+    via: "convert",
     // A kept interaction gets an id of the gateway's (a stream can be cancelled by it); an
     // unkept one keeps the upstream's.
     client: { ...(store && { id }), onAnswer: keep.onAnswer },
-  });
+  }, r);
   // A JSON answer is kept before the client can chain on it (streams wait in the encoder).
   await keep.kept();
   return g.stream && store ? cancellable(res, { id, model }, owner(ctx)) : res;

@@ -50,7 +50,7 @@ export const functionCallStep = (
 });
 
 /** A hosted run as its call and result steps. */
-export function hostedSteps(p: ir.HostedCallPart): Obj[] {
+function hostedSteps(p: ir.HostedCallPart): Obj[] {
   if (p.kind === "web_fetch") {
     const urls = p.url === undefined ? [] : [p.url];
     return [

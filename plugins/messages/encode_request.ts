@@ -3,7 +3,12 @@ import type * as ir from "../../src/contract/ir.ts";
 import type { EncodeContext } from "../../src/contract/codec.ts";
 import { unsupported } from "../../src/contract/errors.ts";
 import { signatureFor } from "../../src/signature.ts";
-import { argumentsObject, CUSTOM_INPUT_KEY, mediaSource, rejectInexpressible } from "../shared.ts";
+import {
+  argumentsObject,
+  CUSTOM_TOOL_SCHEMA,
+  mediaSource,
+  rejectInexpressible,
+} from "../shared.ts";
 import { dropOptions, type HostedPlan, planHosted } from "../hosted.ts";
 import { cacheControl, FAMILY, type Obj, toolUseId } from "./common.ts";
 import { encodeSampling, encodeThinking } from "./thinking.ts";
@@ -157,13 +162,6 @@ function encodeSource(
   }
   return { type: "base64", media_type: source.mediaType, data: source.data };
 }
-
-/** Custom (free-text) tools become a function taking the text as `{"input": string}`. */
-const CUSTOM_TOOL_SCHEMA = {
-  type: "object",
-  properties: { [CUSTOM_INPUT_KEY]: { type: "string" } },
-  required: [CUSTOM_INPUT_KEY],
-};
 
 function encodeTool(tool: ir.Tool): Obj {
   const schema = tool.kind === "custom" ? CUSTOM_TOOL_SCHEMA : tool.parameters ?? {};

@@ -1,8 +1,7 @@
 /** POST /v1/messages and /v1/messages/count_tokens */
-import type { Handler } from "../../src/context.ts";
+import type { PluginHandler } from "../../src/contract/handler.ts";
 import { badRequest } from "../../src/contract/errors.ts";
 import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
-import { generate, passthrough, resolveRoute } from "../../src/pipeline.ts";
 import { messagesCodec } from "./codec.ts";
 import { validateRequest } from "./schema.ts";
 
@@ -25,11 +24,11 @@ function checkVersion(headers: Headers): void {
   }
 }
 
-export const messages: Handler = async (ctx) => {
+export const messages: PluginHandler = async (ctx) => {
   checkVersion(ctx.req.headers);
   const body = await readJsonBody(ctx.req);
   const json = validateRequest(body.json);
-  return await generate(ctx, {
+  return await ctx.generate({
     ingress: messagesCodec,
     body,
     model: modelOf(json),
@@ -41,24 +40,21 @@ export const messages: Handler = async (ctx) => {
  * Token counts come from the provider itself: only a route with an Anthropic-API target can
  * answer, and only such targets are tried (the relay skips the others).
  */
-export const countTokens: Handler = async (ctx) => {
+export const countTokens: PluginHandler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
-  const r = resolveRoute(ctx, modelOf(body.json));
+  const r = ctx.route(modelOf(body.json));
   if (!r.targets.some((t) => t.provider.api === messagesCodec.api)) {
     throw badRequest("messages token counting requires a family3-compatible upstream", "model");
   }
-  return await passthrough(
-    ctx,
-    { ingress: messagesCodec, body, stream: false },
-    r,
-    {
-      path: "/v1/messages/count_tokens",
-      operation: "count_tokens",
-      // Counting reads the input; it produces nothing.
-      usage: (json) =>
-        typeof json.input_tokens === "number"
-          ? { inputTokens: json.input_tokens, outputTokens: 0 }
-          : undefined,
-    },
-  );
+  return await ctx.relay({
+    ingress: messagesCodec,
+    body,
+    path: "/v1/messages/count_tokens",
+    operation: "count_tokens",
+    // Counting reads the input; it produces nothing.
+    usage: (json) =>
+      typeof json.input_tokens === "number"
+        ? { inputTokens: json.input_tokens, outputTokens: 0 }
+        : undefined,
+  }, r);
 };

@@ -1,5 +1,6 @@
 /** Anthropic Messages (`/v1/messages`, count_tokens): Claude Code and the Anthropic SDKs. */
-import type { Plugin } from "../../src/context.ts";
+import type { FormatPlugin } from "../../src/contract/format.ts";
+import type { HandlerContext } from "../../src/contract/handler.ts";
 import { messagesCodec } from "./codec.ts";
 import { anthropicDialect, anthropicModels } from "./dialect.ts";
 import { countTokens, messages } from "./endpoints.ts";
@@ -8,7 +9,7 @@ import { ANTHROPIC_STATUSES, idPage, overloadedError } from "../shared.ts";
 /** The API version sent upstream when the client named none (converted calls). */
 const DEFAULT_VERSION = "2023-06-01";
 
-export const messagesPlugin: Plugin = {
+export const messagesPlugin: FormatPlugin<HandlerContext> = {
   id: "messages",
   family: "anthropic",
   system: "anthropic",

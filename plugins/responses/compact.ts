@@ -6,8 +6,7 @@
  * messages, then that one item. Its tokens are not billed (the endpoint is `unbilled`).
  */
 import type { RequestContext } from "../../src/context.ts";
-import type { JsonBody } from "../../src/http.ts";
-import { generate } from "../../src/pipeline.ts";
+import type { JsonBody } from "../../src/contract/generation.ts";
 import type { Resolved } from "../../src/router.ts";
 import { responsesCodec } from "./codec.ts";
 import { responseSettings } from "./echo.ts";
@@ -27,7 +26,7 @@ export async function compactConverted(
     ...inputItems(json.input, newResponseId()),
   ] as Item[];
   const { previous_response_id: _, ...rest } = body.json;
-  const res = await generate(ctx, {
+  const res = await ctx.generate({
     ingress: responsesCodec,
     body: {
       ...body,
@@ -35,9 +34,9 @@ export async function compactConverted(
     },
     model: r.requested,
     stream: false,
-    convert: true,
+    via: "convert",
     client: { echo: responseSettings(json, false) },
-  });
+  }, r);
   if (!res.ok) return res;
   const response = await res.json();
   const headers = new Headers(res.headers);

@@ -3,14 +3,7 @@ import type { Handler, RequestContext } from "../../src/context.ts";
 import type * as ir from "../../src/contract/ir.ts";
 import { badRequest } from "../../src/contract/errors.ts";
 import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
-import {
-  answerLocally,
-  generate,
-  type Generation,
-  localId,
-  passthrough,
-  resolveRoute,
-} from "../../src/pipeline.ts";
+import type { GenerationSpec } from "../../src/contract/generation.ts";
 import type { Resolved } from "../../src/router.ts";
 import { responsesCodec } from "./codec.ts";
 import { compactConverted } from "./compact.ts";
@@ -22,7 +15,7 @@ import { keeper, keepsConversations } from "../../src/conversations.ts";
 
 /** The answer to a warm-up (`generate: false`) on a converted route: completed, no output. */
 export function warmupResponse(ctx: RequestContext, model: string): ir.Response {
-  const { id, now } = localId(ctx);
+  const { id, now } = ctx.localId();
   return {
     id,
     model,
@@ -61,17 +54,18 @@ const hostedTools = (json: ResponsesRequest) =>
 export const responses: Handler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
   const json = parseRequest(body.json);
-  const g: Generation = {
+  const kept = providerState(body.json);
+  const g: GenerationSpec = {
     ingress: responsesCodec,
     body,
     model: modelOf(json),
     stream: flagOf(json, "stream"),
-    providerState: providerState(body.json),
+    ...(kept && { via: { relayOnly: kept } }),
   };
   checkStatefulFields(json);
-  const r = resolveRoute(ctx, g.model);
+  const r = ctx.route(g.model);
   // The provider keeps Responses state: relay verbatim, ids included.
-  if (isPassthroughRoute(r)) return await generate(ctx, g);
+  if (isPassthroughRoute(r)) return await ctx.generate(g, r);
   const chained = json.previous_response_id != null;
   const keeps = keepsConversations(ctx, r);
   const store = keeps && json.store !== false;
@@ -83,7 +77,7 @@ export const responses: Handler = async (ctx) => {
     (json.store === false || (keeps && hostedTools(json)))
   ) {
     ctx.trace.stored = "relayed";
-    return await generate(ctx, g);
+    return await ctx.generate(g, r);
   }
   const id = newResponseId();
   const input = [
@@ -92,11 +86,10 @@ export const responses: Handler = async (ctx) => {
   ];
   const { previous_response_id: _, ...rest } = body.json;
   const keep = keeper(ctx, input, store);
-  const expanded: Generation = {
+  const expanded: GenerationSpec = {
     ...g,
     body: chained ? { ...body, json: { ...rest, input } } : body,
-    convert: true,
-    providerState: undefined,
+    via: "convert",
     client: {
       echo: responseSettings(json, store),
       // A kept response gets an id of the gateway's; an unkept one keeps the upstream's.
@@ -105,8 +98,8 @@ export const responses: Handler = async (ctx) => {
     },
   };
   const res = json.generate === false && r.provider.api !== "responses"
-    ? answerLocally(ctx, expanded, warmupResponse(ctx, g.model))
-    : await generate(ctx, expanded);
+    ? ctx.answer(expanded, warmupResponse(ctx, g.model))
+    : await ctx.generate(expanded, r);
   // A JSON answer is kept before the client can chain on it (streams wait in the encoder).
   await keep.kept();
   return res;
@@ -114,17 +107,18 @@ export const responses: Handler = async (ctx) => {
 
 export const compact: Handler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
-  const r = resolveRoute(ctx, modelOf(body.json));
+  const r = ctx.route(modelOf(body.json));
   if (!isPassthroughRoute(r)) {
     if (r.route.compact === false) {
       throw badRequest("responses compact requires a client1 passthrough route", "model");
     }
     return await compactConverted(ctx, body, r);
   }
-  return await passthrough(
-    ctx,
-    { ingress: responsesCodec, body, stream: false, providerState: providerState(body.json) },
-    r,
-    { path: "/responses/compact", usage: (json) => fromWireUsage(json.usage) },
-  );
+  return await ctx.relay({
+    ingress: responsesCodec,
+    body,
+    path: "/responses/compact",
+    usage: (json) => fromWireUsage(json.usage),
+    why: providerState(body.json),
+  }, r);
 };

@@ -17,7 +17,8 @@ import { Deadline } from "../../src/deadline.ts";
 import { openUpstreamSocket } from "../../src/relay.ts";
 import { clientClosed, ClientGone } from "../../src/stream_end.ts";
 import { failureMessage, IrWatch, localIr } from "../../src/client_stream.ts";
-import { localEvents, resolveRoute, upstreamEvents } from "../../src/pipeline.ts";
+import { localEvents } from "../../src/answer.ts";
+import { convertedEvents } from "../../src/generation.ts";
 import { checkNesting } from "../../src/nesting.ts";
 import { NOT_READING, SendBacklog } from "../../src/ws_backlog.ts";
 import type { SseEvent } from "../../src/contract/sse.ts";
@@ -232,7 +233,7 @@ class ResponsesSocket {
     // Local response ids derive from the request id: number them so that two responses on one
     // socket never share an id (chaining names one). The access log keeps the upgrade's.
     const requestId = `${++this.responses}${this.ctx.requestId}`;
-    const ctx: RequestContext = { ...this.ctx, gw, req: this.req, trace, requestId };
+    const ctx = this.ctx.next({ gw, req: this.req, trace, requestId });
     let relayed = false;
     try {
       // The key is checked again against the keys in force: a revoked one ends the socket.
@@ -261,7 +262,7 @@ class ResponsesSocket {
         ? live.policy.consumerAgain(this.ctx.identity!)
         : live.policy.key(trace.key!);
       await gw.limiter.admit(trace, identity, openAiDialect);
-      const r = resolveRoute(ctx, modelOf(json));
+      const r = ctx.route(modelOf(json));
       // A platform provider (Azure) is reached over HTTP only: its frames convert, one call each.
       if (isPassthroughRoute(r) && r.provider.platform === undefined) {
         relayed = await this.relay(ctx, r, json, data);
@@ -386,7 +387,7 @@ class ResponsesSocket {
     if (json.generate === false) ctx.trace.routed("local");
     const events = json.generate === false
       ? localIr(localEvents(warmupResponse(ctx, ctx.trace.model!)))
-      : await upstreamEvents(ctx, r, req);
+      : await convertedEvents(ctx, r, req);
     const watch = new IrWatch(ctx.trace);
     let done: { id: string; output: unknown[] } | undefined;
     // Each frame goes out as the encoder makes it; the terminal one is kept for chaining.

@@ -50,4 +50,9 @@ export interface UpstreamFraming {
   complete(): string;
   /** Text that tells the client the stream was cut short. */
   interrupted(why: string): string;
+  /**
+   * A converted client stream's event as this framing's text (default: a server-sent event);
+   * the same framing then ends that stream.
+   */
+  write?(e: SseEvent): string;
 }

@@ -135,7 +135,8 @@ export class RedisLimitStore implements LimitStore {
     if (!this.client.isReady) throw new Error("not connected to Redis");
     const d = day(now);
     const m = month(now);
-    const base = this.cfg.redis_prefix + identity;
+    // One hash tag per identity: the script's four keys share a slot, as Redis Cluster needs.
+    const base = `${this.cfg.redis_prefix}{${identity}}`;
     const keys = [`${base}:rqs`, `${base}:tks`, `${base}:d:${d.key}`, `${base}:m:${m.key}`];
     const args = [
       this.clock === "caller" ? now : "",

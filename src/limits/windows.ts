@@ -38,7 +38,7 @@ export function month(now: number): { key: string; end: number } {
 }
 
 /** Sliding windows count in buckets of one second: at most 61 a minute, however busy. */
-export const BUCKET_MS = 1000;
+const BUCKET_MS = 1000;
 
 /**
  * A sliding window in memory: buckets of one second, each with the time of its latest entry

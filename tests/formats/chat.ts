@@ -1,7 +1,7 @@
 /** Test side of `chat` (OpenAI chat completions). */
 import type { FormatSide } from "../formats.ts";
-import { bodies, LOOP_TOOL, openaiHeaders } from "../helpers.ts";
 import type { SseEvent } from "../../src/contract/sse.ts";
+import { bodies, LOOP_TOOL, openaiHeaders } from "../requests.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -48,6 +48,16 @@ function assembled(events: SseEvent[]): Obj {
 export const side: FormatSide = {
   providerBase: "/v1",
   client: { path: () => "/v1/chat/completions", headers: openaiHeaders, body: bodies.chat },
+  mock: {
+    provider: "oai-chat",
+    routes: [{ models: ["chat-*"] }, { models: ["renamed-*"], model: "chat-text-renamed" }],
+    relayModel: "chat-text",
+    // Streams ask for usage: relayed, chat reports it only then.
+    body: (model, stream) => ({
+      ...bodies.chat(model, stream),
+      ...(stream && { stream_options: { include_usage: true } }),
+    }),
+  },
   loop: {
     ask: (model, stream, question) => ({
       model,

@@ -1,6 +1,6 @@
 /** Test side of `generate-content` (Gemini generateContent). */
 import type { FormatSide } from "../formats.ts";
-import { bodies, googleHeaders, LOOP_TOOL } from "../helpers.ts";
+import { bodies, googleHeaders, LOOP_TOOL } from "../requests.ts";
 
 export const side: FormatSide = {
   providerBase: "",
@@ -10,6 +10,7 @@ export const side: FormatSide = {
     headers: googleHeaders,
     body: bodies.gemini,
   },
+  mock: { provider: "gemini", routes: [{ models: ["gem-*"] }], relayModel: "gem-text" },
   loop: {
     // The model and streaming are in the path.
     ask: (_model, _stream, question) => ({

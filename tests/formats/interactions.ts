@@ -1,6 +1,6 @@
 /** Test side of `interactions` (Gemini Interactions). */
 import type { FormatSide } from "../formats.ts";
-import { googleHeaders, LOOP_TOOL } from "../helpers.ts";
+import { googleHeaders, LOOP_TOOL } from "../requests.ts";
 
 export const side: FormatSide = {
   providerBase: "",

@@ -1,10 +1,11 @@
 /** Test side of `messages` (Anthropic Messages). */
 import type { FormatSide } from "../formats.ts";
-import { anthropicHeaders, bodies, LOOP_TOOL } from "../helpers.ts";
+import { anthropicHeaders, bodies, LOOP_TOOL } from "../requests.ts";
 
 export const side: FormatSide = {
   providerBase: "",
   client: { path: () => "/v1/messages", headers: anthropicHeaders, body: bodies.messages },
+  mock: { provider: "anthropic", routes: [{ models: ["msg-*"] }], relayModel: "msg-text" },
   loop: {
     ask: (model, stream, question) => ({
       model,

@@ -1,6 +1,6 @@
 /** Test side of `responses` (OpenAI Responses). */
 import type { FormatSide } from "../formats.ts";
-import { bodies, LOOP_TOOL, openaiHeaders } from "../helpers.ts";
+import { bodies, LOOP_TOOL, openaiHeaders } from "../requests.ts";
 
 export const side: FormatSide = {
   providerBase: "/v1",
@@ -9,6 +9,12 @@ export const side: FormatSide = {
     headers: openaiHeaders,
     // `store: false`: the response keeps the upstream's id and OpenAI's defaults.
     body: (model, stream) => ({ ...bodies.responses(model, stream), store: false }),
+  },
+  mock: {
+    provider: "oai",
+    routes: [{ models: ["pt-*"], passthrough: true }, { models: ["resp-*"] }],
+    relayModel: "pt-text",
+    body: bodies.responses,
   },
   loop: {
     // As Codex asks: stateless, reasoning carried back in `encrypted_content`.

@@ -2,7 +2,7 @@
  * Newline-delimited JSON, the toy's stream framing in both directions: one JSON object per
  * line, no SSE records. A cut stream ends with the interruption line on a line of its own.
  */
-import type { Framing } from "../../src/pipeline.ts";
+import type { StreamFraming } from "../../src/contract/generation.ts";
 import type { SseEvent } from "../../src/contract/sse.ts";
 import type { Scan, UpstreamFraming } from "../../src/contract/framing.ts";
 
@@ -41,15 +41,14 @@ export function ndjsonFraming(interruption: (why: string) => string): UpstreamFr
       }
       return { cut, events };
     },
+    write: (e: SseEvent) => e.data + "\n",
     complete: () => "",
     interrupted: interruption,
   };
 }
 
 /** The client side: converted streams are serialized and ended as NDJSON too. */
-export const NDJSON: Framing = {
+export const NDJSON: StreamFraming = {
   contentType: NDJSON_TYPE,
-  serializer: () => (e: SseEvent) => e.data + "\n",
-  end: { complete: () => "", interrupted: (_sent, why) => interruptionLine(why) },
-  relayed: () => ndjsonFraming(interruptionLine),
+  open: () => ndjsonFraming(interruptionLine),
 };

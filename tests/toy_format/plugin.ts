@@ -4,11 +4,10 @@
  * and error envelope, HMAC-signed upstream requests, and NDJSON streams instead of SSE.
  */
 import { createHash, createHmac } from "node:crypto";
-import type { Handler, Plugin } from "../../src/context.ts";
 import { badRequest } from "../../src/contract/errors.ts";
-import type { Dialect, OutgoingRequest } from "../../src/contract/format.ts";
+import type { Dialect, FormatPlugin, OutgoingRequest } from "../../src/contract/format.ts";
+import type { HandlerContext, PluginHandler } from "../../src/contract/handler.ts";
 import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
-import { generate } from "../../src/pipeline.ts";
 import { faultKind, toyCodec } from "./codec.ts";
 import { interruptionLine, NDJSON, ndjsonFraming } from "./ndjson.ts";
 
@@ -50,11 +49,11 @@ function validate(json: Record<string, unknown>) {
 }
 
 /** POST /toy/v1/generate */
-const toyGenerate: Handler = async (ctx) => {
+const toyGenerate: PluginHandler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
   const { model, stream } = validate(body.json);
   // Toy clients read NDJSON, relayed or converted.
-  return await generate(ctx, { ingress: toyCodec, body, model, stream, framing: NDJSON });
+  return await ctx.generate({ ingress: toyCodec, body, model, stream, framing: NDJSON });
 };
 
 export const toyPlugin = {
@@ -81,4 +80,4 @@ export const toyPlugin = {
       return { kind: faultKind(fault?.kind), message };
     },
   },
-} satisfies Plugin;
+} satisfies FormatPlugin<HandlerContext>;

@@ -10,5 +10,5 @@ export const toyTestFormat = testFormat(toyPlugin, {
     headers: (key) => ({ "x-toy-key": key, "content-type": "application/json" }),
     body: (model, stream) => ({ model, prompt: "hi there", stream }),
   },
-  streams: { ext: ".ndjson", serializer: NDJSON.serializer },
+  streams: { ext: ".ndjson", framing: NDJSON },
 });

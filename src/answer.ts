@@ -1,0 +1,77 @@
+/**
+ * The client's answer from IR: a JSON response or a stream in the client's format and framing,
+ * whether the IR came from a provider or was made here.
+ */
+import type { ClientContext } from "./contract/codec.ts";
+import type { GenerationSpec } from "./contract/generation.ts";
+import type * as ir from "./contract/ir.ts";
+import type { RequestContext } from "./context.ts";
+import { clientStream, type IrSource, localIr } from "./client_stream.ts";
+import { respond, STREAM_HEADERS } from "./http.ts";
+import { sseFraming } from "./stream_stage.ts";
+
+/** What the client encoder must know about the request it answers. */
+export function clientContext(spec: GenerationSpec, req?: ir.Request): ClientContext {
+  return { model: spec.model, compaction: req?.compaction, tools: req?.tools, ...spec.client };
+}
+
+/** The client's answer: a whole response as JSON, IR events as a stream. */
+export function answer(
+  ctx: RequestContext,
+  spec: GenerationSpec,
+  client: ClientContext,
+  from: ir.Response | IrSource,
+): Response {
+  return "next" in from
+    ? streamToClient(ctx, spec, client, from)
+    : jsonToClient(ctx, spec, client, from);
+}
+
+function jsonToClient(
+  ctx: RequestContext,
+  spec: GenerationSpec,
+  client: ClientContext,
+  res: ir.Response,
+): Response {
+  ctx.trace.reportUsage(res.usage);
+  return Response.json(spec.ingress.encodeResponse(res, client));
+}
+
+function streamToClient(
+  ctx: RequestContext,
+  spec: GenerationSpec,
+  client: ClientContext,
+  events: IrSource,
+): Response {
+  const framing = spec.framing?.open() ?? sseFraming((why) => ctx.dialect.interruption(why));
+  const body = clientStream(events, spec.ingress.encodeStream(client), framing, ctx.trace);
+  const type = spec.framing && { "content-type": spec.framing.contentType };
+  return respond(body, 200, Object.entries({ ...STREAM_HEADERS, ...type }));
+}
+
+/** Answers without a provider call (e.g. a Responses warm-up with `generate: false`). */
+export function answerLocally(
+  ctx: RequestContext,
+  spec: GenerationSpec,
+  res: ir.Response,
+): Response {
+  const from = spec.stream ? localIr(localEvents(res)) : res;
+  return answer(ctx, spec, clientContext(spec), from);
+}
+
+/** A local response with no output parts as stream events. */
+export function localEvents(res: ir.Response): ir.StreamEvent[] {
+  return [
+    { type: "start", id: res.id, model: res.model, created: res.created },
+    { type: "finish", reason: res.finish, usage: res.usage },
+  ];
+}
+
+/** An id and a creation time for a response made here (ids derive from the request id). */
+export function localId(ctx: RequestContext): { id: string; now: number } {
+  return { id: idFor(ctx), now: nowSeconds() };
+}
+
+export const nowSeconds = () => Math.floor(Date.now() / 1000);
+export const idFor = (ctx: RequestContext) =>
+  ctx.requestId.replace(/[^A-Za-z0-9]/g, "").slice(0, 24);

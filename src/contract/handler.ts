@@ -1,0 +1,55 @@
+/**
+ * What a format plugin's handler may ask of the core for one request: the request itself, the
+ * route a model resolves to, and the core's runs (a generation, another endpoint relayed, an
+ * answer made here). The core's request context implements it; a handler that needs nothing
+ * else of the core is typed `Handler<HandlerContext>` and imports nothing from the core.
+ */
+import type { Handler } from "./format.ts";
+import type { GenerationSpec, OtherEndpoint } from "./generation.ts";
+import type * as ir from "./ir.ts";
+
+/** A provider as a handler sees it. */
+export interface RouteProvider {
+  readonly name: string;
+  /** The format its API speaks (a plugin id). */
+  readonly api: string;
+}
+
+/** The route a model resolved to, as far as a handler may read it. */
+export interface Route {
+  /** The model the client asked for. */
+  readonly requested: string;
+  /** The first target's provider. */
+  readonly provider: RouteProvider;
+  readonly targets: readonly { readonly provider: RouteProvider }[];
+  /** The route's own switches (config `routes[]`). */
+  readonly route: {
+    readonly passthrough: boolean;
+    readonly store?: boolean;
+    readonly compact?: boolean;
+  };
+}
+
+export interface HandlerContext {
+  readonly req: Request;
+  readonly url: URL;
+  readonly requestId: string;
+  /** What this request's access-log line says of the stored-response outcome. */
+  readonly trace: { stored?: string };
+  /** Resolves `model` to its route (once per request: pass it on to `generate`/`relay`). */
+  route(model: string): Route;
+  /**
+   * Runs a generation: routes the model (unless `route` is given), tries the route's targets,
+   * each relayed or converted, and answers in the spec's format.
+   */
+  generate(spec: GenerationSpec, route?: Route): Promise<Response>;
+  /** Relays a non-generation endpoint of the client's API to the route's providers of it. */
+  relay(other: OtherEndpoint, route: Route): Promise<Response>;
+  /** Answers with a response made here, without a provider call (JSON or a stream). */
+  answer(spec: GenerationSpec, res: ir.Response): Response;
+  /** An id and a creation time (seconds) for a response made here. */
+  localId(): { id: string; now: number };
+}
+
+/** A handler that needs only what the contract offers. */
+export type PluginHandler = Handler<HandlerContext>;

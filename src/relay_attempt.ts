@@ -1,0 +1,150 @@
+/**
+ * One relayed attempt on one target: the client's bytes go to a provider of the same format
+ * (only the model may be renamed) and its answer comes back as is, streams included.
+ */
+import type { UpstreamSpec } from "./contract/format.ts";
+import type { GenerationSpec, OtherEndpoint } from "./contract/generation.ts";
+import type { RequestContext } from "./context.ts";
+import { idFor } from "./answer.ts";
+import { errorResponse } from "./error_response.ts";
+import { type Attempt, ProviderFailure } from "./failover.ts";
+import type { PoolKey } from "./health.ts";
+import { holdRelayedOpening } from "./hold_opening.ts";
+import { headersFrom, pickHeaders, respond, STREAM_HEADERS } from "./http.ts";
+import {
+  callUpstream,
+  checkContentType,
+  readErrorText,
+  readProviderError,
+  readUpstreamJson,
+  upstreamHeaders,
+  type UpstreamResponse,
+} from "./relay.ts";
+import { throughPlatform } from "./platform_call.ts";
+import { platformFraming } from "./platforms.ts";
+import type { Resolved } from "./router.ts";
+import { EventReader, framingOf, relayStream } from "./stream_stage.ts";
+
+/** What a relayed request needs of its generation spec. */
+type Relayed = Pick<GenerationSpec, "ingress" | "body" | "stream" | "relayPath" | "framing">;
+
+/** Relayed attempts, to providers of the client's format only. */
+export function relaying(
+  ctx: RequestContext,
+  spec: Relayed,
+  why?: string,
+  other?: OtherEndpoint,
+): Attempt<Response> {
+  const api = spec.ingress.api;
+  return {
+    run: (t, key, last) => relayAttempt(ctx, spec, t, key, last, other),
+    eligible: (t) => t.provider.api === api,
+    bound: why ?? `the request is relayed as is to ${api} providers`,
+  };
+}
+
+/** One relayed attempt on one target. */
+export async function relayAttempt(
+  ctx: RequestContext,
+  spec: Relayed,
+  r: Resolved,
+  key: PoolKey | undefined,
+  last: boolean,
+  other?: OtherEndpoint,
+): Promise<Response> {
+  const path = other?.path ?? spec.relayPath?.(r.upstreamModel) ??
+    spec.ingress.path(r.upstreamModel, spec.stream);
+  const { json, raw } = spec.body;
+  const renamed = r.upstreamModel !== r.requested && typeof json.model === "string";
+  const { formats } = ctx.gw;
+  const api = r.provider.api;
+  const upstream = formats.upstream(api)!;
+  const sent = renamed ? { ...json, model: r.upstreamModel } : json;
+  const operation = other ? other.operation ?? path : "generate";
+  const platform = throughPlatform(ctx, r, sent, spec.stream, operation, path);
+  ctx.trace.routed("relay");
+  ctx.trace.attempt();
+  const up = await callUpstream({
+    provider: r.provider,
+    spec: upstream,
+    key: key?.value,
+    path,
+    body: renamed ? JSON.stringify(sent) : raw,
+    forward: pickHeaders(ctx.req.headers, formats.forwardHeaders(api)),
+    signal: ctx.req.signal,
+    stopping: ctx.gw.stopping,
+    platform,
+  });
+  const allow = formats.responseHeaders(api, ctx.identity?.limits !== undefined);
+  const picked = upstreamHeaders(up.res, allow, ctx.gw.secrets);
+  const { idle_ms } = r.provider.timeouts;
+  if (!up.res.ok) return await relayError(ctx, up, headersFrom(picked), idle_ms, upstream);
+  let body: BodyInit;
+  let relayedType: string | undefined;
+  if (!spec.stream) {
+    // A whole JSON document either way: a fixed body takes Deno's faster response path.
+    const read = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
+    body = read.bytes;
+    try {
+      ctx.trace.reportUsage((other ?? spec.ingress).usage(read.json));
+    } catch {
+      // an unexpected shape is relayed as is; only the log lacks usage
+    }
+  } else {
+    const interruption = (why: string) => ctx.dialect.interruption(why);
+    const framing = platformFraming(
+      platform,
+      spec.framing?.open() ?? framingOf(upstream, interruption),
+    );
+    checkContentType(up, framing.mediaType);
+    const reader = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
+    const decoder = spec.ingress.decodeStream({ now: 0, id: idFor(ctx) });
+    const events = last ? reader : await holdRelayedOpening(reader, decoder);
+    body = relayStream(events, framing, spec.ingress.watch(), ctx.trace);
+    relayedType = framing.relayedType;
+  }
+  const res = respond(body, up.res.status, picked);
+  // The provider's own content type stands (a stream need not be SSE), unless a platform's
+  // framing re-frames it.
+  if (spec.stream) streamHeaders(res.headers, relayedType);
+  return res;
+}
+
+function streamHeaders(headers: Headers, relayedType: string | undefined): void {
+  for (const [k, v] of Object.entries(STREAM_HEADERS)) {
+    if (!headers.has(k)) headers.set(k, v);
+  }
+  if (relayedType) headers.set("content-type", relayedType);
+  headers.set("x-accel-buffering", "no");
+}
+
+/**
+ * A provider's error on a relayed route: a JSON error body is relayed as the provider wrote it
+ * (scrubbed of keys); anything else (an nginx HTML page, plain text) becomes the client's own
+ * error envelope with the same status and a short excerpt. Thrown, so failover may try the
+ * next target; the last one reaches the client.
+ */
+async function relayError(
+  ctx: RequestContext,
+  up: UpstreamResponse,
+  headers: Headers,
+  idleMs: number,
+  spec: UpstreamSpec,
+): Promise<never> {
+  const text = await readErrorText(up, idleMs, ctx.gw.secrets);
+  const err = readProviderError(up, text, headers, spec);
+  // A platform's error envelope is not the format's: the client hears it in its own dialect.
+  const answer = isJsonObject(text) && !up.platform
+    ? new Response(text, { status: up.res.status, headers })
+    : errorResponse(ctx.dialect, err, ctx.requestId);
+  throw new ProviderFailure(err, answer);
+}
+
+function isJsonObject(text: string): boolean {
+  try {
+    const v = JSON.parse(text);
+    return typeof v === "object" && v !== null && !Array.isArray(v);
+  } catch {
+    return false;
+  }
+}

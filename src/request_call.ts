@@ -1,0 +1,51 @@
+/**
+ * The core's request context: a request's own state, and what its handler may ask of the core
+ * (the contract's `HandlerContext`) answered by the core's modules.
+ */
+import type { GenerationSpec, OtherEndpoint } from "./contract/generation.ts";
+import type * as ir from "./contract/ir.ts";
+import type { Dialect } from "./contract/format.ts";
+import type { Gateway, RequestContext } from "./context.ts";
+import { answerLocally, localId } from "./answer.ts";
+import { generate, relayed, route } from "./generation.ts";
+import type { Identity } from "./limits/policy.ts";
+import type { Resolved } from "./router.ts";
+import type { Trace } from "./trace.ts";
+
+export class RequestCall implements RequestContext {
+  constructor(
+    readonly gw: Gateway,
+    readonly req: Request,
+    readonly url: URL,
+    readonly requestId: string,
+    readonly dialect: Dialect,
+    readonly identity: Identity | undefined,
+    readonly trace: Trace,
+  ) {}
+
+  // The routes a handler passes back are the ones `route` gave it: the core's own.
+  route(model: string): Resolved {
+    return route(this, model);
+  }
+
+  generate(spec: GenerationSpec, r?: Resolved): Promise<Response> {
+    return generate(this, spec, r);
+  }
+
+  relay(other: OtherEndpoint, r: Resolved): Promise<Response> {
+    return relayed(this, other, r);
+  }
+
+  answer(spec: GenerationSpec, res: ir.Response): Response {
+    return answerLocally(this, spec, res);
+  }
+
+  localId(): { id: string; now: number } {
+    return localId(this);
+  }
+
+  next(changes: Pick<RequestContext, "gw" | "req" | "trace" | "requestId">): RequestContext {
+    const { gw, req, trace, requestId } = changes;
+    return new RequestCall(gw, req, this.url, requestId, this.dialect, this.identity, trace);
+  }
+}
