@@ -27,7 +27,7 @@ import {
 } from "./relay.ts";
 import { relayAttempt } from "./relay_attempt.ts";
 import { throughPlatform } from "./platform_call.ts";
-import { platformFraming } from "./platforms.ts";
+import { answerUsage, platformFraming } from "./platforms.ts";
 import type { Resolved } from "./router.ts";
 import { EventReader, framingOf } from "./stream_stage.ts";
 
@@ -118,7 +118,9 @@ async function decodedJson(
   dctx: DecodeContext,
 ): Promise<ir.Response> {
   const { json } = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
-  return up.target.decodeResponse(json, dctx);
+  const res = up.target.decodeResponse(json, dctx);
+  const usage = answerUsage(up, res.usage);
+  return usage ? { ...res, usage } : res;
 }
 
 /** The demo provider answers here, without a call. */

@@ -21,7 +21,7 @@ import {
   type UpstreamResponse,
 } from "./relay.ts";
 import { throughPlatform } from "./platform_call.ts";
-import { platformFraming } from "./platforms.ts";
+import { answerUsage, platformFraming } from "./platforms.ts";
 import type { Resolved } from "./router.ts";
 import { EventReader, framingOf, relayStream } from "./stream_stage.ts";
 
@@ -86,7 +86,7 @@ export async function relayAttempt(
     const read = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
     body = read.bytes;
     try {
-      ctx.trace.reportUsage((other ?? spec.ingress).usage(read.json));
+      ctx.trace.reportUsage(answerUsage(up, (other ?? spec.ingress).usage(read.json)));
     } catch {
       // an unexpected shape is relayed as is; only the log lacks usage
     }

@@ -419,7 +419,7 @@ Deno.test("aws-bedrock: Anthropic token counting goes to CountTokens, the Invoke
   }
 });
 
-Deno.test("aws-bedrock: Bedrock's own counts in the stream's last event are what usage counts, relayed and converted", async () => {
+Deno.test("aws-bedrock: Bedrock's own counts (stream metrics, JSON headers) are what usage counts, relayed and converted", async () => {
   const bedrock = await startMockBedrock({ apiKey: BEDROCK_KEY });
   const h = await startPlatformGateway(bedrockConfig(bedrock.url));
   const model = "claude-billed-text";
@@ -444,10 +444,20 @@ Deno.test("aws-bedrock: Bedrock's own counts in the stream's last event are what
     assert.deepEqual([usage.prompt_tokens, usage.completion_tokens], [input, output]);
     assert.deepEqual([h.logs.at(-1)!.input_tokens, h.logs.at(-1)!.output_tokens], [input, output]);
 
+    // JSON answers: the counts are Bedrock's x-amzn-bedrock-*-token-count headers.
+    const json = await (await messages(h.url, bodies.messages(model))).json();
+    assert.equal(json.usage.output_tokens, TOKENS.text); // the body as Bedrock wrote it
+    assert.deepEqual([h.logs.at(-1)!.input_tokens, h.logs.at(-1)!.output_tokens], [input, output]);
+    const converted = await (await post(`${h.url}/v1/chat/completions`, openaiHeaders(), {
+      ...bodies.chat(model),
+    })).json();
+    const { prompt_tokens, completion_tokens } = converted.usage;
+    assert.deepEqual([prompt_tokens, completion_tokens], [input, output]);
+
     const counted = h.gw.metrics.expose().match(
       /^gateway_tokens_total\{[^}]*model="claude-billed-text",type="input"[^}]*\} (\d+)$/m,
     );
-    assert.equal(counted?.[1], String(2 * input));
+    assert.equal(counted?.[1], String(4 * input));
   } finally {
     await h.close();
     await bedrock.close();

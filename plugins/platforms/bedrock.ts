@@ -16,6 +16,7 @@ import type { Platform, PlatformCall } from "../../src/contract/platform.ts";
 import {
   bedrockError,
   countTokensAnswer,
+  invocationUsage,
   invokeStreamFraming,
   modelIdSegment,
   unsafeModelName,
@@ -143,6 +144,7 @@ export const bedrockPlatform: Platform<AwsSettings> = {
   },
   answer: (res, { operation }) => operation === "count_tokens" ? countTokensAnswer(res) : undefined,
   framing: (inner, _call, { api }) => APIS[api].framing(inner),
+  usage: invocationUsage,
   readError: (status, headers, body) => bedrockError(status, headers, body),
   unsafeModel: unsafeModelName,
 };

@@ -6,6 +6,7 @@
  */
 import { badRequest, type ErrorKind } from "../../src/contract/errors.ts";
 import type { StreamException, UpstreamFraming } from "../../src/contract/framing.ts";
+import type { Usage } from "../../src/contract/ir.ts";
 import type { PlatformError } from "../../src/contract/platform.ts";
 import { formatSse, type SseEvent } from "../../src/contract/sse.ts";
 import { cutFrames, type EventStreamFrame } from "./event_stream.ts";
@@ -121,6 +122,35 @@ export async function countTokensAnswer(res: Response): Promise<Response> {
     status: res.status,
     headers: json,
   });
+}
+
+/** One of Bedrock's token-count headers as a number, if it is one. */
+function countHeader(headers: Headers, name: string): number | undefined {
+  const n = Number(headers.get(`x-amzn-bedrock-${name}-token-count`) ?? NaN);
+  return Number.isInteger(n) && n >= 0 ? n : undefined;
+}
+
+/**
+ * A JSON answer's usage from Bedrock's own counts, the headers `x-amzn-bedrock-input-token-count`
+ * and `-output-token-count` (and the cache reads and writes, when sent): they are what AWS
+ * bills, so they replace the body's counts; its share of reasoning stays. Without both
+ * headers, undefined (the body's usage stands). Bedrock's input count, like Anthropic's,
+ * leaves out the cache; the IR's total includes it.
+ */
+export function invocationUsage(headers: Headers, body: Usage | undefined): Usage | undefined {
+  const input = countHeader(headers, "input");
+  const output = countHeader(headers, "output");
+  if (input === undefined || output === undefined) return undefined;
+  const read = countHeader(headers, "cache-read-input") ?? body?.cacheReadTokens;
+  const write = countHeader(headers, "cache-write-input") ?? body?.cacheWriteTokens;
+  const usage: Usage = {
+    ...body,
+    inputTokens: input + (read ?? 0) + (write ?? 0),
+    outputTokens: output,
+  };
+  if (read !== undefined) usage.cacheReadTokens = read;
+  if (write !== undefined) usage.cacheWriteTokens = write;
+  return usage;
 }
 
 const decoder = new TextDecoder();

@@ -8,6 +8,7 @@
  */
 import type { z } from "zod";
 import type { ErrorKind } from "./errors.ts";
+import type { Usage } from "./ir.ts";
 import type { OutgoingRequest } from "./format.ts";
 import type { UpstreamFraming } from "./framing.ts";
 
@@ -134,6 +135,11 @@ export interface Platform<S = unknown> {
     call: PlatformCall,
     provider: PlatformProvider<S>,
   ): Promise<Response> | undefined;
+  /**
+   * The usage of a successful JSON answer where the platform reports its own counts (Bedrock's
+   * token-count headers), given the body's as the format read it; undefined: the body's stands.
+   */
+  usage?(headers: Headers, body: Usage | undefined): Usage | undefined;
   /**
    * What an error answer means (status, all response headers, the body as text, scrubbed).
    * Absent, or undefined: the format's reading stands.

@@ -12,6 +12,7 @@
  * connection reset mid-stream, `echo` quotes the request's credentials back.
  */
 import { anthropicVersionProblem } from "./claude_body.ts";
+import type { Reply } from "./scenario.ts";
 import { converseFormat } from "./converse.ts";
 import { eventFrame, exceptionFrame } from "./eventstream.ts";
 import { messages } from "./messages.ts";
@@ -129,13 +130,15 @@ const INVOKE_STREAM: Framing = {
 
 /** A vendor's body shapes behind Bedrock's errors and headers. */
 function onBedrock(
-  format: Omit<Vendor, "error" | "streamError" | "headers" | "badJson" | "notFound">,
+  format:
+    & Omit<Vendor, "error" | "streamError" | "headers" | "badJson" | "notFound">
+    & Partial<Pick<Vendor, "headers">>,
 ): Vendor {
   return {
     ...format,
     error: errorFor,
     streamError: streamException,
-    headers: () => ({ "x-amzn-requestid": requestId() }),
+    headers: format.headers ?? (() => ({ "x-amzn-requestid": requestId() })),
     badJson: "Malformed input request, please reformat your input and try again.",
     notFound: () => "UnknownOperationException",
   };
@@ -151,6 +154,21 @@ const malformed = (what: string) =>
   `Malformed input request: #: ${what}, please reformat your input and try again.`;
 
 /** Anthropic's body as InvokeModel takes it: `anthropic_version`, neither `model` nor `stream`. */
+/**
+ * Bedrock's own counts of an invocation: the Anthropic events' own, or with `billed` in the
+ * model id BILLED_EXTRA more input and output (to tell which the gateway counts).
+ */
+function invocationCounts(reply: Reply) {
+  const extra = reply.model.includes("billed") ? BILLED_EXTRA : 0;
+  const { input, output, cacheRead, cacheWrite } = reply.usage;
+  return {
+    input: input - cacheRead - cacheWrite + extra,
+    output: output + extra,
+    cacheRead,
+    cacheWrite,
+  };
+}
+
 const invokeAnthropic = onBedrock({
   ...messages,
   validate(body: Json) {
@@ -161,19 +179,32 @@ const invokeAnthropic = onBedrock({
     if (version) return malformed(version);
     return messages.validate(body);
   },
-  // The last Anthropic event carries Bedrock's own token counts: the events' own, or with
-  // `billed` in the model id BILLED_EXTRA more input and output (to tell which are counted).
+  // A JSON answer's counts travel in headers.
+  headers(reply) {
+    const own = { "x-amzn-requestid": requestId() };
+    if (!reply) return own;
+    const counts = invocationCounts(reply);
+    return {
+      ...own,
+      "x-amzn-bedrock-input-token-count": String(counts.input),
+      "x-amzn-bedrock-output-token-count": String(counts.output),
+      "x-amzn-bedrock-cache-read-input-token-count": String(counts.cacheRead),
+      "x-amzn-bedrock-cache-write-input-token-count": String(counts.cacheWrite),
+      "x-amzn-bedrock-invocation-latency": "42",
+    };
+  },
+  // A stream's last Anthropic event carries them.
   events(reply, body) {
     const events = messages.events(reply, body);
     const last = events.at(-1)!;
-    const extra = reply.model.includes("billed") ? BILLED_EXTRA : 0;
+    const counts = invocationCounts(reply);
     const metrics = {
-      inputTokenCount: reply.usage.input - reply.usage.cacheRead - reply.usage.cacheWrite + extra,
-      outputTokenCount: reply.usage.output + extra,
+      inputTokenCount: counts.input,
+      outputTokenCount: counts.output,
       invocationLatency: 42,
       firstByteLatency: 21,
-      cacheReadInputTokenCount: reply.usage.cacheRead,
-      cacheWriteInputTokenCount: reply.usage.cacheWrite,
+      cacheReadInputTokenCount: counts.cacheRead,
+      cacheWriteInputTokenCount: counts.cacheWrite,
     };
     const data = { ...(last.data as Json), "amazon-bedrock-invocationMetrics": metrics };
     return [...events.slice(0, -1), { ...last, data }];

@@ -349,7 +349,7 @@ class Upstream implements MockUpstream {
     if (scenario.badJson) text = text.slice(0, -20) + "<!-- truncated -->";
     if (!timed(scenario)) {
       return new Response(text, {
-        headers: { "content-type": vendor.jsonContentType, ...vendor.headers() },
+        headers: { "content-type": vendor.jsonContentType, ...vendor.headers(reply) },
       });
     }
     return this.#stream(halves(text), rawFraming(vendor.jsonContentType), scenario, vendor);

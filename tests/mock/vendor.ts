@@ -41,8 +41,8 @@ export interface Vendor {
   error(status: number, detail?: ErrorDetail): ErrorReply;
   /** The vendor's in-stream error event. */
   streamError(status: number, detail?: ErrorDetail): WireEvent;
-  /** Headers every response carries (request ids and the like). */
-  headers(): Record<string, string>;
+  /** Headers every response carries (request ids and the like); `reply`: a JSON answer's. */
+  headers(reply?: Reply): Record<string, string>;
   /** The vendor's 400 message for a body that is not a JSON object. */
   badJson: string;
   /** The vendor's 404 message for an unknown path. */
