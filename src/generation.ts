@@ -36,10 +36,14 @@ export function generate(
   const relayOnly = typeof via === "object" ? via.relayOnly : undefined;
   const relays = (t: Pick<Target, "provider">) =>
     via === "auto" && t.provider.api === spec.ingress.api;
-  if (relayOnly !== undefined || r.targets.every(relays)) {
-    return attempt(ctx, r, relaying(ctx, spec, relayOnly));
-  }
-  return converting(ctx, spec, r, relays).then((each) => attempt(ctx, r, each));
+  const relayed = relaying(ctx, spec, relayOnly);
+  if (relayOnly !== undefined || r.targets.every(relays)) return attempt(ctx, r, relayed);
+  return converting(ctx, spec, r).then((converted) =>
+    attempt(ctx, r, {
+      ...converted,
+      run: (t, ...rest) => (relays(t) ? relayed : converted).run(t, ...rest),
+    })
+  );
 }
 
 /**
