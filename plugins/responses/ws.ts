@@ -29,7 +29,6 @@ import { checkStatefulFields, isPassthroughRoute, warmupResponse } from "./endpo
 import { responseSettings } from "./echo.ts";
 import { parseRequest, validateRequest } from "./schema.ts";
 import { inputItems, newResponseId, storedChain } from "./state.ts";
-import { keeper, keepsConversations } from "../../src/conversations.ts";
 
 const TERMINAL = ["response.completed", "response.incomplete", "response.failed"];
 
@@ -375,8 +374,8 @@ class ResponsesSocket {
       }
       input = [...chain, ...input];
     }
-    const store = keepsConversations(ctx, r) && json.store !== false;
-    const keep = keeper(ctx, input, store);
+    const store = ctx.conversations.keeps(r) && json.store !== false;
+    const keep = ctx.conversations.keeper(input, store);
     const { previous_response_id: _, ...rest } = json;
     checkNesting(rest);
     const req = responsesCodec.decodeRequest({ ...rest, input, stream: true }, ctx.trace.model!);

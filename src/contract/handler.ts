@@ -4,6 +4,7 @@
  * answer made here). The core's request context implements it; a handler that needs nothing
  * else of the core is typed `Handler<HandlerContext>` and imports nothing from the core.
  */
+import type { Conversations } from "./conversations.ts";
 import type { Handler } from "./format.ts";
 import type { GenerationSpec, OtherEndpoint } from "./generation.ts";
 import type * as ir from "./ir.ts";
@@ -36,6 +37,8 @@ export interface HandlerContext {
   readonly requestId: string;
   /** What this request's access-log line says of the stored-response outcome. */
   readonly trace: { stored?: string };
+  /** The stored conversations, as this request's client key. */
+  readonly conversations: Conversations;
   /** Resolves `model` to its route (once per request: pass it on to `generate`/`relay`). */
   route(model: string): Route;
   /**
