@@ -3,10 +3,11 @@
  * whether the IR came from a provider or was made here.
  */
 import type { ClientContext } from "./contract/codec.ts";
+import type { IrSource } from "./contract/codec.ts";
 import type { GenerationSpec } from "./contract/generation.ts";
 import type * as ir from "./contract/ir.ts";
 import type { RequestContext } from "./context.ts";
-import { clientStream, type IrSource, localIr } from "./client_stream.ts";
+import { clientStream, localIr } from "./client_stream.ts";
 import { respond, STREAM_HEADERS } from "./http.ts";
 import { sseFraming } from "./stream_stage.ts";
 
@@ -56,16 +57,16 @@ export function answerLocally(
   spec: GenerationSpec,
   res: ir.Response,
 ): Response {
-  const from = spec.stream ? localIr(localEvents(res)) : res;
+  const from = spec.stream ? localSource(res) : res;
   return answer(ctx, spec, from);
 }
 
-/** A local response with no output parts as stream events. */
-export function localEvents(res: ir.Response): ir.StreamEvent[] {
-  return [
+/** A local response with no output parts as a stream's events. */
+export function localSource(res: ir.Response): IrSource {
+  return localIr([
     { type: "start", id: res.id, model: res.model, created: res.created },
     { type: "finish", reason: res.finish, usage: res.usage },
-  ];
+  ]);
 }
 
 /** An id and a creation time for a response made here (ids derive from the request id). */

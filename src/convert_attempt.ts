@@ -2,13 +2,13 @@
  * Converted attempts: the client's request decoded to IR once, then for each target encoded in
  * the target's format, sent, and its answer decoded back to IR and encoded for the client.
  */
-import type { Codec } from "./contract/codec.ts";
+import type { Codec, IrSource } from "./contract/codec.ts";
 import type { GenerationSpec } from "./contract/generation.ts";
 import type * as ir from "./contract/ir.ts";
 import { boundFamily } from "./contract/ir.ts";
 import type { RequestContext } from "./context.ts";
 import { answer, idFor, nowSeconds } from "./answer.ts";
-import { type IrSource, localIr, upstreamIr } from "./client_stream.ts";
+import { localIr, upstreamIr } from "./client_stream.ts";
 import { DEMO_API } from "./config.ts";
 import { demoResponse, demoStream } from "./demo.ts";
 import { type Attempt, ProviderFailure } from "./failover.ts";

@@ -4,10 +4,10 @@
  * bytes out) or converted through the IR, and answer with the first that succeeds — or with the
  * last target's own error. Endpoints only declare a `GenerationSpec`.
  */
+import type { IrSource } from "./contract/codec.ts";
 import type { GenerationSpec, OtherEndpoint } from "./contract/generation.ts";
 import type * as ir from "./contract/ir.ts";
 import type { RequestContext } from "./context.ts";
-import type { IrSource } from "./client_stream.ts";
 import { converting, convertingEvents } from "./convert_attempt.ts";
 import { type Attempt, failover, ProviderFailure } from "./failover.ts";
 import { checkModelName } from "./http.ts";

@@ -14,9 +14,7 @@ import { jsonErrorPosition, modelOf, pickHeaders } from "../../src/http.ts";
 import { Deadline } from "../../src/deadline.ts";
 import { openUpstreamSocket } from "../../src/relay.ts";
 import { clientClosed, ClientGone } from "../../src/stream_end.ts";
-import { failureMessage, IrWatch, localIr } from "../../src/client_stream.ts";
-import { localEvents } from "../../src/answer.ts";
-import { convertedEvents } from "../../src/generation.ts";
+import { failureMessage, IrWatch } from "../../src/client_stream.ts";
 import { checkNesting } from "../../src/nesting.ts";
 import { NOT_READING, SendBacklog } from "../../src/ws_backlog.ts";
 import type { SseEvent } from "../../src/contract/sse.ts";
@@ -382,8 +380,8 @@ class ResponsesSocket {
     ctx.trace.compaction = req.compaction === true;
     if (json.generate === false) ctx.trace.routed("local");
     const events = json.generate === false
-      ? localIr(localEvents(warmupResponse(ctx, ctx.trace.model!)))
-      : await convertedEvents(ctx, r, req);
+      ? ctx.localEvents(warmupResponse(ctx, ctx.trace.model!))
+      : await ctx.events(req, r);
     const watch = new IrWatch(ctx.trace);
     let done: { id: string; output: unknown[] } | undefined;
     // Each frame goes out as the encoder makes it; the terminal one is kept for chaining.
