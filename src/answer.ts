@@ -3,38 +3,40 @@
  * whether the IR came from a provider or was made here.
  */
 import type { ClientContext } from "./contract/codec.ts";
+import type { IrSource } from "./contract/codec.ts";
 import type { GenerationSpec } from "./contract/generation.ts";
 import type * as ir from "./contract/ir.ts";
 import type { RequestContext } from "./context.ts";
-import { clientStream, type IrSource, localIr } from "./client_stream.ts";
+import { clientStream, localIr } from "./client_stream.ts";
 import { respond, STREAM_HEADERS } from "./http.ts";
 import { sseFraming } from "./stream_stage.ts";
 
-/** What the client encoder must know about the request it answers. */
-export function clientContext(spec: GenerationSpec, req?: ir.Request): ClientContext {
-  return { model: spec.model, compaction: req?.compaction, tools: req?.tools, ...spec.client };
-}
-
-/** The client's answer: a whole response as JSON, IR events as a stream. */
+/**
+ * The client's answer to `req` (none: a response made here): a whole response as JSON, IR
+ * events as a stream. The sampling hints the target lacked are named, so a drop is never silent.
+ */
 export function answer(
   ctx: RequestContext,
   spec: GenerationSpec,
-  client: ClientContext,
   from: ir.Response | IrSource,
+  req?: ir.Request,
 ): Response {
-  return "next" in from
-    ? streamToClient(ctx, spec, client, from)
-    : jsonToClient(ctx, spec, client, from);
-}
-
-function jsonToClient(
-  ctx: RequestContext,
-  spec: GenerationSpec,
-  client: ClientContext,
-  res: ir.Response,
-): Response {
-  ctx.trace.reportUsage(res.usage);
-  return Response.json(spec.ingress.encodeResponse(res, client));
+  // What the client encoder must know about the request it answers.
+  const client = {
+    model: spec.model,
+    compaction: req?.compaction,
+    tools: req?.tools,
+    ...spec.client,
+  };
+  let res: Response;
+  if ("next" in from) res = streamToClient(ctx, spec, client, from);
+  else {
+    ctx.trace.reportUsage(from.usage);
+    res = Response.json(spec.ingress.encodeResponse(from, client));
+  }
+  const { dropped } = ctx.trace;
+  if (dropped) res.headers.set("x-gateway-dropped-params", dropped.join(","));
+  return res;
 }
 
 function streamToClient(
@@ -55,16 +57,16 @@ export function answerLocally(
   spec: GenerationSpec,
   res: ir.Response,
 ): Response {
-  const from = spec.stream ? localIr(localEvents(res)) : res;
-  return answer(ctx, spec, clientContext(spec), from);
+  const from = spec.stream ? localSource(res) : res;
+  return answer(ctx, spec, from);
 }
 
-/** A local response with no output parts as stream events. */
-export function localEvents(res: ir.Response): ir.StreamEvent[] {
-  return [
+/** A local response with no output parts as a stream's events. */
+export function localSource(res: ir.Response): IrSource {
+  return localIr([
     { type: "start", id: res.id, model: res.model, created: res.created },
     { type: "finish", reason: res.finish, usage: res.usage },
-  ];
+  ]);
 }
 
 /** An id and a creation time for a response made here (ids derive from the request id). */

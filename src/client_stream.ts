@@ -4,7 +4,7 @@
  * encoded into the client's format and serialized — all synchronously, by the codecs'
  * `StreamStep`s — and goes out as one chunk. No stream per step: a step costs a function call.
  */
-import type { StreamStep } from "./contract/codec.ts";
+import type { IrSource, StreamStep } from "./contract/codec.ts";
 import { GatewayError } from "./contract/errors.ts";
 import type * as ir from "./contract/ir.ts";
 import type { UpstreamFraming } from "./contract/framing.ts";
@@ -12,12 +12,6 @@ import { ClientGone, clientGone, closeStream } from "./stream_end.ts";
 import { formatSse, type SseEvent } from "./contract/sse.ts";
 import type { EventReader } from "./stream_stage.ts";
 import type { Trace } from "./trace.ts";
-
-/** IR events, a batch at a time; undefined at the end. */
-export interface IrSource {
-  next(): Promise<ir.StreamEvent[] | undefined>;
-  cancel(reason: unknown): Promise<void>;
-}
 
 /** A provider's stream, decoded by the target codec as its events arrive. */
 export function upstreamIr(

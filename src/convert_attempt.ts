@@ -2,14 +2,13 @@
  * Converted attempts: the client's request decoded to IR once, then for each target encoded in
  * the target's format, sent, and its answer decoded back to IR and encoded for the client.
  */
-import type { ClientContext, Codec, DecodeContext } from "./contract/codec.ts";
-import type { UpstreamFraming } from "./contract/framing.ts";
+import type { Codec, IrSource } from "./contract/codec.ts";
 import type { GenerationSpec } from "./contract/generation.ts";
 import type * as ir from "./contract/ir.ts";
 import { boundFamily } from "./contract/ir.ts";
 import type { RequestContext } from "./context.ts";
-import { answer, clientContext, idFor, nowSeconds } from "./answer.ts";
-import { type IrSource, localIr, upstreamIr } from "./client_stream.ts";
+import { answer, idFor, nowSeconds } from "./answer.ts";
+import { localIr, upstreamIr } from "./client_stream.ts";
 import { DEMO_API } from "./config.ts";
 import { demoResponse, demoStream } from "./demo.ts";
 import { type Attempt, ProviderFailure } from "./failover.ts";
@@ -17,17 +16,10 @@ import type { PoolKey } from "./health.ts";
 import { holdOpening } from "./hold_opening.ts";
 import { breather, isLarge } from "./http.ts";
 import { checkNesting } from "./nesting.ts";
-import {
-  callUpstream,
-  checkContentType,
-  JSON_TYPE,
-  readUpstreamJson,
-  upstreamError,
-  type UpstreamResponse,
-} from "./relay.ts";
-import { relayAttempt } from "./relay_attempt.ts";
+import { callUpstream, type UpstreamResponse } from "./relay.ts";
+import { readUpstreamJson, upstreamError } from "./upstream_body.ts";
 import { throughPlatform } from "./platform_call.ts";
-import { answerUsage, platformFraming } from "./platforms.ts";
+import { answerUsage } from "./platforms.ts";
 import type { Resolved } from "./router.ts";
 import { EventReader, framingOf } from "./stream_stage.ts";
 
@@ -70,71 +62,21 @@ function familyBound(
 }
 
 /**
- * Attempts for a request decoded to IR (once, for every target): converted for targets of
- * another format, relayed as is where `relays` says the target speaks the client's format,
- * answered here by the demo provider.
+ * Attempts for a request decoded to IR (once, for every target): each encoded for its target,
+ * or answered here by the demo provider, and answered in the client's format.
  */
 export async function converting(
   ctx: RequestContext,
   spec: GenerationSpec,
   r: Resolved,
-  relays: (t: Resolved) => boolean,
 ): Promise<Attempt<Response>> {
   const req = await decodeOnce(ctx, spec);
-  const client = clientContext(spec, req);
+  const large = isLarge(spec.body.raw.length);
   return {
     ...familyBound(ctx, r, req),
-    run: (t, key, last) =>
-      relays(t)
-        ? relayAttempt(ctx, spec, t, key, last)
-        : t.provider.api === DEMO_API
-        ? Promise.resolve(demoAnswer(ctx, spec, client, req))
-        : convertAttempt(ctx, spec, client, t, key, last, req),
+    run: async (t, key, last) =>
+      answer(ctx, spec, await irFrom(ctx, t, key, last, req, large), req),
   };
-}
-
-/** One converted attempt on one target (a stream is returned once its content starts). */
-async function convertAttempt(
-  ctx: RequestContext,
-  spec: GenerationSpec,
-  client: ClientContext,
-  r: Resolved,
-  key: PoolKey | undefined,
-  last: boolean,
-  req: ir.Request,
-): Promise<Response> {
-  const up = await callConverted(ctx, r, key, req, isLarge(spec.body.raw.length));
-  const dctx = decodeContext(ctx, req);
-  const from = spec.stream
-    ? await held(upstreamIrOf(ctx, r, up, dctx), last)
-    : await decodedJson(ctx, r, up, dctx);
-  return reportDropped(answer(ctx, spec, client, from), up.dropped);
-}
-
-async function decodedJson(
-  ctx: RequestContext,
-  r: Resolved,
-  up: Called,
-  dctx: DecodeContext,
-): Promise<ir.Response> {
-  const { json } = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
-  const res = up.target.decodeResponse(json, dctx);
-  const usage = answerUsage(up, res.usage);
-  return usage ? { ...res, usage } : res;
-}
-
-/** The demo provider answers here, without a call. */
-function demoAnswer(
-  ctx: RequestContext,
-  spec: GenerationSpec,
-  client: ClientContext,
-  req: ir.Request,
-): Response {
-  ctx.trace.routed("local");
-  const id = idFor(ctx);
-  const now = nowSeconds();
-  const from = spec.stream ? localIr(demoStream(req, id, now)) : demoResponse(req, id, now);
-  return answer(ctx, spec, client, from);
 }
 
 /**
@@ -148,36 +90,47 @@ export function convertingEvents(
 ): Attempt<IrSource> {
   return {
     ...familyBound(ctx, r, req),
-    run: (t, key, last) => upstreamEvents(ctx, t, key, last, req),
+    // A streaming request's answer is a stream.
+    run: (t, key, last) => irFrom(ctx, t, key, last, req) as Promise<IrSource>,
   };
 }
 
 /**
- * Upstream IR events for one converted streaming attempt: held until the stream's content
- * starts, unless no other attempt could follow.
+ * One attempt's answer as IR: made here by the demo provider, else the target's call decoded —
+ * a stream held until its content starts, unless no other attempt could follow.
  */
-async function upstreamEvents(
+async function irFrom(
   ctx: RequestContext,
   r: Resolved,
   key: PoolKey | undefined,
   last: boolean,
   req: ir.Request,
-): Promise<IrSource> {
+  /** A large request: other requests run between encoding it and serializing it. */
+  large = false,
+): Promise<ir.Response | IrSource> {
+  // An earlier attempt's dropped hints are not this answer's.
+  ctx.trace.dropped = undefined;
   if (r.provider.api === DEMO_API) {
     ctx.trace.routed("local");
-    return localIr(demoStream(req, idFor(ctx), nowSeconds()));
+    const [id, now] = [idFor(ctx), nowSeconds()];
+    return req.stream ? localIr(demoStream(req, id, now)) : demoResponse(req, id, now);
   }
-  const up = await callConverted(ctx, r, key, req);
-  return await held(upstreamIrOf(ctx, r, up, decodeContext(ctx, req)), last);
-}
-
-function decodeContext(ctx: RequestContext, req: ir.Request): DecodeContext {
+  const up = await callConverted(ctx, r, key, req, large);
   const customTools = req.tools?.filter((t) => t.kind === "custom").map((t) => t.name);
-  return { now: nowSeconds(), id: idFor(ctx), customTools };
+  const dctx = { now: nowSeconds(), id: idFor(ctx), customTools };
+  if (!up.framing) {
+    const { json } = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
+    const res = up.target.decodeResponse(json, dctx);
+    const usage = answerUsage(up, res.usage);
+    return usage ? { ...res, usage } : res;
+  }
+  const reader = new EventReader(up, r.provider.timeouts, up.framing, ctx.gw.secrets);
+  const source = upstreamIr(reader, up.target.decodeStream(dctx));
+  return last ? source : await holdOpening(source, (batch) => Promise.resolve(batch));
 }
 
 /** A converted call's response, with what it needs to be read. */
-type Called = UpstreamResponse & { dropped: string[]; target: Codec; framing: UpstreamFraming };
+type Called = UpstreamResponse & { target: Codec };
 
 /** Calls a provider of another format with the IR request; throws its errors re-wrapped. */
 async function callConverted(
@@ -215,33 +168,11 @@ async function callConverted(
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,
     platform,
+    framing: req.stream ? framingOf(spec) : undefined,
   });
   if (!up.res.ok) {
     const { idle_ms } = r.provider.timeouts;
     throw new ProviderFailure(await upstreamError(up, idle_ms, ctx.gw.secrets, spec));
   }
-  const framing = platformFraming(platform, framingOf(spec));
-  checkContentType(up, req.stream ? framing.mediaType : JSON_TYPE);
-  return { ...up, dropped, target, framing };
-}
-
-/** Names the sampling hints the target lacked, so the drop is never silent. */
-function reportDropped(res: Response, dropped: string[]): Response {
-  if (dropped.length) res.headers.set("x-gateway-dropped-params", [...new Set(dropped)].join(","));
-  return res;
-}
-
-/** A converted stream's opening held back, unless no other attempt could follow. */
-const held = (source: IrSource, last: boolean) =>
-  last ? Promise.resolve(source) : holdOpening(source, (batch) => Promise.resolve(batch));
-
-/** A converted call's stream as IR events: read whole and scrubbed under its timeouts, decoded. */
-function upstreamIrOf(
-  ctx: RequestContext,
-  r: Resolved,
-  up: Called,
-  dctx: DecodeContext,
-): IrSource {
-  const reader = new EventReader(up, r.provider.timeouts, up.framing, ctx.gw.secrets);
-  return upstreamIr(reader, up.target.decodeStream(dctx));
+  return { ...up, target };
 }

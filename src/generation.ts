@@ -4,10 +4,10 @@
  * bytes out) or converted through the IR, and answer with the first that succeeds — or with the
  * last target's own error. Endpoints only declare a `GenerationSpec`.
  */
+import type { IrSource } from "./contract/codec.ts";
 import type { GenerationSpec, OtherEndpoint } from "./contract/generation.ts";
 import type * as ir from "./contract/ir.ts";
 import type { RequestContext } from "./context.ts";
-import type { IrSource } from "./client_stream.ts";
 import { converting, convertingEvents } from "./convert_attempt.ts";
 import { type Attempt, failover, ProviderFailure } from "./failover.ts";
 import { checkModelName } from "./http.ts";
@@ -36,10 +36,14 @@ export function generate(
   const relayOnly = typeof via === "object" ? via.relayOnly : undefined;
   const relays = (t: Pick<Target, "provider">) =>
     via === "auto" && t.provider.api === spec.ingress.api;
-  if (relayOnly !== undefined || r.targets.every(relays)) {
-    return attempt(ctx, r, relaying(ctx, spec, relayOnly));
-  }
-  return converting(ctx, spec, r, relays).then((each) => attempt(ctx, r, each));
+  const relayed = relaying(ctx, spec, relayOnly);
+  if (relayOnly !== undefined || r.targets.every(relays)) return attempt(ctx, r, relayed);
+  return converting(ctx, spec, r).then((converted) =>
+    attempt(ctx, r, {
+      ...converted,
+      run: (t, ...rest) => (relays(t) ? relayed : converted).run(t, ...rest),
+    })
+  );
 }
 
 /**

@@ -8,8 +8,10 @@ import {
   SUPPORTED_CODINGS,
 } from "./content_encoding.ts";
 import { badRequest, GatewayError } from "./contract/errors.ts";
+import type { UpstreamFraming } from "./contract/framing.ts";
 import type { JsonBody } from "./contract/generation.ts";
 import { clip, MAX_MODEL_CHARS } from "./model_name.ts";
+import type { Secrets } from "./secrets.ts";
 
 /** Matches Anthropic's documented request limit; Kong may enforce a smaller one. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -202,6 +204,27 @@ export const STREAM_HEADERS = {
 } as const;
 
 /**
+ * A relayed answer with the provider's headers. A stream (`framing`) keeps the provider's own
+ * content type (it need not be SSE) unless its framing re-frames it; the stream headers fill
+ * in the rest.
+ */
+export function respondRelayed(
+  body: BodyInit,
+  status: number,
+  headers: Iterable<readonly [string, string]>,
+  framing: Pick<UpstreamFraming, "relayedType"> | undefined,
+): Response {
+  const res = respond(body, status, headers);
+  if (!framing) return res;
+  for (const [k, v] of Object.entries(STREAM_HEADERS)) {
+    if (!res.headers.has(k)) res.headers.set(k, v);
+  }
+  if (framing.relayedType) res.headers.set("content-type", framing.relayedType);
+  res.headers.set("x-accel-buffering", "no");
+  return res;
+}
+
+/**
  * A path segment, percent-decoded; a malformed escape (`%ZZ`, a lone `%E2`) is the client's 400
  * naming `field`, not an internal error. The segment is not quoted: it may be any length.
  */
@@ -238,4 +261,28 @@ export function flagOf(json: Record<string, unknown>, field: string): boolean {
   if (v === undefined || v === null) return false;
   if (typeof v !== "boolean") throw badRequest(`${field}: expected boolean`, field);
   return v;
+}
+
+/** Retry hints a client's SDK acts on: relayed only in the form it expects. */
+const WELL_FORMED: Record<string, RegExp> = {
+  // Seconds, or an HTTP date (IMF-fixdate), as RFC 9110 has it.
+  "retry-after": /^(\d+|[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT)$/,
+  "retry-after-ms": /^\d+(\.\d+)?$/,
+  "x-should-retry": /^(true|false)$/,
+};
+
+/**
+ * The provider's response headers a client sees: the allow-listed ones, values scrubbed of keys
+ * (a proxy may echo the credential into a request id), retry hints dropped unless well-formed.
+ */
+export function upstreamHeaders(
+  res: Response,
+  allow: readonly string[],
+  secrets: Secrets,
+): HeaderPairs {
+  const out = pickHeaders(res.headers, allow)
+    .filter(([name, value]) => WELL_FORMED[name]?.test(value) ?? true);
+  // One search over all the values: they almost never hold a key.
+  if (!secrets.found(out.map(([, value]) => value).join("\n"))) return out;
+  return out.map(([name, value]) => [name, secrets.scrub(value)]);
 }

@@ -1,17 +1,17 @@
 /**
- * Talking to providers: the call (URL, credential, forwarded headers, deadline, cancellation),
- * the provider socket, the gateway's shutdown of open calls, and reading an upstream answer or
- * error. How a client's stream ends lives in src/stream_end.ts.
+ * Talking to providers: the call (URL, credential, forwarded headers, deadline, cancellation,
+ * the answer's media type), the provider socket, the gateway's shutdown of open calls. Reading
+ * the answer lives in src/upstream_body.ts; how a client's stream ends, in src/stream_end.ts.
  */
 import type { ProviderConfig } from "./config.ts";
-import { fromProviderError, GatewayError } from "./contract/errors.ts";
+import { GatewayError } from "./contract/errors.ts";
 import type { OutgoingRequest, UpstreamSpec } from "./contract/format.ts";
-import { type HeaderPairs, headersFrom, pairsOf, pickHeaders, RETRY_HEADERS } from "./http.ts";
-import type { Secrets } from "./secrets.ts";
+import { type HeaderPairs, headersFrom, pairsOf } from "./http.ts";
 import { ClientGone } from "./stream_end.ts";
 import { Deadline } from "./deadline.ts";
 import type { AnyPlatform } from "./contract/platform.ts";
-import { type PlatformRequest, readPlatformError, sendThrough } from "./platforms.ts";
+import type { UpstreamFraming } from "./contract/framing.ts";
+import { platformFraming, type PlatformRequest, sendThrough } from "./platforms.ts";
 
 interface UpstreamRequest {
   provider: ProviderConfig;
@@ -30,6 +30,8 @@ interface UpstreamRequest {
   stopping?: Stopping;
   /** The provider's platform, if it names one: it addresses, credentials and shapes the call. */
   platform?: PlatformRequest;
+  /** A streaming call's framing in the provider's format; none: the answer is one JSON body. */
+  framing?: UpstreamFraming;
 }
 
 export interface UpstreamResponse {
@@ -47,6 +49,8 @@ export interface UpstreamResponse {
   release: () => void;
   /** The platform the call went through, which reads its errors. */
   platform?: AnyPlatform;
+  /** A stream's framing, the platform's around the format's; a JSON answer has none. */
+  framing?: UpstreamFraming;
 }
 
 /**
@@ -64,7 +68,8 @@ const shuttingDown = () => new GatewayError(503, "overloaded", "the gateway is s
 
 /**
  * Sends a request upstream and waits for its response headers, at most `first_byte_ms`
- * (Deno's fetch exposes no separate connect phase; a refused connection fails at once).
+ * (Deno's fetch exposes no separate connect phase; a refused connection fails at once). A
+ * success must be in the media type asked for (JSON, or the stream's framing's).
  */
 export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse> {
   const ctrl = new AbortController();
@@ -87,20 +92,25 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
   };
   out.headers.set("content-type", "application/json");
   const client = r.provider.keep_alive ? undefined : ONE_CALL_CONNECTIONS;
+  // Takes the request as an argument: a closure over `out` would keep its body alive as long
+  // as `abort` and `release` (the whole stream), which share this function's context.
+  const send = (o: OutgoingRequest) =>
+    fetch(o.url, {
+      method: o.method,
+      headers: pairsOf(o.headers),
+      body: o.body,
+      signal: ctrl.signal,
+      client,
+    });
+  let res: Response;
   try {
-    if (r.platform) {
-      // Takes the request as an argument: a closure over `out` would keep its body alive as
-      // long as `abort` and `release` (the whole stream), which share this function's context.
-      const fetchOut = (o: OutgoingRequest) => send(o, ctrl.signal, client);
-      const res = await sendThrough(r.platform, out, r.key, ctrl.signal, fetchOut);
-      const { platform } = r.platform.binding;
-      return { res, provider: r.provider.name, deadline, abort, release, platform };
+    if (r.platform) res = await sendThrough(r.platform, out, r.key, ctrl.signal, send);
+    else {
+      // Most formats sign synchronously: no await (a turn of the microtask queue) for them.
+      const signing = r.spec.authorize(out, r.key);
+      if (signing) await signing;
+      res = await send(out);
     }
-    // Most formats sign synchronously: no await (a turn of the microtask queue) for them.
-    const signing = r.spec.authorize(out, r.key);
-    if (signing) await signing;
-    const res = await send(out, ctrl.signal, client);
-    return { res, provider: r.provider.name, deadline, abort, release, platform: undefined };
   } catch (e) {
     release();
     const reason = ctrl.signal.reason;
@@ -110,15 +120,11 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
     // Deno's message names the URL, not the key; it is scrubbed on the way out all the same.
     throw new GatewayError(502, "upstream", `upstream ${r.provider.name} unreachable: ${e}`);
   }
-}
-
-function send(
-  out: OutgoingRequest,
-  signal: AbortSignal,
-  client: Deno.HttpClient | undefined,
-): Promise<Response> {
-  const { method, body } = out;
-  return fetch(out.url, { method, headers: pairsOf(out.headers), body, signal, client });
+  const platform = r.platform?.binding.platform;
+  const framing = r.framing && platformFraming(r.platform, r.framing);
+  const up = { res, provider: r.provider.name, deadline, abort, release, platform, framing };
+  if (res.ok) checkContentType(up, framing?.mediaType ?? JSON_TYPE);
+  return up;
 }
 
 /**
@@ -220,13 +226,13 @@ export function openUpstreamSocket(r: SocketRequest): Promise<WebSocket> {
 }
 
 /** The media type of a whole JSON body; a stream's is its format's (`text/event-stream`). */
-export const JSON_TYPE = "application/json";
+const JSON_TYPE = "application/json";
 
 /**
  * A 2xx of the wrong content type (an HTML login page, a proxy's text) is not success: the
  * caller answers 502 instead of relaying garbage.
  */
-export function checkContentType(up: UpstreamResponse, mediaType: string): void {
+function checkContentType(up: UpstreamResponse, mediaType: string): void {
   const type = up.res.headers.get("content-type")?.toLowerCase() ?? "";
   const ok = mediaType === JSON_TYPE ? /[/+]json\b/.test(type) : type.startsWith(mediaType);
   if (ok) return;
@@ -238,164 +244,4 @@ export function checkContentType(up: UpstreamResponse, mediaType: string): void 
     `upstream ${up.provider} answered ${up.res.status} with content type ` +
       `${JSON.stringify(type.slice(0, 100) || "(none)")}, not ${mediaType}`,
   );
-}
-
-/** Bodies up to this size are read in one call when their length is declared. */
-const WHOLE_READ_BYTES = 1024 * 1024;
-
-/** An upstream body read whole (at most `limit` bytes), under the idle deadline. */
-async function readBody(
-  up: UpstreamResponse,
-  idleMs: number,
-  limit: number,
-): Promise<Uint8Array<ArrayBuffer>> {
-  const { deadline } = up;
-  deadline.arm(idleMs, "went idle");
-  const length = Number(up.res.headers.get("content-length") ?? NaN);
-  const chunks: Uint8Array<ArrayBuffer>[] = [];
-  let size = 0;
-  try {
-    // A small body of declared length arrives at once: read it whole (Deno's fast path).
-    if (length <= Math.min(limit, WHOLE_READ_BYTES)) return await up.res.bytes();
-    for await (const chunk of up.res.body ?? []) {
-      deadline.touch();
-      chunks.push(chunk);
-      size += chunk.byteLength;
-      if (size >= limit) break;
-    }
-  } catch (e) {
-    if (e instanceof ClientGone || e instanceof GatewayError) throw e;
-    throw new GatewayError(
-      502,
-      "upstream",
-      `upstream ${up.provider} failed while sending its body`,
-    );
-  } finally {
-    up.release();
-  }
-  if (size >= limit) up.abort();
-  return concatAll(chunks, Math.min(size, limit));
-}
-
-function concatAll(chunks: Uint8Array<ArrayBuffer>[], size: number): Uint8Array<ArrayBuffer> {
-  if (chunks.length === 1 && chunks[0].byteLength === size) return chunks[0];
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c.subarray(0, size - at), at);
-    at += c.byteLength;
-    if (at >= size) break;
-  }
-  return out;
-}
-
-const decoder = new TextDecoder();
-const encoder = new TextEncoder();
-
-const MIB = 1024 * 1024;
-
-/**
- * A 2xx JSON body: checked for its content type, read whole (at most the provider's
- * `max_body_mb`: a larger answer is a 502, not memory held), scrubbed of any provider key it
- * echoes (a debugging proxy may quote the request's credential in a success too), and parsed
- * (502 if invalid). A key is replaced inside its JSON string, so the document stays valid.
- */
-export async function readUpstreamJson(
-  up: UpstreamResponse,
-  provider: Pick<ProviderConfig, "timeouts" | "max_body_mb">,
-  secrets: Secrets,
-): Promise<{ bytes: Uint8Array<ArrayBuffer>; json: Record<string, unknown> }> {
-  checkContentType(up, JSON_TYPE);
-  const invalid = (why: string) =>
-    new GatewayError(502, "upstream", `upstream ${up.provider} returned ${why}`);
-  const max = provider.max_body_mb * MIB;
-  let bytes = await readBody(up, provider.timeouts.idle_ms, max + 1);
-  if (bytes.byteLength > max) {
-    throw invalid(`a body over ${provider.max_body_mb} MiB (max_body_mb)`);
-  }
-  let text = decoder.decode(bytes);
-  if (secrets.found(text)) {
-    text = secrets.scrub(text);
-    bytes = encoder.encode(text);
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw invalid("invalid JSON");
-  }
-  if (!json || typeof json !== "object" || Array.isArray(json)) throw invalid("a non-object JSON");
-  return { bytes, json: json as Record<string, unknown> };
-}
-
-/** Error bodies are read this far at most; the rest is not needed for the message. */
-const MAX_ERROR_BYTES = 64 * 1024;
-
-/**
- * A non-2xx upstream body as text: bounded, scrubbed of provider keys. Scrubbed before it is
- * cut, or a key straddling the cut would go out as its first characters: the read goes on past
- * the bound by the longest form a key takes, and a body that long loses that much of its end.
- */
-export async function readErrorText(
-  up: UpstreamResponse,
-  idleMs: number,
-  secrets: Secrets,
-): Promise<string> {
-  const limit = MAX_ERROR_BYTES + secrets.longest;
-  const bytes = await readBody(up, idleMs, limit).catch(() => new Uint8Array());
-  const text = secrets.scrub(decoder.decode(bytes));
-  // A body read to the limit may end in the first characters of a key: drop that many.
-  return bytes.byteLength < limit ? text : text.slice(0, text.length - secrets.longest);
-}
-
-/** Retry hints a client's SDK acts on: relayed only in the form it expects. */
-const WELL_FORMED: Record<string, RegExp> = {
-  // Seconds, or an HTTP date (IMF-fixdate), as RFC 9110 has it.
-  "retry-after": /^(\d+|[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT)$/,
-  "retry-after-ms": /^\d+(\.\d+)?$/,
-  "x-should-retry": /^(true|false)$/,
-};
-
-/**
- * The provider's response headers a client sees: the allow-listed ones, values scrubbed of keys
- * (a proxy may echo the credential into a request id), retry hints dropped unless well-formed.
- */
-export function upstreamHeaders(
-  res: Response,
-  allow: readonly string[],
-  secrets: Secrets,
-): HeaderPairs {
-  const out = pickHeaders(res.headers, allow)
-    .filter(([name, value]) => WELL_FORMED[name]?.test(value) ?? true);
-  // One search over all the values: they almost never hold a key.
-  if (!secrets.found(out.map(([, value]) => value).join("\n"))) return out;
-  return out.map(([name, value]) => [name, secrets.scrub(value)]);
-}
-
-/** Reads an upstream error response and re-wraps it as a GatewayError (status kept). */
-export async function upstreamError(
-  up: UpstreamResponse,
-  idleMs: number,
-  secrets: Secrets,
-  spec: UpstreamSpec,
-): Promise<GatewayError> {
-  const text = await readErrorText(up, idleMs, secrets);
-  const headers = headersFrom(upstreamHeaders(up.res, RETRY_HEADERS, secrets));
-  return readProviderError(up, text, headers, spec);
-}
-
-/**
- * An error answer (its text scrubbed) as the provider's format reads it, then its platform.
- * `headers`: those worth relaying with the error.
- */
-export function readProviderError(
-  up: UpstreamResponse,
-  text: string,
-  headers: Headers,
-  spec: UpstreamSpec,
-): GatewayError {
-  const err = fromProviderError(up.res.status, text, headers, spec);
-  return up.platform
-    ? readPlatformError(up.platform, err, up.res.status, up.res.headers, text)
-    : err;
 }

@@ -10,18 +10,11 @@ import { errorResponse } from "./error_response.ts";
 import { type Attempt, ProviderFailure } from "./failover.ts";
 import type { PoolKey } from "./health.ts";
 import { holdRelayedOpening } from "./hold_opening.ts";
-import { headersFrom, pickHeaders, respond, STREAM_HEADERS } from "./http.ts";
-import {
-  callUpstream,
-  checkContentType,
-  readErrorText,
-  readProviderError,
-  readUpstreamJson,
-  upstreamHeaders,
-  type UpstreamResponse,
-} from "./relay.ts";
+import { headersFrom, pickHeaders, respondRelayed, upstreamHeaders } from "./http.ts";
+import { callUpstream, type UpstreamResponse } from "./relay.ts";
+import { readErrorText, readProviderError, readUpstreamJson } from "./upstream_body.ts";
 import { throughPlatform } from "./platform_call.ts";
-import { answerUsage, platformFraming } from "./platforms.ts";
+import { answerUsage } from "./platforms.ts";
 import type { Resolved } from "./router.ts";
 import { EventReader, framingOf, relayStream } from "./stream_stage.ts";
 
@@ -74,48 +67,35 @@ export async function relayAttempt(
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,
     platform,
+    framing: spec.stream
+      ? spec.framing?.open() ?? framingOf(upstream, (why) => ctx.dialect.interruption(why))
+      : undefined,
   });
   const allow = formats.responseHeaders(api, ctx.identity?.limits !== undefined);
-  const picked = upstreamHeaders(up.res, allow, ctx.gw.secrets);
-  const { idle_ms } = r.provider.timeouts;
-  if (!up.res.ok) return await relayError(ctx, up, headersFrom(picked), idle_ms, upstream);
+  if (!up.res.ok) return await relayError(ctx, up, allow, r.provider.timeouts.idle_ms, upstream);
+  const { framing } = up;
   let body: BodyInit;
-  let relayedType: string | undefined;
-  if (!spec.stream) {
+  if (!framing) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
     const read = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
-    body = read.bytes;
     try {
       ctx.trace.reportUsage(answerUsage(up, (other ?? spec.ingress).usage(read.json)));
     } catch {
       // an unexpected shape is relayed as is; only the log lacks usage
     }
+    body = read.bytes;
   } else {
-    const interruption = (why: string) => ctx.dialect.interruption(why);
-    const framing = platformFraming(
-      platform,
-      spec.framing?.open() ?? framingOf(upstream, interruption),
-    );
-    checkContentType(up, framing.mediaType);
     const reader = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
     const decoder = spec.ingress.decodeStream({ now: 0, id: idFor(ctx) });
     const events = last ? reader : await holdRelayedOpening(reader, decoder);
     body = relayStream(events, framing, spec.ingress.watch(), ctx.trace);
-    relayedType = framing.relayedType;
   }
-  const res = respond(body, up.res.status, picked);
-  // The provider's own content type stands (a stream need not be SSE), unless a platform's
-  // framing re-frames it.
-  if (spec.stream) streamHeaders(res.headers, relayedType);
-  return res;
-}
-
-function streamHeaders(headers: Headers, relayedType: string | undefined): void {
-  for (const [k, v] of Object.entries(STREAM_HEADERS)) {
-    if (!headers.has(k)) headers.set(k, v);
-  }
-  if (relayedType) headers.set("content-type", relayedType);
-  headers.set("x-accel-buffering", "no");
+  return respondRelayed(
+    body,
+    up.res.status,
+    upstreamHeaders(up.res, allow, ctx.gw.secrets),
+    framing,
+  );
 }
 
 /**
@@ -127,11 +107,13 @@ function streamHeaders(headers: Headers, relayedType: string | undefined): void 
 async function relayError(
   ctx: RequestContext,
   up: UpstreamResponse,
-  headers: Headers,
+  allow: readonly string[],
   idleMs: number,
   spec: UpstreamSpec,
 ): Promise<never> {
-  const text = await readErrorText(up, idleMs, ctx.gw.secrets);
+  const { secrets } = ctx.gw;
+  const headers = headersFrom(upstreamHeaders(up.res, allow, secrets));
+  const text = await readErrorText(up, idleMs, secrets);
   const err = readProviderError(up, text, headers, spec);
   // A platform's error envelope is not the format's: the client hears it in its own dialect.
   const answer = isJsonObject(text) && !up.platform

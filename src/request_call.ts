@@ -6,13 +6,18 @@ import type { GenerationSpec, OtherEndpoint } from "./contract/generation.ts";
 import type * as ir from "./contract/ir.ts";
 import type { Dialect } from "./contract/format.ts";
 import type { Gateway, RequestContext } from "./context.ts";
-import { answerLocally, localId } from "./answer.ts";
-import { generate, relayed, route } from "./generation.ts";
+import { answerLocally, localId, localSource } from "./answer.ts";
+import type { IrSource } from "./contract/codec.ts";
+import type { Conversations } from "./contract/conversations.ts";
+import { RequestConversations } from "./conversations.ts";
+import { convertedEvents, generate, relayed, route } from "./generation.ts";
 import type { Identity } from "./limits/policy.ts";
 import type { Resolved } from "./router.ts";
 import type { Trace } from "./trace.ts";
 
 export class RequestCall implements RequestContext {
+  #conversations?: Conversations;
+
   constructor(
     readonly gw: Gateway,
     readonly req: Request,
@@ -22,6 +27,10 @@ export class RequestCall implements RequestContext {
     readonly identity: Identity | undefined,
     readonly trace: Trace,
   ) {}
+
+  get conversations(): Conversations {
+    return this.#conversations ??= new RequestConversations(this);
+  }
 
   // The routes a handler passes back are the ones `route` gave it: the core's own.
   route(model: string): Resolved {
@@ -34,6 +43,14 @@ export class RequestCall implements RequestContext {
 
   relay(other: OtherEndpoint, r: Resolved): Promise<Response> {
     return relayed(this, other, r);
+  }
+
+  events(req: ir.Request, r: Resolved): Promise<IrSource> {
+    return convertedEvents(this, r, req);
+  }
+
+  localEvents(res: ir.Response): IrSource {
+    return localSource(res);
   }
 
   answer(spec: GenerationSpec, res: ir.Response): Response {

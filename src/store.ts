@@ -2,7 +2,7 @@
  * Stored conversations: one record per answer the gateway built and kept, with the whole input
  * the model saw, so a later request can continue it by naming that answer's id and a client can
  * read it back. Records of every format share the store; each format makes ids of its own shape
- * and looks up only those (the plugins use it through src/conversations.ts).
+ * and looks up only those (the plugins use it through `HandlerContext.conversations`, src/conversations.ts).
  * Each record belongs to the client key that made it; a lookup by another key finds nothing.
  * The embedded store keeps records in memory, bounded by size (oldest evicted first, and each
  * key within its share: a key past it evicts its own oldest) and age;
@@ -10,17 +10,10 @@
  * Nothing here logs a record's content.
  */
 import type { ResponseStoreConfig } from "./config.ts";
+import type { StoredTurn } from "./contract/conversations.ts";
 import { GatewayError } from "./contract/errors.ts";
 
-export interface StoredTurn {
-  id: string;
-  /** Name of the client key that made it. */
-  owner: string;
-  /** The input the model saw, in the format's own items (a chain's earlier turns included). */
-  input: unknown[];
-  /** The answer object as the client received it. */
-  response: Record<string, unknown>;
-}
+export type { StoredTurn };
 
 /** What `put` did: kept, or why not. */
 export type PutResult = "kept" | "too_large" | "taken";

@@ -9,20 +9,13 @@ import assert from "node:assert/strict";
 const SHARED = ["http.ts", "validate.ts", "signature.ts", "model_segment.ts", "limits/windows.ts"];
 
 /**
- * Still on the core's RequestContext: the stored-conversation handlers of Responses and
- * Interactions read the store (src/conversations.ts) and the route's config, the Responses
- * WebSocket runs its own socket session, and the registry list types them together.
+ * Still on the core: the Responses WebSocket runs its own socket session on the core's request
+ * context (auth, failover, the provider socket, stream stages), so its plugin and the registry
+ * list are typed with it; codex.ts builds Codex's config from the gateway's config and router.
  */
 const PENDING = [
   "mod.ts",
-  "interactions/plugin.ts",
-  "interactions/endpoints.ts",
-  "interactions/running.ts",
-  "interactions/stored.ts",
   "responses/plugin.ts",
-  "responses/endpoints.ts",
-  "responses/compact.ts",
-  "responses/state.ts",
   "responses/ws.ts",
   "responses/codex.ts",
 ];

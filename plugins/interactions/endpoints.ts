@@ -1,15 +1,14 @@
 /** POST /v1beta/interactions: a model interaction, as JSON or an SSE event stream. */
-import type { Handler } from "../../src/context.ts";
 import { badRequest } from "../../src/contract/errors.ts";
-import { keeper, keepsConversations, owner } from "../../src/conversations.ts";
 import type { GenerationSpec } from "../../src/contract/generation.ts";
+import type { PluginHandler } from "../../src/contract/handler.ts";
 import { checkModelName, readJsonBody } from "../../src/http.ts";
 import { interactionsCodec } from "./codec.ts";
 import { cancellable } from "./running.ts";
 import { parseRequest } from "./schema.ts";
 import { inputSteps, newInteractionId, storedChain } from "./stored.ts";
 
-export const createInteraction: Handler = async (ctx) => {
+export const createInteraction: PluginHandler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
   const json = parseRequest(body.json);
   // Refused on every route, relayed ones too: the gateway answers a request while it is open.
@@ -38,8 +37,8 @@ export const createInteraction: Handler = async (ctx) => {
     ...inputSteps(json.input),
   ];
   const { previous_interaction_id: _, ...rest } = body.json;
-  const store = keepsConversations(ctx, r) && json.store !== false;
-  const keep = keeper(ctx, input, store);
+  const store = ctx.conversations.keeps(r) && json.store !== false;
+  const keep = ctx.conversations.keeper(input, store);
   const res = await ctx.generate({
     ...g,
     body: json.previous_interaction_id === undefined ? body : { ...body, json: { ...rest, input } },
@@ -50,5 +49,5 @@ export const createInteraction: Handler = async (ctx) => {
   }, r);
   // A JSON answer is kept before the client can chain on it (streams wait in the encoder).
   await keep.kept();
-  return g.stream && store ? cancellable(res, { id, model }, owner(ctx)) : res;
+  return g.stream && store ? cancellable(res, { id, model }, ctx.conversations.owner) : res;
 };

@@ -1,5 +1,6 @@
 /** Gemini Interactions (`/v1beta/interactions`): @google/genai's `client.interactions`. */
-import type { Plugin } from "../../src/context.ts";
+import type { FormatPlugin } from "../../src/contract/format.ts";
+import type { HandlerContext } from "../../src/contract/handler.ts";
 import { googleAuthorize } from "../generate-content/plugin.ts";
 import { interactionsCodec } from "./codec.ts";
 import { interactionsDialect } from "./dialect.ts";
@@ -7,7 +8,7 @@ import { createInteraction } from "./endpoints.ts";
 import { cancelInteraction } from "./running.ts";
 import { deleteInteraction, getInteraction } from "./stored.ts";
 
-export const interactionsPlugin: Plugin = {
+export const interactionsPlugin: FormatPlugin<HandlerContext> = {
   id: "interactions",
   family: "gemini",
   system: "gcp.gemini",

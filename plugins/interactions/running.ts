@@ -3,10 +3,9 @@
  * Cancelling ends the upstream call as a client leaving does, then ends the client's stream with
  * `interaction.completed` in status `cancelled`; a cancelled interaction is not kept.
  */
-import type { Handler } from "../../src/context.ts";
 import { badRequest } from "../../src/contract/errors.ts";
+import type { PluginHandler } from "../../src/contract/handler.ts";
 import { formatSse } from "../../src/contract/sse.ts";
-import { owner } from "../../src/conversations.ts";
 import { interactionEvent } from "./encode_stream.ts";
 import { idFromPath, notFound, ownInteraction } from "./stored.ts";
 
@@ -74,10 +73,10 @@ export function cancellable(res: Response, head: Obj, ownerName: string): Respon
  * POST /v1beta/interactions/{id}/cancel: the caller's own interaction still streaming here is
  * cancelled (answered as `cancelled`); one that has ended is a 400, any other id a 404.
  */
-export const cancelInteraction: Handler = async (ctx) => {
+export const cancelInteraction: PluginHandler = async (ctx) => {
   const id = idFromPath(ctx);
   const run = running.get(id);
-  if (run?.owner === owner(ctx)) {
+  if (run?.owner === ctx.conversations.owner) {
     await run.cancel();
     return Response.json(run.cancelled);
   }

@@ -1,17 +1,15 @@
 /**
  * Stored interactions on routes where the gateway builds the `Interaction` itself, on the core's
- * stored-conversation service (src/conversations.ts): the ids it makes, `previous_interaction_id`
+ * stored-conversation service (`ctx.conversations`): the ids it makes, `previous_interaction_id`
  * expanded into the stored chain's steps, and GET / DELETE /v1beta/interactions/{id} (GET with
  * `?stream=true` replays the interaction as its event stream). Every lookup is by the calling
  * client key: another key's interaction is not found.
  */
-import type { Handler, RequestContext } from "../../src/context.ts";
 import { badRequest, GatewayError } from "../../src/contract/errors.ts";
+import type { StoredTurn } from "../../src/contract/conversations.ts";
+import type { HandlerContext, PluginHandler, Route } from "../../src/contract/handler.ts";
 import { formatSse } from "../../src/contract/sse.ts";
-import { forgetTurn, keepsConversations, readTurn } from "../../src/conversations.ts";
 import { decodePathSegment, STREAM_HEADERS } from "../../src/http.ts";
-import type { Resolved } from "../../src/router.ts";
-import type { StoredTurn } from "../../src/store.ts";
 import { interactionEvent } from "./encode_stream.ts";
 import { type InteractionsRequest, isContentType } from "./schema.ts";
 
@@ -40,10 +38,10 @@ export function notFound(id: string, field?: string): GatewayError {
 
 /** The caller's own stored interaction, if `id` names one. */
 export async function ownInteraction(
-  ctx: RequestContext,
+  ctx: HandlerContext,
   id: string,
 ): Promise<StoredTurn | undefined> {
-  return ID.test(id) ? await readTurn(ctx, id) : undefined;
+  return ID.test(id) ? await ctx.conversations.read(id) : undefined;
 }
 
 /** The request's `input` as steps: text or content blocks are one `user_input` step. */
@@ -62,12 +60,12 @@ export function inputSteps(input: InteractionsRequest["input"]): Obj[] {
  * `previous_interaction_id`. A route that keeps nothing has nothing to continue: a 400 saying so.
  */
 export async function storedChain(
-  ctx: RequestContext,
-  r: Resolved,
+  ctx: HandlerContext,
+  r: Route,
   previousId: string | undefined,
 ): Promise<unknown[]> {
   if (previousId === undefined) return [];
-  if (!keepsConversations(ctx, r)) {
+  if (!ctx.conversations.keeps(r)) {
     throw badRequest(
       "previous_interaction_id: this route keeps no interactions (store: false)",
       "previous_interaction_id",
@@ -79,11 +77,11 @@ export async function storedChain(
 }
 
 /** The `{id}` of `/v1beta/interactions/{id}[/…]`. */
-export const idFromPath = (ctx: RequestContext): string =>
+export const idFromPath = (ctx: HandlerContext): string =>
   decodePathSegment(ctx.url.pathname.split("/")[3] ?? "", "id");
 
 /** GET /v1beta/interactions/{id}: the resource, or with `?stream=true` its events replayed. */
-export const getInteraction: Handler = async (ctx) => {
+export const getInteraction: PluginHandler = async (ctx) => {
   const id = idFromPath(ctx);
   const q = ctx.url.searchParams;
   const stream = flag(q.get("stream"), "stream");
@@ -108,9 +106,9 @@ export const getInteraction: Handler = async (ctx) => {
 };
 
 /** DELETE /v1beta/interactions/{id}: `{}`, as Google answers (the SDK wants a 200). */
-export const deleteInteraction: Handler = async (ctx) => {
+export const deleteInteraction: PluginHandler = async (ctx) => {
   const id = idFromPath(ctx);
-  if (!ID.test(id) || !(await forgetTurn(ctx, id))) throw notFound(id);
+  if (!ID.test(id) || !(await ctx.conversations.forget(id))) throw notFound(id);
   return Response.json({});
 };
 

@@ -5,9 +5,8 @@
  * `compaction` item: compaction.ts) answered in the compact endpoint's shape: the user
  * messages, then that one item. Its tokens are not billed (the endpoint is `unbilled`).
  */
-import type { RequestContext } from "../../src/context.ts";
 import type { JsonBody } from "../../src/contract/generation.ts";
-import type { Resolved } from "../../src/router.ts";
+import type { HandlerContext, Route } from "../../src/contract/handler.ts";
 import { responsesCodec } from "./codec.ts";
 import { responseSettings } from "./echo.ts";
 import { parseRequest } from "./schema.ts";
@@ -16,9 +15,9 @@ import { inputItems, newResponseId, storedChain } from "./state.ts";
 type Item = Record<string, unknown>;
 
 export async function compactConverted(
-  ctx: RequestContext,
+  ctx: HandlerContext,
   body: JsonBody,
-  r: Resolved,
+  r: Route,
 ): Promise<Response> {
   const json = parseRequest(body.json);
   const input = [

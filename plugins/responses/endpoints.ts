@@ -1,20 +1,18 @@
 /** POST /v1/responses and /v1/responses/compact (converted routes: compact.ts) */
-import type { Handler, RequestContext } from "../../src/context.ts";
 import type * as ir from "../../src/contract/ir.ts";
 import { badRequest } from "../../src/contract/errors.ts";
 import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
 import type { GenerationSpec } from "../../src/contract/generation.ts";
-import type { Resolved } from "../../src/router.ts";
+import type { HandlerContext, PluginHandler, Route } from "../../src/contract/handler.ts";
 import { responsesCodec } from "./codec.ts";
 import { compactConverted } from "./compact.ts";
 import { responseSettings } from "./echo.ts";
 import { parseRequest, type ResponsesRequest } from "./schema.ts";
 import { fromWireUsage } from "./usage.ts";
 import { inputItems, newResponseId, storedChain } from "./state.ts";
-import { keeper, keepsConversations } from "../../src/conversations.ts";
 
 /** The answer to a warm-up (`generate: false`) on a converted route: completed, no output. */
-export function warmupResponse(ctx: RequestContext, model: string): ir.Response {
+export function warmupResponse(ctx: HandlerContext, model: string): ir.Response {
   const { id, now } = ctx.localId();
   return {
     id,
@@ -27,7 +25,7 @@ export function warmupResponse(ctx: RequestContext, model: string): ir.Response 
 }
 
 /** A route whose provider keeps Responses state: requests relay verbatim, ids included. */
-export function isPassthroughRoute(r: Resolved): boolean {
+export function isPassthroughRoute(r: Route): boolean {
   return r.route.passthrough && r.provider.api === "responses";
 }
 
@@ -51,7 +49,7 @@ function providerState(json: Record<string, unknown>): string | undefined {
 const hostedTools = (json: ResponsesRequest) =>
   (json.tools ?? []).some((t) => !["function", "custom", "namespace"].includes(t.type ?? ""));
 
-export const responses: Handler = async (ctx) => {
+export const responses: PluginHandler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
   const json = parseRequest(body.json);
   const kept = providerState(body.json);
@@ -67,7 +65,7 @@ export const responses: Handler = async (ctx) => {
   // The provider keeps Responses state: relay verbatim, ids included.
   if (isPassthroughRoute(r)) return await ctx.generate(g, r);
   const chained = json.previous_response_id != null;
-  const keeps = keepsConversations(ctx, r);
+  const keeps = ctx.conversations.keeps(r);
   const store = keeps && json.store !== false;
   // A Responses provider without `passthrough` relays stateless requests (and hosted tools);
   // keeping or reading state needs the response built here, so those convert through the IR,
@@ -85,7 +83,7 @@ export const responses: Handler = async (ctx) => {
     ...inputItems(json.input, id),
   ];
   const { previous_response_id: _, ...rest } = body.json;
-  const keep = keeper(ctx, input, store);
+  const keep = ctx.conversations.keeper(input, store);
   const expanded: GenerationSpec = {
     ...g,
     body: chained ? { ...body, json: { ...rest, input } } : body,
@@ -105,7 +103,7 @@ export const responses: Handler = async (ctx) => {
   return res;
 };
 
-export const compact: Handler = async (ctx) => {
+export const compact: PluginHandler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
   const r = ctx.route(modelOf(body.json));
   if (!isPassthroughRoute(r)) {

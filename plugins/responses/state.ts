@@ -4,12 +4,10 @@
  * `store: false`): expanding `previous_response_id` into the stored chain's items, and
  * GET / DELETE /v1/responses/{id} and GET …/input_items, all by the calling client key.
  */
-import type { Handler, RequestContext } from "../../src/context.ts";
-import { forgetTurn, keepsConversations, readTurn } from "../../src/conversations.ts";
+import type { StoredTurn } from "../../src/contract/conversations.ts";
 import { badRequest, GatewayError } from "../../src/contract/errors.ts";
+import type { HandlerContext, PluginHandler, Route } from "../../src/contract/handler.ts";
 import { decodePathSegment } from "../../src/http.ts";
-import type { Resolved } from "../../src/router.ts";
-import type { StoredTurn } from "../../src/store.ts";
 import { itemId } from "./output.ts";
 
 const ID = /^resp_[A-Za-z0-9_-]{1,200}$/;
@@ -60,18 +58,18 @@ export function inputItems(input: unknown, respId: string): Record<string, unkno
  * without `previous_response_id`. Where the route keeps no response, the interface's 400.
  */
 export async function storedChain(
-  ctx: RequestContext,
-  r: Resolved,
+  ctx: HandlerContext,
+  r: Route,
   previousId: string | null | undefined,
 ): Promise<unknown[]> {
   if (previousId == null) return [];
-  if (!keepsConversations(ctx, r)) throw chainingRefused();
-  const prev = await readTurn(ctx, previousId);
+  if (!ctx.conversations.keeps(r)) throw chainingRefused();
+  const prev = await ctx.conversations.read(previousId);
   if (!prev) throw previousNotFound(previousId);
   return [...prev.input, ...(prev.response.output as unknown[] ?? [])];
 }
 
-function idFromPath(ctx: RequestContext): string {
+function idFromPath(ctx: HandlerContext): string {
   const id = decodePathSegment(ctx.url.pathname.split("/")[3] ?? "", "response_id");
   if (!ID.test(id)) {
     throw badRequest(
@@ -82,20 +80,21 @@ function idFromPath(ctx: RequestContext): string {
   return id;
 }
 
-async function ownRecord(ctx: RequestContext): Promise<StoredTurn> {
+async function ownRecord(ctx: HandlerContext): Promise<StoredTurn> {
   const id = idFromPath(ctx);
-  const record = await readTurn(ctx, id);
+  const record = await ctx.conversations.read(id);
   if (!record) throw notFoundError(id);
   return record;
 }
 
 /** GET /v1/responses/{id} */
-export const getResponse: Handler = async (ctx) => Response.json((await ownRecord(ctx)).response);
+export const getResponse: PluginHandler = async (ctx) =>
+  Response.json((await ownRecord(ctx)).response);
 
 /** DELETE /v1/responses/{id} */
-export const deleteResponse: Handler = async (ctx) => {
+export const deleteResponse: PluginHandler = async (ctx) => {
   const id = idFromPath(ctx);
-  if (!(await forgetTurn(ctx, id))) throw notFoundError(id);
+  if (!(await ctx.conversations.forget(id))) throw notFoundError(id);
   return Response.json({ id, object: "response", deleted: true });
 };
 
@@ -113,7 +112,7 @@ function intParam(url: URL, name: string, min: number, max: number, fallback: nu
 }
 
 /** GET /v1/responses/{id}/input_items: OpenAI's list shape, `limit` / `order` / `after`. */
-export const listInputItems: Handler = async (ctx) => {
+export const listInputItems: PluginHandler = async (ctx) => {
   const q = ctx.url.searchParams;
   const limit = intParam(ctx.url, "limit", 1, 100, 20);
   const order = q.get("order") ?? "desc";

@@ -16,9 +16,7 @@ import { jsonErrorPosition, modelOf, pickHeaders } from "../../src/http.ts";
 import { Deadline } from "../../src/deadline.ts";
 import { openUpstreamSocket } from "../../src/relay.ts";
 import { clientClosed, ClientGone } from "../../src/stream_end.ts";
-import { failureMessage, IrWatch, localIr } from "../../src/client_stream.ts";
-import { localEvents } from "../../src/answer.ts";
-import { convertedEvents } from "../../src/generation.ts";
+import { failureMessage, IrWatch } from "../../src/client_stream.ts";
 import { checkNesting } from "../../src/nesting.ts";
 import { NOT_READING, SendBacklog } from "../../src/ws_backlog.ts";
 import type { SseEvent } from "../../src/contract/sse.ts";
@@ -31,7 +29,6 @@ import { checkStatefulFields, isPassthroughRoute, warmupResponse } from "./endpo
 import { responseSettings } from "./echo.ts";
 import { parseRequest, validateRequest } from "./schema.ts";
 import { inputItems, newResponseId, storedChain } from "./state.ts";
-import { keeper, keepsConversations } from "../../src/conversations.ts";
 
 const TERMINAL = ["response.completed", "response.incomplete", "response.failed"];
 
@@ -378,16 +375,16 @@ class ResponsesSocket {
       }
       input = [...chain, ...input];
     }
-    const store = keepsConversations(ctx, r) && json.store !== false;
-    const keep = keeper(ctx, input, store);
+    const store = ctx.conversations.keeps(r) && json.store !== false;
+    const keep = ctx.conversations.keeper(input, store);
     const { previous_response_id: _, ...rest } = json;
     checkNesting(rest);
     const req = responsesCodec.decodeRequest({ ...rest, input, stream: true }, ctx.trace.model!);
     ctx.trace.compaction = req.compaction === true;
     if (json.generate === false) ctx.trace.routed("local");
     const events = json.generate === false
-      ? localIr(localEvents(warmupResponse(ctx, ctx.trace.model!)))
-      : await convertedEvents(ctx, r, req);
+      ? ctx.localEvents(warmupResponse(ctx, ctx.trace.model!))
+      : await ctx.events(req, r);
     const watch = new IrWatch(ctx.trace);
     let done: { id: string; output: unknown[] } | undefined;
     // Each frame goes out as the encoder makes it; the terminal one is kept for chaining.

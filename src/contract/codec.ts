@@ -84,6 +84,12 @@ export interface Emit<T> {
  * may return a promise to hold the stream until it is done (an encoder keeps a stored answer
  * before its terminal event goes out).
  */
+/** IR events, a batch at a time; undefined at the end. */
+export interface IrSource {
+  next(): Promise<ir.StreamEvent[] | undefined>;
+  cancel(reason: unknown): Promise<void>;
+}
+
 export interface StreamStep<I, O> {
   transform(item: I, out: Emit<O>): void | Promise<void>;
 }

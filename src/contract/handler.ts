@@ -4,6 +4,8 @@
  * answer made here). The core's request context implements it; a handler that needs nothing
  * else of the core is typed `Handler<HandlerContext>` and imports nothing from the core.
  */
+import type { IrSource } from "./codec.ts";
+import type { Conversations } from "./conversations.ts";
 import type { Handler } from "./format.ts";
 import type { GenerationSpec, OtherEndpoint } from "./generation.ts";
 import type * as ir from "./ir.ts";
@@ -36,6 +38,8 @@ export interface HandlerContext {
   readonly requestId: string;
   /** What this request's access-log line says of the stored-response outcome. */
   readonly trace: { stored?: string };
+  /** The stored conversations, as this request's client key. */
+  readonly conversations: Conversations;
   /** Resolves `model` to its route (once per request: pass it on to `generate`/`relay`). */
   route(model: string): Route;
   /**
@@ -45,6 +49,13 @@ export interface HandlerContext {
   generate(spec: GenerationSpec, route?: Route): Promise<Response>;
   /** Relays a non-generation endpoint of the client's API to the route's providers of it. */
   relay(other: OtherEndpoint, route: Route): Promise<Response>;
+  /**
+   * A converted stream's IR events for a client that encodes them itself (the Responses
+   * WebSocket), failing over like `generate` until the stream's content starts.
+   */
+  events(req: ir.Request, route: Route): Promise<IrSource>;
+  /** A response made here (no output parts) as a stream's IR events, for such a client. */
+  localEvents(res: ir.Response): IrSource;
   /** Answers with a response made here, without a provider call (JSON or a stream). */
   answer(spec: GenerationSpec, res: ir.Response): Response;
   /** An id and a creation time (seconds) for a response made here. */
