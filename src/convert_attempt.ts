@@ -17,9 +17,8 @@ import { holdOpening } from "./hold_opening.ts";
 import { breather, isLarge } from "./http.ts";
 import { checkNesting } from "./nesting.ts";
 import { callUpstream, type UpstreamResponse } from "./relay.ts";
-import { readUpstreamJson, upstreamError } from "./upstream_body.ts";
+import { answerUsage, readUpstreamJson, upstreamError } from "./upstream_body.ts";
 import { throughPlatform } from "./platform_call.ts";
-import { answerUsage } from "./platforms.ts";
 import type { Resolved } from "./router.ts";
 import { EventReader, framingOf } from "./stream_stage.ts";
 

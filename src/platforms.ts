@@ -14,7 +14,6 @@ import type {
   PlatformProvider,
 } from "./contract/platform.ts";
 import type { OutgoingRequest } from "./contract/format.ts";
-import type { Usage } from "./contract/ir.ts";
 import type { UpstreamFraming } from "./contract/framing.ts";
 import type { Secrets } from "./secrets.ts";
 
@@ -187,14 +186,6 @@ async function authorize(
       `upstream ${p.binding.provider.name}: no credential to call it with: ${why}`,
     );
   }
-}
-
-/** A JSON answer's usage: its platform's own counts where it reports them, else `body`'s. */
-export function answerUsage(
-  up: { platform?: AnyPlatform; res: Response },
-  body: Usage | undefined,
-): Usage | undefined {
-  return up.platform?.usage?.(up.res.headers, body) ?? body;
 }
 
 /** A stream's framing through the platform of `p` (if any), given the format's own. */

@@ -12,9 +12,13 @@ import type { PoolKey } from "./health.ts";
 import { holdRelayedOpening } from "./hold_opening.ts";
 import { headersFrom, pickHeaders, respondRelayed, upstreamHeaders } from "./http.ts";
 import { callUpstream, type UpstreamResponse } from "./relay.ts";
-import { readErrorText, readProviderError, readUpstreamJson } from "./upstream_body.ts";
+import {
+  answerUsage,
+  readErrorText,
+  readProviderError,
+  readUpstreamJson,
+} from "./upstream_body.ts";
 import { throughPlatform } from "./platform_call.ts";
-import { answerUsage } from "./platforms.ts";
 import type { Resolved } from "./router.ts";
 import { EventReader, framingOf, relayStream } from "./stream_stage.ts";
 

@@ -6,6 +6,8 @@
 import type { ProviderConfig } from "./config.ts";
 import { fromProviderError, GatewayError } from "./contract/errors.ts";
 import type { UpstreamSpec } from "./contract/format.ts";
+import type { Usage } from "./contract/ir.ts";
+import type { AnyPlatform } from "./contract/platform.ts";
 import { headersFrom, RETRY_HEADERS, upstreamHeaders } from "./http.ts";
 import { readPlatformError } from "./platforms.ts";
 import type { UpstreamResponse } from "./relay.ts";
@@ -145,4 +147,12 @@ export function readProviderError(
   return up.platform
     ? readPlatformError(up.platform, err, up.res.status, up.res.headers, text)
     : err;
+}
+
+/** A JSON answer's usage: its platform's own counts where it reports them, else `body`'s. */
+export function answerUsage(
+  up: { platform?: AnyPlatform; res: Response },
+  body: Usage | undefined,
+): Usage | undefined {
+  return up.platform?.usage?.(up.res.headers, body) ?? body;
 }
