@@ -87,10 +87,17 @@ Deno.test("platform chain: a thinking signature from Anthropic reaches Vertex Cl
     bedrock: "claude-err429",
     vertex: VERTEX_MODEL,
   });
-  const h = await startChains([{
-    models: ["chain-*"],
-    targets: [anthropic, bedrock, { provider: "vertex-gemini", model: "vg-text" }, vertex],
-  }]);
+  const h = await startChains([
+    {
+      models: ["chain-*"],
+      targets: [anthropic, bedrock, { provider: "vertex-gemini", model: "vg-text" }, vertex],
+    },
+    // Bedrock throttles inside a 200 event stream instead, before any content.
+    {
+      models: ["early-*"],
+      targets: claudeTargets({ bedrock: "claude-earlyerr", vertex: VERTEX_MODEL }),
+    },
+  ]);
   const messages = (body: unknown) => post(`${h.url}/v1/messages`, anthropicHeaders(), body);
   try {
     const first = await messages(claudeCode("chain-think", [{ role: "user", content: "hi" }]));
@@ -162,6 +169,29 @@ Deno.test("platform chain: a thinking signature from Anthropic reaches Vertex Cl
         assert.equal(reply.model, VERTEX_MODEL);
         assert.equal(thinkingOf(reply.content)!.signature, signature("thinking", VERTEX_MODEL));
         assert.equal(reply.stop_reason, "end_turn");
+      },
+    );
+
+    // Anthropic's third failure in a row (the last this gateway sees: it then cools down).
+    await t.step(
+      "stream: a throttlingException frame before content fails over like a 429",
+      async () => {
+        const res = await messages(claudeCode("early-think-err529", history, true));
+        const text = await res.text();
+        assert.equal(res.status, 200, text);
+        assert.equal(res.headers.get("x-gateway-provider"), "vertex-claude");
+        assert.equal(res.headers.get("x-gateway-attempts"), "3");
+        const { anthropic, bedrock, vertex } = calls(h);
+        assert.deepEqual([anthropic.length, bedrock.length, vertex.length], [4, 3, 3]);
+        assert.equal(bedrock.at(-1), "/model/claude-earlyerr/invoke-with-response-stream");
+        const sent = modelCalls(h.vertex).at(-1)!;
+        assert.equal(sent.path, `${CLAUDE_AT}/${VERTEX_MODEL}:streamRawPredict`);
+        assert.deepEqual(assistantTurn(sent), { content: answer.content, verbatim: true });
+        // Nothing of Bedrock's opening reached the client: one message, Vertex's, whole.
+        const events = sseEvents(text);
+        const starts = events.filter((e) => e.type === "message_start");
+        assert.deepEqual(starts.map((e) => (e.message as { model: string }).model), [VERTEX_MODEL]);
+        assert.equal(events.at(-1)!.type, "message_stop");
       },
     );
   } finally {
