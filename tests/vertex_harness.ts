@@ -33,10 +33,15 @@ export const onVertex = (name: string, api: string, location: string, credential
 /**
  * A gateway whose `vg-*` models go to Vertex Gemini and `vc-*` to Vertex Claude (both from one
  * service-account file; `privateKey` replaces its key), after `routes`; `fo-sig` tries Anthropic
- * (down), then Vertex Gemini, then Vertex Claude.
+ * (down), then Vertex Gemini, then Vertex Claude. `providers` are configured after those three.
  */
 export async function startVertexGateway(
-  opts: { expiresIn?: number; privateKey?: string; routes?: Record<string, unknown>[] } = {},
+  opts: {
+    expiresIn?: number;
+    privateKey?: string;
+    providers?: Record<string, unknown>[];
+    routes?: Record<string, unknown>[];
+  } = {},
 ): Promise<VertexHarness> {
   const vertex = await startMockVertex({ expiresIn: opts.expiresIn });
   const direct = await startMockUpstream();
@@ -52,6 +57,7 @@ export async function startVertexGateway(
         { ...onVertex("vertex-gemini", "generate-content", "us-central1", credentials), base_url },
         { ...onVertex("vertex-claude", "messages", "us-east5", credentials), base_url },
         { name: "anthropic", api: "messages", base_url: direct.url, api_key: PROVIDER_KEY },
+        ...opts.providers ?? [],
       ],
       routes: [
         ...opts.routes ?? [],
