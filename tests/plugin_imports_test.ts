@@ -11,13 +11,12 @@ const SHARED = ["http.ts", "validate.ts", "signature.ts", "model_segment.ts", "l
 /**
  * Still on the core: the Responses WebSocket runs its own socket session on the core's request
  * context (auth, failover, the provider socket, stream stages), so its plugin and the registry
- * list are typed with it; codex.ts builds Codex's config from the gateway's config and router.
+ * list are typed with it.
  */
 const PENDING = [
   "mod.ts",
   "responses/plugin.ts",
   "responses/ws.ts",
-  "responses/codex.ts",
 ];
 
 const root = new URL("../plugins/", import.meta.url);

@@ -24,11 +24,14 @@ export interface Route {
   /** The first target's provider. */
   readonly provider: RouteProvider;
   readonly targets: readonly { readonly provider: RouteProvider }[];
+  /** Describes the route in messages, e.g. `"claude-*" → anthropic (messages)`. */
+  readonly label: string;
   /** The route's own switches (config `routes[]`). */
   readonly route: {
     readonly passthrough: boolean;
     readonly store?: boolean;
     readonly compact?: boolean;
+    readonly hosted_tools?: "map" | "drop" | "reject";
   };
 }
 
