@@ -4,7 +4,7 @@
  * `connect_ms`), then each frame relayed untouched both ways, every response in flight under
  * the first-byte and idle deadlines of an HTTP stream.
  */
-import type { ProviderSocketWire } from "./contract/socket.ts";
+import type { ProviderSocketWire, ResponseEnd } from "./contract/socket.ts";
 import type { RequestContext } from "./context.ts";
 import { Deadline } from "./deadline.ts";
 import { failover } from "./failover.ts";
@@ -86,7 +86,7 @@ export class ProviderSocket {
   }
 
   /** Logs the oldest response with what its terminal frame says (status, usage). */
-  private end({ status, usage }: ReturnType<ProviderSocketWire["ends"]> & object) {
+  private end({ status, usage }: ResponseEnd) {
     const done = this.pending.shift();
     if (!done) return;
     if (status !== undefined) done.status = status;

@@ -292,8 +292,10 @@ class SocketSession<F> {
     const trace = ctx.trace;
     trace.routed("relay");
     if (!this.upstream) {
+      const { upstream } = this.wire;
+      if (!upstream) throw new Error("a socket wire without `upstream` relays no frame");
       const signal = this.closed.signal;
-      const opened = await openProviderSocket(ctx, r, this.wire.upstream, this, signal);
+      const opened = await openProviderSocket(ctx, r, upstream, this, signal);
       this.bound ??= ctx.gw;
       r = opened.target;
       // The client may have left while the provider's socket was opening.

@@ -13,8 +13,7 @@
  */
 import { GatewayError } from "../../src/contract/errors.ts";
 import type { HandlerContext, PluginHandler, Route } from "../../src/contract/handler.ts";
-import type * as ir from "../../src/contract/ir.ts";
-import type { SocketReply, SocketWire } from "../../src/contract/socket.ts";
+import type { ResponseEnd, SocketReply, SocketWire } from "../../src/contract/socket.ts";
 import type { SseEvent } from "../../src/contract/sse.ts";
 import { jsonErrorPosition, modelOf } from "../../src/http.ts";
 import { checkNesting } from "../../src/nesting.ts";
@@ -159,7 +158,7 @@ class ResponsesSocket implements SocketWire<Frame, HandlerContext> {
 }
 
 /** Of a provider's frame: the end of the response in flight, with its status or usage. */
-function providerFrameEnd(text: string): { status?: number; usage?: ir.Usage } | undefined {
+function providerFrameEnd(text: string): ResponseEnd | undefined {
   if (!TERMINAL.some((t) => text.includes(`"type":"${t}"`)) && !text.includes('"type":"error"')) {
     return undefined;
   }

@@ -27,8 +27,8 @@ export interface SocketWire<F, C> {
   pacing: string;
   /** Runs one frame, a request of its own: the core has authenticated and admitted it. */
   run(ctx: C, socket: SocketReply, frame: F): Promise<void>;
-  /** How the provider socket of a relaying session reads. */
-  upstream: ProviderSocketWire;
+  /** How the provider socket of a relaying session reads (a wire that never relays has none). */
+  upstream?: ProviderSocketWire;
 }
 
 /** A relaying session's provider socket: the targets it may open, and its frames' ends. */
@@ -43,7 +43,13 @@ export interface ProviderSocketWire {
    * Of a provider frame: undefined, or the end of the response in flight with its status (an
    * error's) or usage for the log. Frames are relayed as they are, either way.
    */
-  ends(text: string): { status?: number; usage?: ir.Usage } | undefined;
+  ends(text: string): ResponseEnd | undefined;
+}
+
+/** How a relayed response ended, for its log line: an error's status, or its usage. */
+export interface ResponseEnd {
+  status?: number;
+  usage?: ir.Usage;
 }
 
 /** What a frame's run may do on the client's socket. */
@@ -62,8 +68,8 @@ export interface SocketReply {
   refuse(err: GatewayError, code?: string): void;
   /**
    * Sends `frame` (given the model its target calls it) on the session's provider socket, opened
-   * on the first relayed frame among `route`'s targets of `upstream.api`; later frames stay on
-   * that provider. False if the client left meanwhile.
+   * on the first relayed frame among `route`'s targets of `upstream.api` (the wire must declare
+   * `upstream`); later frames stay on that provider. False if the client left meanwhile.
    */
   relay(route: Route, frame: (model: string) => string): Promise<boolean>;
 }
