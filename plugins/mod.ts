@@ -3,7 +3,8 @@
  * dialect answers paths no format claims; Converse is spoken by providers only). `main.ts`
  * hands them to the core.
  */
-import type { Plugin } from "../src/context.ts";
+import type { FormatPlugin } from "../src/contract/format.ts";
+import type { HandlerContext } from "../src/contract/handler.ts";
 import { chatPlugin } from "./chat/plugin.ts";
 import { conversePlugin } from "./converse/plugin.ts";
 import { generateContentPlugin } from "./generate-content/plugin.ts";
@@ -11,7 +12,7 @@ import { interactionsPlugin } from "./interactions/plugin.ts";
 import { messagesPlugin } from "./messages/plugin.ts";
 import { responsesPlugin } from "./responses/plugin.ts";
 
-export const PLUGINS: readonly Plugin[] = [
+export const PLUGINS: readonly FormatPlugin<HandlerContext>[] = [
   chatPlugin,
   responsesPlugin,
   messagesPlugin,

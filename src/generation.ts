@@ -83,5 +83,6 @@ export async function convertedEvents(
   r: Resolved,
   req: ir.Request,
 ): Promise<IrSource> {
+  ctx.trace.compaction = req.compaction === true;
   return await failover(ctx, r, convertingEvents(ctx, r, req));
 }

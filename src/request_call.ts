@@ -9,10 +9,13 @@ import type { Gateway, RequestContext } from "./context.ts";
 import { answerLocally, localId, localSource } from "./answer.ts";
 import type { IrSource } from "./contract/codec.ts";
 import type { Conversations } from "./contract/conversations.ts";
+import type { HandlerContext } from "./contract/handler.ts";
+import type { SocketWire } from "./contract/socket.ts";
 import { RequestConversations } from "./conversations.ts";
 import { convertedEvents, generate, relayed, route } from "./generation.ts";
 import type { Identity } from "./limits/policy.ts";
 import type { Resolved } from "./router.ts";
+import { openSocketSession } from "./socket_session.ts";
 import type { Trace } from "./trace.ts";
 
 export class RequestCall implements RequestContext {
@@ -50,6 +53,7 @@ export class RequestCall implements RequestContext {
   }
 
   localEvents(res: ir.Response): IrSource {
+    this.trace.routed("local");
     return localSource(res);
   }
 
@@ -59,6 +63,10 @@ export class RequestCall implements RequestContext {
 
   localId(): { id: string; now: number } {
     return localId(this);
+  }
+
+  socket<F>(wire: SocketWire<F, HandlerContext>): Response {
+    return openSocketSession(this, wire);
   }
 
   next(changes: Pick<RequestContext, "gw" | "req" | "trace" | "requestId">): RequestContext {

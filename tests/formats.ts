@@ -5,7 +5,7 @@
  * for it to join; a format outside the registry (tests/toy_format/) builds its own
  * `TestFormat` and passes it in. Formats only providers speak are `UPSTREAM_FORMATS`.
  */
-import type { Plugin, RequestContext } from "../src/context.ts";
+import type { HandlerContext } from "../src/contract/handler.ts";
 import type { StreamFraming } from "../src/contract/generation.ts";
 import type { SseEvent } from "../src/contract/sse.ts";
 import type { ClientFormat } from "../src/registry.ts";
@@ -80,8 +80,11 @@ export interface StreamSide extends WireStreams {
   framing?: StreamFraming;
 }
 
+/** A registered format. */
+type Plugin = (typeof PLUGINS)[number];
+
 /** A format that clients speak. */
-type FormatPlugin = ClientFormat<RequestContext>;
+type FormatPlugin = ClientFormat<HandlerContext>;
 
 /**
  * A format only providers speak (Converse): the golden runner converts every client request to

@@ -5,8 +5,9 @@
  * (route names without `*` and the `catalog`), never a pattern.
  */
 import assert from "node:assert/strict";
-import { codexConfig } from "../plugins/responses/codex.ts";
-import { validateConfig } from "../src/config.ts";
+import { codexConfig as codexSettings } from "../plugins/responses/codex.ts";
+import { type Config, validateConfig } from "../src/config.ts";
+import { Router } from "../src/router.ts";
 import {
   anthropicHeaders,
   googleHeaders,
@@ -145,6 +146,13 @@ Deno.test("models: a catalog id no route serves is a startup error", async () =>
     /catalog\[0\]\.id: a concrete model id/,
   );
 });
+
+/** Codex's settings as `main.ts --codex-config` resolves the model for them. */
+function codexConfig(config: Config, model: string, baseUrl: string): string {
+  const route = new Router(config).resolve(model);
+  const contextWindow = config.catalog.find((c) => c.id === model)?.context_window;
+  return codexSettings({ route, contextWindow }, baseUrl);
+}
 
 Deno.test("models: Codex settings for a route carry the catalog's window", async () => {
   const config = await mockConfig("http://127.0.0.1:9");

@@ -211,6 +211,56 @@ Deno.test("toy format: a fifth wire format as one plugin folder", async (t) => {
       },
     );
 
+    await t.step("a WebSocket of the toy's own wire: the core runs the session", async () => {
+      const ws = new WebSocket(`${url.replace("http", "ws")}/toy/v1/socket`, {
+        headers: { "x-toy-key": KEY },
+      });
+      const frames: Obj[] = [];
+      let arrived = () => {};
+      ws.onmessage = (e) => {
+        frames.push(JSON.parse(e.data));
+        arrived();
+      };
+      /** The frames up to the next done line or fault. */
+      const answer = async () => {
+        const start = frames.length;
+        const ended = () => frames.slice(start).some((f) => f.done || f.fault);
+        while (!ended()) await new Promise<void>((resolve) => arrived = resolve);
+        return frames.slice(start);
+      };
+      const closed = new Promise((resolve) => ws.onclose = resolve);
+      await new Promise((resolve) => ws.onopen = resolve);
+      try {
+        for (const model of ["toy-text", "chat-text"]) {
+          ws.send(JSON.stringify({ model, prompt: "hi there" }));
+          const lines = await answer();
+          const done = lines.at(-1)!;
+          assert.equal(done.done, true, JSON.stringify(lines));
+          assert.ok(lines.slice(0, -1).every((l) => typeof l.delta === "string"), model);
+          assert.ok((done.tokens as { out: number }).out > 0, model);
+        }
+        // A bad frame gets the toy's own error frame; the socket stays open.
+        ws.send(new Uint8Array([1, 2]));
+        const [bad] = await answer();
+        assert.deepEqual(bad, {
+          fault: { kind: "invalid_request", text: "send JSON text frames", status: 400 },
+        });
+        ws.send(JSON.stringify({ model: "toy-text" }));
+        const [missing] = await answer();
+        assert.equal((missing.fault as Obj).text, "prompt: required, expected a string");
+        ws.send(JSON.stringify({ model: "toy-text", prompt: "again" }));
+        assert.equal((await answer()).at(-1)!.done, true);
+      } finally {
+        ws.close();
+        await closed;
+      }
+      // Each request frame is a request of its own: its own access-log line and usage (a frame
+      // that is no request gets its error frame and no line).
+      const own = logs.filter((l) => l.endpoint === "toy_socket" && l.status !== 101);
+      assert.deepEqual(own.map((l) => l.status), [200, 200, 200]);
+      assert.ok(own.every((l) => (l.output_tokens as number) > 0), JSON.stringify(own));
+    });
+
     await t.step("config: api toy is accepted only with the toy plugin", async () => {
       checkFormats(config, new Formats([...PLUGINS, toyPlugin]));
       const i = config.providers.findIndex((p) => p.api === "toy");

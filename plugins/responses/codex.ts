@@ -4,23 +4,27 @@
  * metadata for `…` not found" and uses fallback metadata, whose context window is not the
  * model's. Its config carries the window instead; this prints those lines from the `catalog`.
  */
-import type { Config } from "../../src/config.ts";
-import { Router } from "../../src/router.ts";
+import type { Route } from "../../src/contract/handler.ts";
 import { chatPlugin } from "../chat/plugin.ts";
 
-export function codexConfig(config: Config, model: string, baseUrl: string): string {
-  const r = new Router(config).resolve(model);
-  const entry = config.catalog.find((c) => c.id === model);
+/** The model's route and its `catalog` window, as the caller (`main.ts`) resolved them. */
+export interface CodexModel {
+  route: Route;
+  contextWindow?: number;
+}
+
+export function codexConfig({ route: r, contextWindow }: CodexModel, baseUrl: string): string {
+  const model = r.requested;
   const lines = [
     `# Codex (~/.codex/config.toml) for ${model} → ${r.label}`,
     `model = "${model}"`,
     `openai_base_url = "${baseUrl.replace(/\/+$/, "")}/v1"`,
   ];
-  if (entry?.context_window) {
+  if (contextWindow) {
     lines.push(
-      `model_context_window = ${entry.context_window}`,
+      `model_context_window = ${contextWindow}`,
       // Codex's own rule: compact at 90 % of the window.
-      `model_auto_compact_token_limit = ${Math.floor(entry.context_window * 0.9)}`,
+      `model_auto_compact_token_limit = ${Math.floor(contextWindow * 0.9)}`,
     );
   } else {
     lines.push(`# no catalog context_window for ${model}: Codex uses its fallback window`);

@@ -2,14 +2,15 @@
  * OpenAI Responses (`/v1/responses` over HTTP and WebSocket, compact, stored responses): Codex
  * and the OpenAI SDKs. Its model list is chat's (one OpenAI list).
  */
-import type { Plugin } from "../../src/context.ts";
+import type { FormatPlugin } from "../../src/contract/format.ts";
+import type { HandlerContext } from "../../src/contract/handler.ts";
 import { OPENAI_FORWARD_HEADERS, openAiDialect, openAiUpstream } from "../openai.ts";
 import { responsesCodec } from "./codec.ts";
 import { compact, responses } from "./endpoints.ts";
 import { deleteResponse, getResponse, listInputItems } from "./state.ts";
 import { responsesWebSocket } from "./ws.ts";
 
-export const responsesPlugin: Plugin = {
+export const responsesPlugin: FormatPlugin<HandlerContext> = {
   id: "responses",
   family: "openai",
   system: "openai",

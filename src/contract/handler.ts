@@ -9,28 +9,10 @@ import type { Conversations } from "./conversations.ts";
 import type { Handler } from "./format.ts";
 import type { GenerationSpec, OtherEndpoint } from "./generation.ts";
 import type * as ir from "./ir.ts";
+import type { Route } from "./route.ts";
+import type { SocketWire } from "./socket.ts";
 
-/** A provider as a handler sees it. */
-export interface RouteProvider {
-  readonly name: string;
-  /** The format its API speaks (a plugin id). */
-  readonly api: string;
-}
-
-/** The route a model resolved to, as far as a handler may read it. */
-export interface Route {
-  /** The model the client asked for. */
-  readonly requested: string;
-  /** The first target's provider. */
-  readonly provider: RouteProvider;
-  readonly targets: readonly { readonly provider: RouteProvider }[];
-  /** The route's own switches (config `routes[]`). */
-  readonly route: {
-    readonly passthrough: boolean;
-    readonly store?: boolean;
-    readonly compact?: boolean;
-  };
-}
+export type { Route, RouteProvider } from "./route.ts";
 
 export interface HandlerContext {
   readonly req: Request;
@@ -60,6 +42,11 @@ export interface HandlerContext {
   answer(spec: GenerationSpec, res: ir.Response): Response;
   /** An id and a creation time (seconds) for a response made here. */
   localId(): { id: string; now: number };
+  /**
+   * Upgrades the request to a WebSocket whose session the core runs, each frame read and run
+   * by `wire` as a request of its own (src/contract/socket.ts).
+   */
+  socket<F>(wire: SocketWire<F, HandlerContext>): Response;
 }
 
 /** A handler that needs only what the contract offers. */

@@ -56,6 +56,35 @@ const toyGenerate: PluginHandler = async (ctx) => {
   return await ctx.generate({ ingress: toyCodec, body, model, stream, framing: NDJSON });
 };
 
+/**
+ * GET /toy/v1/socket upgraded to a WebSocket: each text frame a toy request, answered with the
+ * toy's stream lines, one per frame. Only the wire is here; the core runs the socket.
+ */
+const toySocket: PluginHandler = (ctx) =>
+  Promise.resolve(ctx.socket<Record<string, unknown>>({
+    errorFrame: (err) => JSON.stringify(toyDialect.errorBody(err)),
+    pacing: "send the next request once the done line came",
+    read(data) {
+      if (typeof data !== "string") throw badRequest("send JSON text frames");
+      let json;
+      try {
+        json = JSON.parse(data);
+      } catch {
+        throw badRequest("a frame is one JSON request");
+      }
+      validate(json);
+      return json;
+    },
+    async run(ctx, socket, json) {
+      const r = ctx.route(modelOf(json));
+      const events = await ctx.events(
+        toyCodec.decodeRequest({ ...json, stream: true }, r.requested),
+        r,
+      );
+      await socket.stream(events, toyCodec.encodeStream({ model: r.requested }));
+    },
+  }));
+
 export const toyPlugin = {
   id: "toy",
   family: "toy",
@@ -70,6 +99,14 @@ export const toyPlugin = {
     pattern: /^\/toy\/v1\/generate$/,
     example: "/toy/v1/generate",
     handler: toyGenerate,
+  }, {
+    name: "toy_socket",
+    operation: "chat",
+    method: "GET",
+    pattern: /^\/toy\/v1\/socket$/,
+    example: "/toy/v1/socket",
+    handler: toySocket,
+    upgrade: true,
   }],
   upstream: {
     authorize: signToy,
