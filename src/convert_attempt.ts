@@ -7,7 +7,7 @@ import type { GenerationSpec } from "./contract/generation.ts";
 import type * as ir from "./contract/ir.ts";
 import { boundFamily } from "./contract/ir.ts";
 import type { RequestContext } from "./context.ts";
-import { answer, idFor, nowSeconds } from "./answer.ts";
+import { answer, idFor, localId, nowSeconds } from "./answer.ts";
 import { localIr, upstreamIr } from "./client_stream.ts";
 import { DEMO_API } from "./config.ts";
 import { demoResponse, demoStream } from "./demo.ts";
@@ -111,7 +111,7 @@ async function irFrom(
   ctx.trace.dropped = undefined;
   if (r.provider.api === DEMO_API) {
     ctx.trace.routed("local");
-    const [id, now] = [idFor(ctx), nowSeconds()];
+    const { id, now } = localId(ctx);
     return req.stream ? localIr(demoStream(req, id, now)) : demoResponse(req, id, now);
   }
   const up = await callConverted(ctx, r, key, req, large);

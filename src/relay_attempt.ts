@@ -41,7 +41,7 @@ export function relaying(
 }
 
 /** One relayed attempt on one target. */
-export async function relayAttempt(
+async function relayAttempt(
   ctx: RequestContext,
   spec: Relayed,
   r: Resolved,
@@ -82,16 +82,20 @@ export async function relayAttempt(
   if (!framing) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
     const read = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
+    let usage;
     try {
-      ctx.trace.reportUsage(answerUsage(up, (other ?? spec.ingress).usage(read.json)));
+      usage = (other ?? spec.ingress).usage(read.json);
     } catch {
-      // an unexpected shape is relayed as is; only the log lacks usage
+      // an unexpected shape is relayed as is; only the format's reading of usage is lost
     }
+    ctx.trace.reportUsage(answerUsage(up, usage));
     body = read.bytes;
   } else {
     const reader = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
-    const decoder = spec.ingress.decodeStream({ now: 0, id: idFor(ctx) });
-    const events = last ? reader : await holdRelayedOpening(reader, decoder);
+    // Only a target that may yet fail over holds its opening (decoded to see where content starts).
+    const events = last
+      ? reader
+      : await holdRelayedOpening(reader, spec.ingress.decodeStream({ now: 0, id: idFor(ctx) }));
     body = relayStream(events, framing, spec.ingress.watch(), ctx.trace);
   }
   return respondRelayed(
