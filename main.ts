@@ -11,7 +11,7 @@ import { Formats } from "./src/formats.ts";
 import { NO_LOG, setAccessLogSink } from "./src/log.ts";
 import { serveMetrics } from "./src/metrics.ts";
 import { configLoader, Reloader, watchConfigFile } from "./src/reload.ts";
-import { Router } from "./src/router.ts";
+import { modelSettings } from "./src/router.ts";
 import { createGateway, createHandler } from "./src/server.ts";
 
 const env = (name: string) => Deno.env.get(name);
@@ -91,9 +91,7 @@ async function main() {
     const base = argValue(Deno.args, "--base-url") ??
       `http://${config.listen.hostname}:${config.listen.port}`;
     try {
-      const route = new Router(config).resolve(codexModel);
-      const contextWindow = config.catalog.find((c) => c.id === codexModel)?.context_window;
-      console.log(codexConfig({ route, contextWindow }, base));
+      console.log(codexConfig(modelSettings(config, codexModel), base));
     } catch (e) {
       console.error(`gateway: ${(e as Error).message}`);
       Deno.exit(2);

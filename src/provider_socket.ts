@@ -34,14 +34,12 @@ export async function openProviderSocket(
   signal: AbortSignal,
 ): Promise<{ socket: ProviderSocket; target: Resolved }> {
   const { formats } = ctx.gw;
-  let target = r;
-  const socket = await failover(ctx, r, {
+  return await failover(ctx, r, {
     // A platform addresses HTTP calls only.
     eligible: (t) => t.provider.api === wire.api && t.provider.platform === undefined,
     bound: wire.bound,
     run: async (t, key) => {
       ctx.trace.attempt();
-      target = t;
       const ws = await openUpstreamSocket({
         provider: t.provider,
         spec: formats.upstream(t.provider.api)!,
@@ -51,10 +49,10 @@ export async function openProviderSocket(
         signal,
         stopping: ctx.gw.stopping,
       });
-      return new ProviderSocket(t.provider.name, ws, t.provider.timeouts, wire, client);
+      const socket = new ProviderSocket(t.provider.name, ws, t.provider.timeouts, wire, client);
+      return { socket, target: t };
     },
   });
-  return { socket, target };
 }
 
 export class ProviderSocket {
@@ -71,7 +69,7 @@ export class ProviderSocket {
     readonly provider: string,
     private readonly ws: WebSocket,
     private readonly timeouts: { first_byte_ms: number; idle_ms: number },
-    private readonly wire: ProviderSocketWire,
+    wire: ProviderSocketWire,
     private readonly client: SocketClient,
   ) {
     ws.onmessage = (e) => {

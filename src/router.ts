@@ -139,6 +139,13 @@ function commonIds(lists: (readonly string[] | undefined)[]): string[] {
   return known[0].filter((id) => known.every((l) => l.includes(id)));
 }
 
+/** A model's route and its catalog context window: what Codex's settings are printed from. */
+export function modelSettings(config: Config, model: string) {
+  const route = new Router(config).resolve(model);
+  const contextWindow = config.catalog.find((c) => c.id === model)?.context_window;
+  return { route, contextWindow };
+}
+
 /** The resolution of a request's model sent to `target` of the same route. */
 export function retarget(
   r: Pick<Resolved, "route" | "targets" | "name">,

@@ -136,8 +136,8 @@ class SocketSession<F> {
     this.sendError(interrupted(why));
   }
 
-  private sendError(err: GatewayError, code?: string) {
-    this.send(this.ctx.gw.secrets.scrub(this.wire.errorFrame(err, code)));
+  private sendError(err: GatewayError) {
+    this.send(this.ctx.gw.secrets.scrub(this.wire.errorFrame(err)));
   }
 
   close(code = 1000, reason?: string) {
@@ -257,7 +257,9 @@ class SocketSession<F> {
       for (let batch = await events.next(); batch; batch = await events.next()) {
         for (const e of batch) {
           watch.see(e);
-          await encoder.transform(e, frames);
+          // Most encoders are synchronous: no await (a turn of the microtask queue) for them.
+          const held = encoder.transform(e, frames);
+          if (held) await held;
         }
         // The provider's stream is not read while the client leaves frames unread.
         if (!await this.backlog.drained()) {
@@ -278,9 +280,9 @@ class SocketSession<F> {
   }
 
   /** Answers a frame with an error frame, the socket staying open. */
-  refuse(trace: Trace, err: GatewayError, code?: string) {
+  refuse(trace: Trace, err: GatewayError) {
     trace.status = err.status;
-    this.sendError(err, code);
+    this.sendError(err);
   }
 
   /**
@@ -338,8 +340,8 @@ class FrameReply<F> implements SocketReply {
     return this.session.stream(this.ctx.trace, events, encoder, sent);
   }
 
-  refuse(err: GatewayError, code?: string): void {
-    this.session.refuse(this.ctx.trace, err, code);
+  refuse(err: GatewayError): void {
+    this.session.refuse(this.ctx.trace, err);
   }
 
   // The routes a plugin passes back are the ones `ctx.route` gave it: the core's own.

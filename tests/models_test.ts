@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { codexConfig as codexSettings } from "../plugins/responses/codex.ts";
 import { type Config, validateConfig } from "../src/config.ts";
-import { Router } from "../src/router.ts";
+import { modelSettings } from "../src/router.ts";
 import {
   anthropicHeaders,
   googleHeaders,
@@ -149,9 +149,7 @@ Deno.test("models: a catalog id no route serves is a startup error", async () =>
 
 /** Codex's settings as `main.ts --codex-config` resolves the model for them. */
 function codexConfig(config: Config, model: string, baseUrl: string): string {
-  const route = new Router(config).resolve(model);
-  const contextWindow = config.catalog.find((c) => c.id === model)?.context_window;
-  return codexSettings({ route, contextWindow }, baseUrl);
+  return codexSettings(modelSettings(config, model), baseUrl);
 }
 
 Deno.test("models: Codex settings for a route carry the catalog's window", async () => {

@@ -21,10 +21,12 @@ import { openAiDialect } from "../openai.ts";
 import { responsesCodec } from "./codec.ts";
 import { checkStatefulFields, isPassthroughRoute, warmupResponse } from "./endpoints.ts";
 import { responseSettings } from "./echo.ts";
-import { parseRequest, validateRequest } from "./schema.ts";
+import { parseRequest, type ResponsesRequest } from "./schema.ts";
 import { inputItems, newResponseId, storedChain } from "./state.ts";
 
 const TERMINAL = ["response.completed", "response.incomplete", "response.failed"];
+/** How an ending frame's type reads in its text: searched for in every relayed provider frame. */
+const ENDING_TYPES = [...TERMINAL, "error"].map((t) => `"type":"${t}"`);
 
 export const responsesWebSocket: PluginHandler = (ctx) =>
   Promise.resolve(ctx.socket(new ResponsesSocket()));
@@ -36,7 +38,8 @@ interface LastResponse {
 }
 
 /** A `response.create` frame's request body (the frame without its `type`). */
-type Frame = { json: Record<string, unknown>; text: string };
+/** A request frame: its body as validated (typed, so it is parsed once), and its text. */
+type Frame = { json: ResponsesRequest; text: string };
 
 /** One client socket's Responses wire, with the socket's own last response for chaining. */
 class ResponsesSocket implements SocketWire<Frame, HandlerContext> {
@@ -52,13 +55,9 @@ class ResponsesSocket implements SocketWire<Frame, HandlerContext> {
   };
 
   /** An error frame as the Responses WebSocket sends it (Codex maps `status`). */
-  errorFrame(err: GatewayError, code?: string): string {
-    const { error } = openAiDialect.errorBody(err) as { error: Record<string, unknown> };
-    return JSON.stringify({
-      type: "error",
-      status: err.status,
-      error: { ...error, ...(code && { code }) },
-    });
+  errorFrame(err: GatewayError): string {
+    const { error } = openAiDialect.errorBody(err) as { error: unknown };
+    return JSON.stringify({ type: "error", status: err.status, error });
   }
 
   read(data: unknown): Frame | undefined {
@@ -85,7 +84,7 @@ class ResponsesSocket implements SocketWire<Frame, HandlerContext> {
       );
     }
     const { type: _, ...body } = frame;
-    return { json: validateRequest(body), text: data };
+    return { json: parseRequest(body), text: data };
   }
 
   async run(ctx: HandlerContext, socket: SocketReply, { json, text }: Frame): Promise<void> {
@@ -111,7 +110,7 @@ class ResponsesSocket implements SocketWire<Frame, HandlerContext> {
     ctx: HandlerContext,
     socket: SocketReply,
     r: Route,
-    json: Record<string, unknown>,
+    json: ResponsesRequest,
   ) {
     const id = newResponseId();
     let input: unknown[] = inputItems(json.input, id);
@@ -126,7 +125,7 @@ class ResponsesSocket implements SocketWire<Frame, HandlerContext> {
         } else chain = await storedChain(ctx, r, previous);
       } catch (e) {
         const err = e instanceof GatewayError ? e : new GatewayError(500, "upstream", String(e));
-        return socket.refuse(err, e instanceof GatewayError ? e.code : undefined);
+        return socket.refuse(err);
       }
       input = [...chain, ...input];
     }
@@ -147,7 +146,7 @@ class ResponsesSocket implements SocketWire<Frame, HandlerContext> {
       model: r.requested,
       compaction: req.compaction,
       tools: req.tools,
-      echo: responseSettings(parseRequest(json), store),
+      echo: responseSettings(json, store),
       ...(store && { id }),
       onAnswer: keep.onAnswer,
     });
@@ -159,9 +158,7 @@ class ResponsesSocket implements SocketWire<Frame, HandlerContext> {
 
 /** Of a provider's frame: the end of the response in flight, with its status or usage. */
 function providerFrameEnd(text: string): ResponseEnd | undefined {
-  if (!TERMINAL.some((t) => text.includes(`"type":"${t}"`)) && !text.includes('"type":"error"')) {
-    return undefined;
-  }
+  if (!ENDING_TYPES.some((t) => text.includes(t))) return undefined;
   try {
     const event = JSON.parse(text);
     if (event.type === "error") return { status: event.status ?? 500 };

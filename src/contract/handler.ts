@@ -12,7 +12,7 @@ import type * as ir from "./ir.ts";
 import type { Route } from "./route.ts";
 import type { SocketWire } from "./socket.ts";
 
-export type { Route, RouteProvider } from "./route.ts";
+export type { Route } from "./route.ts";
 
 export interface HandlerContext {
   readonly req: Request;

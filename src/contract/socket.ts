@@ -12,8 +12,8 @@ import type { SseEvent } from "./sse.ts";
 
 /** A socket endpoint's wire; `F` is a frame as the plugin reads it, `C` a frame's context. */
 export interface SocketWire<F, C> {
-  /** An error as this wire's frame (`code`, when given, replaces the error's own). */
-  errorFrame(err: GatewayError, code?: string): string;
+  /** An error as this wire's frame. */
+  errorFrame(err: GatewayError): string;
   /**
    * Reads a frame the client sent (text, or binary as Deno delivers it): what to run, or
    * undefined for a frame that asks nothing (an acknowledgement). Throws a GatewayError for a
@@ -65,7 +65,7 @@ export interface SocketReply {
     sent?: (e: SseEvent) => void,
   ): Promise<boolean>;
   /** Answers the frame with an error frame; the socket stays open. */
-  refuse(err: GatewayError, code?: string): void;
+  refuse(err: GatewayError): void;
   /**
    * Sends `frame` (given the model its target calls it) on the session's provider socket, opened
    * on the first relayed frame among `route`'s targets of `upstream.api` (the wire must declare
