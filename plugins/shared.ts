@@ -287,3 +287,46 @@ export function rateLimitHeaders(
  * (each dialect's own ending, src/contract/format.ts `interruption`).
  */
 export const DONE = "data: [DONE]\n\n";
+
+/**
+ * Applies one IR stream event to the response it adds up to, its parts built in place: a whole
+ * answer decoded as events (Gemini), or a stream kept as the resource it would have been.
+ */
+export function foldEvent(res: ir.Response, e: ir.StreamEvent): void {
+  const part = "index" in e ? res.parts[e.index] : undefined;
+  switch (e.type) {
+    case "start":
+      Object.assign(res, { id: e.id, model: e.model, created: e.created });
+      if (e.usage) res.usage = e.usage;
+      break;
+    case "part_start":
+      res.parts[e.index] = e.part.type === "text" || e.part.type === "thinking"
+        ? { ...e.part, text: "" }
+        : e.part.type === "tool_call"
+        ? { ...e.part, arguments: "" }
+        : e.part;
+      break;
+    case "text_delta":
+    case "thinking_delta":
+      if (part?.type === "text" || part?.type === "thinking") part.text += e.text;
+      break;
+    case "arguments_delta":
+      if (part?.type === "tool_call") part.arguments += e.json;
+      break;
+    case "citation":
+      if (part?.type === "text") (part.citations ??= []).push(e.citation);
+      break;
+    case "signature":
+      if (part?.type === "text" || part?.type === "thinking" || part?.type === "tool_call") {
+        part.signature = e.signature;
+      }
+      break;
+    case "usage":
+      res.usage = e.usage;
+      break;
+    case "finish":
+      res.finish = e.reason;
+      if (e.usage) res.usage = e.usage;
+      break;
+  }
+}

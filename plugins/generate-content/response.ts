@@ -3,7 +3,7 @@ import type * as ir from "../../src/contract/ir.ts";
 import type { ClientContext, DecodeContext } from "../../src/contract/codec.ts";
 import { carrySignature } from "../../src/signature.ts";
 import { ChunkDecoder } from "./chunks.ts";
-import { argumentsObject } from "../shared.ts";
+import { argumentsObject, foldEvent } from "../shared.ts";
 import { FAMILY, redactedSignature } from "./parts.ts";
 
 import { GroundingBuilder } from "./grounding.ts";
@@ -17,40 +17,6 @@ export function decodeResponse(body: Obj, ctx: DecodeContext): ir.Response {
   const res: ir.Response = { id: ctx.id, model: "", created: ctx.now, parts: [], finish: "stop" };
   for (const e of events) foldEvent(res, e);
   return res;
-}
-
-/** Applies one of the body's IR events to the response being built. */
-function foldEvent(res: ir.Response, e: ir.StreamEvent) {
-  const part = "index" in e ? res.parts[e.index] : undefined;
-  switch (e.type) {
-    case "start":
-      Object.assign(res, { id: e.id, model: e.model, created: e.created });
-      break;
-    case "part_start":
-      res.parts[e.index] = e.part.type === "tool_call"
-        ? { ...e.part, arguments: "" }
-        : e.part.type === "redacted_thinking" || e.part.type === "hosted_call"
-        ? e.part
-        : { ...e.part, text: "" };
-      break;
-    case "citation":
-      if (part?.type === "text") (part.citations ??= []).push(e.citation);
-      break;
-    case "text_delta":
-    case "thinking_delta":
-      (part as ir.TextPart | ir.ThinkingPart).text += e.text;
-      break;
-    case "arguments_delta":
-      (part as ir.ToolCallPart).arguments += e.json;
-      break;
-    case "signature":
-      (part as ir.TextPart | ir.ThinkingPart | ir.ToolCallPart).signature = e.signature;
-      break;
-    case "finish":
-      res.finish = e.reason;
-      if (e.usage) res.usage = e.usage;
-      break;
-  }
 }
 
 // ---- ingress ----
