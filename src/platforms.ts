@@ -141,8 +141,7 @@ export function readPlatformError(
 /**
  * Sends a call through its platform: addressed and shaped by it (`out.url` is replaced, the
  * body adjusted), credentialed, and sent once more with a fresh credential when the platform
- * refused the first with a 401 and the credential can mint another. A JSON answer comes back
- * in the format's shape where the platform's operation has its own.
+ * refused the first with a 401 and the credential can mint another.
  */
 export async function sendThrough(
   p: PlatformRequest,
@@ -157,15 +156,21 @@ export async function sendThrough(
     out.body = JSON.stringify(platform.adjust({ ...p.json }, out.headers, p.call, provider));
   }
   await authorize(p, out, key, signal);
-  let res = await send(out);
-  if (res.status === 401 && credential.refused) {
-    await res.body?.cancel();
-    credential.refused(out);
-    await authorize(p, out, key, signal);
-    res = await send(out);
-  }
-  if (!res.ok || p.call.stream) return res;
-  return await platform.answer?.(res, p.call, provider) ?? res;
+  const res = await send(out);
+  if (res.status !== 401 || !credential.refused) return res;
+  await res.body?.cancel();
+  credential.refused(out);
+  await authorize(p, out, key, signal);
+  return await send(out);
+}
+
+/** A successful JSON answer's reshaping by the platform of `p`, if its operation needs one. */
+export function platformAnswer(
+  p: PlatformRequest | undefined,
+): ((json: Record<string, unknown>) => Record<string, unknown> | undefined) | undefined {
+  const answer = p?.binding.platform.answer;
+  if (!answer || p.call.stream) return undefined;
+  return (json) => answer(json, p.call, p.binding.provider);
 }
 
 /** A credential that cannot be had (a token endpoint refusing, say) is a 502 that says so. */

@@ -11,7 +11,7 @@ import { ClientGone } from "./stream_end.ts";
 import { Deadline } from "./deadline.ts";
 import type { AnyPlatform } from "./contract/platform.ts";
 import type { UpstreamFraming } from "./contract/framing.ts";
-import { platformFraming, type PlatformRequest, sendThrough } from "./platforms.ts";
+import { platformAnswer, platformFraming, type PlatformRequest, sendThrough } from "./platforms.ts";
 
 interface UpstreamRequest {
   provider: ProviderConfig;
@@ -51,6 +51,8 @@ export interface UpstreamResponse {
   platform?: AnyPlatform;
   /** A stream's framing, the platform's around the format's; a JSON answer has none. */
   framing?: UpstreamFraming;
+  /** A JSON answer in the format's shape, where the platform's operation answers in its own. */
+  reshape?: (json: Record<string, unknown>) => Record<string, unknown> | undefined;
 }
 
 /**
@@ -122,7 +124,17 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
   }
   const platform = r.platform?.binding.platform;
   const framing = r.framing && platformFraming(r.platform, r.framing);
-  const up = { res, provider: r.provider.name, deadline, abort, release, platform, framing };
+  const reshape = platformAnswer(r.platform);
+  const up = {
+    res,
+    provider: r.provider.name,
+    deadline,
+    abort,
+    release,
+    platform,
+    framing,
+    reshape,
+  };
   if (res.ok) checkContentType(up, framing?.mediaType ?? JSON_TYPE);
   return up;
 }

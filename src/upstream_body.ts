@@ -98,6 +98,8 @@ export async function readUpstreamJson(
     throw invalid("invalid JSON");
   }
   if (!json || typeof json !== "object" || Array.isArray(json)) throw invalid("a non-object JSON");
+  const reshaped = up.reshape?.(json as Record<string, unknown>);
+  if (reshaped) return { bytes: encoder.encode(JSON.stringify(reshaped)), json: reshaped };
   return { bytes, json: json as Record<string, unknown> };
 }
 

@@ -21,6 +21,7 @@ import {
 import { startMockUpstream, TOKENS } from "./mock/upstream.ts";
 import { Secrets } from "../src/secrets.ts";
 import { countTokensAnswer } from "../plugins/platforms/bedrock_wire.ts";
+import type { GatewayError } from "../src/contract/errors.ts";
 import {
   bedrockProvider,
   platformConfig,
@@ -408,10 +409,12 @@ Deno.test("aws-bedrock: Anthropic token counting goes to CountTokens, the Invoke
       assert.equal(counted().sent.path, "/model/anthropic.claude-text-v1%3A0/count-tokens");
     });
 
-    await t.step("an answer without the count is a 502, not a made-up number", async () => {
-      const res = await countTokensAnswer(Response.json({ tokens: 3 }));
-      assert.equal(res.status, 502);
-      assert.match(await res.text(), /without a number in inputTokens/);
+    await t.step("an answer without the count is a 502, not a made-up number", () => {
+      assert.throws(() => countTokensAnswer({ tokens: 3 }), (e: GatewayError) => {
+        assert.equal(e.status, 502);
+        assert.match(e.message, /without a number in inputTokens/);
+        return true;
+      });
     });
   } finally {
     await h.close();

@@ -142,7 +142,8 @@ export const bedrockPlatform: Platform<AwsSettings> = {
     const adjusted = adjust?.(body, headers) ?? body;
     return operation === "count_tokens" && countInput ? { input: countInput(adjusted) } : adjusted;
   },
-  answer: (res, { operation }) => operation === "count_tokens" ? countTokensAnswer(res) : undefined,
+  answer: (json, { operation }) =>
+    operation === "count_tokens" ? countTokensAnswer(json) : undefined,
   framing: (inner, _call, { api }) => APIS[api].framing(inner),
   usage: invocationUsage,
   readError: (status, headers, body) => bedrockError(status, headers, body),

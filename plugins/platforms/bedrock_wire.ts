@@ -4,7 +4,7 @@
  * InvokeModel streams (AWS event-stream `chunk` frames, each holding one event of the format
  * in base64) re-framed as the format's SSE, the events' JSON byte for byte.
  */
-import { badRequest, type ErrorKind } from "../../src/contract/errors.ts";
+import { badRequest, type ErrorKind, GatewayError } from "../../src/contract/errors.ts";
 import type { StreamException, UpstreamFraming } from "../../src/contract/framing.ts";
 import type { Usage } from "../../src/contract/ir.ts";
 import type { PlatformError } from "../../src/contract/platform.ts";
@@ -103,25 +103,14 @@ export function bedrockError(
 
 /**
  * CountTokens' answer `{"inputTokens": N}` as Anthropic's `{"input_tokens": N}`. An answer
- * without the count is a 502 in Bedrock's envelope (read as any Bedrock error).
+ * without the count is a 502.
  */
-export async function countTokensAnswer(res: Response): Promise<Response> {
-  const text = await res.text();
-  let count: unknown;
-  try {
-    count = JSON.parse(text)?.inputTokens;
-  } catch {
-    count = undefined;
-  }
-  const json = { "content-type": "application/json" };
+export function countTokensAnswer(json: Record<string, unknown>): Record<string, unknown> {
+  const count = json.inputTokens;
   if (typeof count !== "number") {
-    const message = "CountTokens answered without a number in inputTokens";
-    return new Response(JSON.stringify({ message }), { status: 502, headers: json });
+    throw new GatewayError(502, "upstream", "CountTokens answered without a number in inputTokens");
   }
-  return new Response(JSON.stringify({ input_tokens: count }), {
-    status: res.status,
-    headers: json,
-  });
+  return { input_tokens: count };
 }
 
 /** One of Bedrock's token-count headers as a number, if it is one. */

@@ -126,15 +126,16 @@ export interface Platform<S = unknown> {
     provider: PlatformProvider<S>,
   ): UpstreamFraming;
   /**
-   * A successful JSON answer as the format reads it, where the platform's own operation answers
-   * in another shape (Bedrock's CountTokens `{"inputTokens"}` for Anthropic's
-   * `{"input_tokens"}`); undefined: the answer stands. Never called for streams.
+   * A successful JSON answer (read whole by the core: bounded, scrubbed, parsed) as the format
+   * reads it, where the platform's own operation answers in another shape (Bedrock's CountTokens
+   * `{"inputTokens"}` for Anthropic's `{"input_tokens"}`); undefined: the answer stands. Throws
+   * a GatewayError for an answer it cannot read. Never called for streams.
    */
   answer?(
-    res: Response,
+    json: Record<string, unknown>,
     call: PlatformCall,
     provider: PlatformProvider<S>,
-  ): Promise<Response> | undefined;
+  ): Record<string, unknown> | undefined;
   /**
    * The usage of a successful JSON answer where the platform reports its own counts (Bedrock's
    * token-count headers), given the body's as the format read it; undefined: the body's stands.
