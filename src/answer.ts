@@ -8,7 +8,8 @@ import type { GenerationSpec } from "./contract/generation.ts";
 import type * as ir from "./contract/ir.ts";
 import type { RequestContext } from "./context.ts";
 import { clientStream, localIr } from "./client_stream.ts";
-import { respond, STREAM_HEADERS } from "./http.ts";
+import { respond } from "./headers.ts";
+import { STREAM_HEADERS } from "./http.ts";
 import { sseFraming } from "./stream_stage.ts";
 
 /**

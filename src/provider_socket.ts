@@ -8,7 +8,7 @@ import type { ProviderSocketWire, ResponseEnd } from "./contract/socket.ts";
 import type { RequestContext } from "./context.ts";
 import { Deadline } from "./deadline.ts";
 import { failover } from "./failover.ts";
-import { pickHeaders } from "./http.ts";
+import { pickHeaders } from "./headers.ts";
 import { openUpstreamSocket } from "./relay.ts";
 import type { Resolved } from "./router.ts";
 import type { Trace } from "./trace.ts";

@@ -6,7 +6,7 @@
 import type { ProviderConfig } from "./config.ts";
 import { GatewayError } from "./contract/errors.ts";
 import type { OutgoingRequest, UpstreamSpec } from "./contract/format.ts";
-import { type HeaderPairs, headersFrom, pairsOf } from "./http.ts";
+import { type HeaderPairs, headersFrom, pairsOf } from "./headers.ts";
 import { ClientGone } from "./stream_end.ts";
 import { Deadline } from "./deadline.ts";
 import type { AnyPlatform } from "./contract/platform.ts";

@@ -10,7 +10,7 @@ import { errorResponse } from "./error_response.ts";
 import { type Attempt, ProviderFailure } from "./failover.ts";
 import type { PoolKey } from "./health.ts";
 import { holdRelayedOpening } from "./hold_opening.ts";
-import { headersFrom, pickHeaders, respondRelayed, upstreamHeaders } from "./http.ts";
+import { headersFrom, pickHeaders, respondRelayed, upstreamHeaders } from "./headers.ts";
 import { callUpstream, type UpstreamResponse } from "./relay.ts";
 import {
   answerUsage,

@@ -6,7 +6,7 @@
 import type { EndpointSpec } from "./contract/format.ts";
 import type { ErrorKind } from "./contract/errors.ts";
 import type { Usage } from "./contract/ir.ts";
-import type { Resolved } from "./router.ts";
+import type { ProviderConfig } from "./config.ts";
 
 /** How a request reached its answer: bytes relayed, converted through the IR, or answered here. */
 export type Mode = "relay" | "convert" | "local";
@@ -131,8 +131,11 @@ export class Trace {
     return t;
   }
 
-  /** The route a model resolved to (known before the mode is). */
-  target(model: string, r: Resolved): void {
+  /** The route a model resolved to (known before the mode is): a `Resolved` of src/router.ts. */
+  target(
+    model: string,
+    r: { upstreamModel: string; label: string; name: string; provider: ProviderConfig },
+  ): void {
     this.model = model;
     this.upstreamModel = r.upstreamModel;
     this.route = r.label;

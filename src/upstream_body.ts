@@ -8,7 +8,7 @@ import { fromProviderError, GatewayError } from "./contract/errors.ts";
 import type { UpstreamSpec } from "./contract/format.ts";
 import type { Usage } from "./contract/ir.ts";
 import type { AnyPlatform } from "./contract/platform.ts";
-import { headersFrom, RETRY_HEADERS, upstreamHeaders } from "./http.ts";
+import { headersFrom, RETRY_HEADERS, upstreamHeaders } from "./headers.ts";
 import { readPlatformError } from "./platforms.ts";
 import type { UpstreamResponse } from "./relay.ts";
 import type { Secrets } from "./secrets.ts";

@@ -10,7 +10,7 @@ import { type Config, validateConfig } from "../src/config.ts";
 import { MemoryLimitStore } from "../src/limits/store.ts";
 import type { Limits } from "../src/limits/schema.ts";
 import { Reloader } from "../src/reload.ts";
-import { goDuration } from "../src/limits/windows.ts";
+import { goDuration } from "../plugins/openai.ts";
 import {
   anthropicHeaders,
   googleHeaders,

@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { MemoryLimitStore } from "../src/limits/store.ts";
-import { day, goDuration, month, SlidingWindow } from "../src/limits/windows.ts";
+import { day, month, SlidingWindow } from "../src/limits/windows.ts";
+import { goDuration } from "../plugins/openai.ts";
 
 const at = (iso: string) => Date.parse(iso);
 

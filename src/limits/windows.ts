@@ -104,15 +104,3 @@ export function reached(limits: Limits, windows: Windows): LimitName | undefined
   }
   return last;
 }
-
-/** A duration as OpenAI's headers write it: `1s`, `6m0s`, `2h3m4s` (seconds rounded up). */
-export function goDuration(ms: number): string {
-  let s = Math.max(0, Math.ceil(ms / 1000));
-  const h = Math.floor(s / 3600);
-  s -= h * 3600;
-  const m = Math.floor(s / 60);
-  s -= m * 60;
-  if (h) return `${h}h${m}m${s}s`;
-  if (m) return `${m}m${s}s`;
-  return `${s}s`;
-}
