@@ -2,9 +2,9 @@
  * What the two OpenAI formats (chat completions and Responses) share: their clients' error
  * dialect and key, and how their providers are credentialed. Not a plugin of its own.
  */
-import type { ErrorKind, GatewayError } from "../src/contract/errors.ts";
-import type { Dialect, UpstreamSpec } from "../src/contract/format.ts";
-import type { ListedModel } from "../src/contract/format.ts";
+import type { ErrorKind, GatewayError } from "../src/kit/errors.ts";
+import type { Dialect, UpstreamSpec } from "../src/kit/format.ts";
+import type { ListedModel } from "../src/kit/format.ts";
 import {
   ANTHROPIC_STATUSES,
   bearer,

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { parse } from "yaml";
-import type { Endpoint } from "../src/formats.ts";
+import type { Endpoint } from "../src/request/formats.ts";
 import { FORMATS } from "./helpers.ts";
 
 const KONG_YML = new URL("../kong.yml", import.meta.url);

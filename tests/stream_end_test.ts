@@ -1,7 +1,7 @@
 /** The ending of a cut SSE stream is the client dialect's own text: the core adds nothing. */
 import assert from "node:assert/strict";
-import type { Dialect } from "../src/contract/format.ts";
-import { sseFraming } from "../src/stream_stage.ts";
+import type { Dialect } from "../src/kit/format.ts";
+import { sseFraming } from "../src/request/stream_stage.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 
 /** A dialect without an end marker (the Interactions API has none). */

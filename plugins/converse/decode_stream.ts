@@ -5,9 +5,9 @@
  * error before content fails the attempt over (src/hold_opening.ts). Text and reasoning blocks have no
  * start event in Converse: their first delta opens them.
  */
-import type * as ir from "../../src/contract/ir.ts";
-import type { DecodeContext, StreamStep } from "../../src/contract/codec.ts";
-import type { SseEvent } from "../../src/contract/sse.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { DecodeContext, StreamStep } from "../../src/kit/codec.ts";
+import type { SseEvent } from "../../src/kit/sse.ts";
 import { jsonObjectOf } from "../shared.ts";
 import { stopPart } from "../messages/common.ts";
 import { bedrockException } from "../platforms/bedrock_wire.ts";
