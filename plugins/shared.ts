@@ -284,7 +284,7 @@ export function rateLimitHeaders(
 
 /**
  * Chat's end-of-stream record. The gateway's SSE dialects send it after an interruption event
- * (each dialect's own ending, src/contract/format.ts `interruption`).
+ * (each dialect's own ending, src/kit/format.ts `interruption`).
  */
 export const DONE = "data: [DONE]\n\n";
 

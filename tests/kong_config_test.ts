@@ -1,6 +1,6 @@
 /**
  * kong.yml agrees with the service: every public endpoint the format plugins and the core serve
- * (src/formats.ts) is routed by Kong,
+ * (src/request/formats.ts) is routed by Kong,
  * no route leads to a path the service lacks, health endpoints stay private, and the routes and
  * service are set up for long unbuffered streams. Runs `deck validate` when decK is installed.
  */

@@ -2,7 +2,7 @@
  * Upstream: ConverseStream events (framing.ts names each by its `:event-type`, or its
  * `:exception-type` for exceptions) to IR stream events. An exception is an IR error, so the
  * client hears Bedrock's kind in its own dialect (a rate limit, not a bare interruption), and an
- * error before content fails the attempt over (src/hold_opening.ts). Text and reasoning blocks have no
+ * error before content fails the attempt over (src/request/hold_opening.ts). Text and reasoning blocks have no
  * start event in Converse: their first delta opens them.
  */
 import type * as ir from "../../src/kit/ir.ts";

@@ -1,6 +1,6 @@
 /**
  * Stored responses on routes where the gateway builds the Responses object itself, on the core's
- * stored-conversation service (src/conversations.ts, which keeps a finished response unless
+ * stored-conversation service (src/request/conversations.ts, which keeps a finished response unless
  * `store: false`): expanding `previous_response_id` into the stored chain's items, and
  * GET / DELETE /v1/responses/{id} and GET …/input_items, all by the calling client key.
  */

@@ -1,7 +1,7 @@
 /**
  * GET /v1/responses upgraded to a WebSocket (Codex's transport): one `response.create` JSON
  * frame in, the Responses stream events out, one JSON event per text frame. The core runs the
- * socket (src/socket_session.ts: per-frame auth and limits, bounds, backlog, the provider
+ * socket (src/request/socket_session.ts: per-frame auth and limits, bounds, backlog, the provider
  * socket); this is what its frames mean.
  *
  * - Passthrough routes get one upstream WebSocket per client socket, because with

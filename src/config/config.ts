@@ -18,10 +18,10 @@ import {
   priceSchema,
 } from "./limits.ts";
 
-/** The core's own provider api: answers locally, no upstream (src/demo.ts). */
+/** The core's own provider api: answers locally, no upstream (src/request/demo.ts). */
 export const DEMO_API = "demo";
 
-/** What validation asks of the format registry (src/formats.ts), seen from here. */
+/** What validation asks of the format registry (src/request/formats.ts), seen from here. */
 export interface KnownFormats {
   /** The provider apis a config may name. */
   readonly ids: readonly string[];
@@ -33,7 +33,7 @@ export interface KnownFormats {
   readonly platforms?: KnownPlatforms;
 }
 
-/** What validation asks of the platform registry (src/platforms.ts). */
+/** What validation asks of the platform registry (src/request/platforms.ts). */
 export interface KnownPlatforms {
   /** What is wrong with a provider that names a platform, at paths below the provider. */
   check(provider: ProviderConfig): Issue[];
@@ -84,7 +84,7 @@ const providerFields = z.object({
   /** A format plugin's id (checked against the plugins by checkFormats), or `demo`. */
   api: z.string().min(1),
   /**
-   * A platform plugin's id (src/contract/platform.ts): how the api is reached. Absent: the
+   * A platform plugin's id (src/kit/platform.ts): how the api is reached. Absent: the
    * vendor's own API. Its block (`aws:`) is checked by the platform's schema in checkFormats.
    */
   platform: z.string().min(1).optional(),

@@ -63,7 +63,7 @@ export const limitsStoreSchema = z.strictObject({
 
 export type LimitsStoreConfig = z.infer<typeof limitsStoreSchema>;
 
-/** What the limit policy reads of a config (src/limits/policy.ts). */
+/** What the limit policy reads of a config (src/state/limits/policy.ts). */
 export interface PolicyConfig {
   keys: readonly { name: string; limits?: Limits; admin?: boolean }[];
   consumers: z.infer<typeof consumersSchema>;

@@ -1,6 +1,6 @@
 /**
  * A format's codec, in both directions: as the client's format (ingress) and as a provider's
- * API (upstream). It is the conversion half of a format plugin (src/contract/format.ts); the core
+ * API (upstream). It is the conversion half of a format plugin (src/kit/format.ts); the core
  * converts only through it.
  */
 import type * as ir from "./ir.ts";
@@ -56,7 +56,7 @@ export interface ClientContext {
   id?: string;
   /**
    * Called with the finished answer object before the client gets its end (the
-   * stored-conversation hook, src/conversations.ts); a stream's terminal event waits for the
+   * stored-conversation hook, src/request/conversations.ts); a stream's terminal event waits for the
    * returned promise.
    */
   onAnswer?: (answer: Record<string, unknown>) => Promise<void> | void;

@@ -1,6 +1,6 @@
 /**
  * The stored-conversation service as a handler sees it (`HandlerContext.conversations`; the core
- * implements it in src/conversations.ts over src/store.ts). Every lookup is by the calling client
+ * implements it in src/request/conversations.ts over src/state/store.ts). Every lookup is by the calling client
  * key, so a key never reads, chains or deletes another key's conversation.
  */
 import type { ClientContext } from "./codec.ts";

@@ -3,7 +3,7 @@
  * wire format — endpoints, where its clients put keys, its error envelope, how an upstream
  * request is credentialed or signed, its stream framing, usage and end markers (through its
  * codec) — and `main.ts` hands the plugins to the core (`createGateway`). Nothing in
- * `src/contract/` imports the rest of `src/`, and nothing in `src/` imports `plugins/`; the
+ * `src/kit/` imports the rest of `src/`, and nothing in `src/` imports `plugins/`; the
  * vendor traces left in the core are listed in docs/design.md#format-plugins.
  */
 import type { Codec } from "./codec.ts";
@@ -107,7 +107,7 @@ export interface UpstreamSpec extends ProviderErrors {
   responseHeaders?: readonly string[];
   /** Why a model name cannot be sent to this format's providers (e.g. it goes in a URL). */
   unsafeModel?(model: string): string | undefined;
-  /** The providers' own model list, read for the gateway's lists (src/provider_models.ts). */
+  /** The providers' own model list, read for the gateway's lists (src/request/provider_models.ts). */
   models?: ProviderModelList;
 }
 

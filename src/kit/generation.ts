@@ -1,6 +1,6 @@
 /**
  * What a generation endpoint declares, for the core to run: the request, how it may reach
- * providers and how the client is answered. The core owns the sequence (src/generation.ts).
+ * providers and how the client is answered. The core owns the sequence (src/request/generation.ts).
  */
 import type { ClientContext, Codec } from "./codec.ts";
 import type { UpstreamFraming } from "./framing.ts";

@@ -44,7 +44,7 @@ export interface HandlerContext {
   localId(): { id: string; now: number };
   /**
    * Upgrades the request to a WebSocket whose session the core runs, each frame read and run
-   * by `wire` as a request of its own (src/contract/socket.ts).
+   * by `wire` as a request of its own (src/kit/socket.ts).
    */
   socket<F>(wire: SocketWire<F, HandlerContext>): Response;
 }

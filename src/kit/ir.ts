@@ -6,7 +6,7 @@
  */
 import type { ErrorKind } from "./errors.ts";
 
-/** A format plugin's id, the `api:` of the providers that speak it (src/contract/format.ts). */
+/** A format plugin's id, the `api:` of the providers that speak it (src/kit/format.ts). */
 export type Api = string;
 
 /**

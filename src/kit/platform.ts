@@ -3,7 +3,7 @@
  * format plugin: the shapes of bodies and stream events) reached through a platform
  * (`platform:`: how a call is addressed, credentialed, framed and how its errors read). A
  * provider without `platform:` is the vendor's own API, exactly as its format plugin describes
- * it. `main.ts` hands the platforms to the core beside the formats; nothing in `src/contract/`
+ * it. `main.ts` hands the platforms to the core beside the formats; nothing in `src/kit/`
  * imports the rest of `src/`.
  */
 import type { z } from "zod";

@@ -1,6 +1,6 @@
 /**
  * Server-sent events as the codecs see them. Upstream bytes are split into events by the relay's
- * stream stage (src/stream_stage.ts), which must know byte boundaries to forward whole events;
+ * stream stage (src/request/stream_stage.ts), which must know byte boundaries to forward whole events;
  * tests check it against eventsource-parser on every golden stream.
  */
 

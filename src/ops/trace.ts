@@ -131,7 +131,7 @@ export class Trace {
     return t;
   }
 
-  /** The route a model resolved to (known before the mode is): a `Resolved` of src/router.ts. */
+  /** The route a model resolved to (known before the mode is): a `Resolved` of src/request/router.ts. */
   target(
     model: string,
     r: { upstreamModel: string; label: string; name: string; provider: ProviderConfig },

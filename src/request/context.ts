@@ -30,7 +30,7 @@ export interface Gateway {
   limiter: Limiter;
   /** The models each provider reports, read in the background; shared by all snapshots. */
   providerModels: ReportedModels;
-  /** Stored conversations, of every format that keeps them (src/conversations.ts). */
+  /** Stored conversations, of every format that keeps them (src/request/conversations.ts). */
   store: ConversationStore;
   /**
    * Every provider credential, scrubbed from whatever upstream text leaves the gateway. Shared
@@ -57,7 +57,7 @@ export interface Gateway {
 }
 
 /**
- * The models providers report on their own list endpoints (src/provider_models.ts), for the
+ * The models providers report on their own list endpoints (src/request/provider_models.ts), for the
  * model lists. Declared here so that the snapshot does not import the reader.
  */
 export interface ReportedModels {

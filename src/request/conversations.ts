@@ -1,6 +1,6 @@
 /**
  * The stored-conversation service the format plugins share (`HandlerContext.conversations`,
- * src/contract/conversations.ts), over the gateway's store (src/store.ts): whether a converted
+ * src/kit/conversations.ts), over the gateway's store (src/state/store.ts): whether a converted
  * route keeps answers, keeping a finished answer with the input the model saw, and reading or
  * forgetting one by id, always as the calling client key. Nothing stored is logged: the access
  * log gets only the outcome (`stored`).

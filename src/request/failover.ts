@@ -1,5 +1,5 @@
 /**
- * Failover and retries: the targets of a route in the order src/health.ts plans, the pool key
+ * Failover and retries: the targets of a route in the order src/state/health.ts plans, the pool key
  * each attempt sends, and what a failure means (move on, rotate the key, or give up).
  */
 import { DEFAULT_RETRY } from "../config/config.ts";

@@ -1,5 +1,5 @@
 /**
- * A routed target's call through its platform (src/platforms.ts), shared by relayed and
+ * A routed target's call through its platform (src/request/platforms.ts), shared by relayed and
  * converted attempts: the platform's binding and what the call does.
  */
 import { badRequest } from "../kit/errors.ts";

@@ -1,5 +1,5 @@
 /**
- * The platforms a gateway reaches providers through (src/contract/platform.ts): the check of a
+ * The platforms a gateway reaches providers through (src/kit/platform.ts): the check of a
  * provider's `platform`, api, block and base_url, and per provider one binding — its block as
  * parsed, its credential made once — which upstream calls are addressed, credentialed, framed
  * and read with. A provider without a platform never comes here.

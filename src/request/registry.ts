@@ -1,7 +1,7 @@
 /**
  * The formats a gateway serves: one registry the core asks about endpoints, dialects, codecs
  * and upstream rules, so no core module knows any format by name. `C` is the request context
- * handlers take; the core's own endpoints are handed in (src/formats.ts), so this module
+ * handlers take; the core's own endpoints are handed in (src/request/formats.ts), so this module
  * depends on no handler.
  */
 import type { Codec } from "../kit/codec.ts";

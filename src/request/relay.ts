@@ -1,7 +1,7 @@
 /**
  * Talking to providers: the call (URL, credential, forwarded headers, deadline, cancellation,
  * the answer's media type), the provider socket, the gateway's shutdown of open calls. Reading
- * the answer lives in src/upstream_body.ts; how a client's stream ends, in src/stream_end.ts.
+ * the answer lives in src/request/upstream_body.ts; how a client's stream ends, in src/request/stream_end.ts.
  */
 import type { ProviderConfig } from "../config/config.ts";
 import { GatewayError } from "../kit/errors.ts";

@@ -1,6 +1,6 @@
 /**
  * A client WebSocket whose frames are requests (the Responses WebSocket): the core runs the
- * session and the plugin's wire (src/contract/socket.ts) says what frames mean. Each frame is
+ * session and the plugin's wire (src/kit/socket.ts) says what frames mean. Each frame is
  * authenticated again and admitted by the identity's limits under the config in force, runs
  * after the one before it, and gets its own trace (an access-log line). The session bounds
  * message size and frames waiting, closes when idle, pauses converted streams while the client

@@ -1,5 +1,5 @@
 /**
- * Reading a provider's answer once its headers are in (src/relay.ts makes the call): a JSON
+ * Reading a provider's answer once its headers are in (src/request/relay.ts makes the call): a JSON
  * body whole, bounded and scrubbed of keys; an error body as text, and what it says as the
  * gateway's error (the format's reading, then its platform's).
  */

@@ -11,7 +11,7 @@ export interface PoolKey {
   index: number;
 }
 
-/** What balancing reads of a route's target (src/router.ts's `Target`). */
+/** What balancing reads of a route's target (src/request/router.ts's `Target`). */
 interface Weighted {
   /** Identifies the target in balancing state. */
   id: string;

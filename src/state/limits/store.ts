@@ -1,6 +1,6 @@
 /**
  * Where limit windows are counted: in memory (one instance; kept across reloads, keyed by
- * identity name) or in Redis (src/limits/redis.ts, shared by every instance).
+ * identity name) or in Redis (src/state/limits/redis.ts, shared by every instance).
  */
 import type { Limits } from "../../config/limits.ts";
 import {
