@@ -69,7 +69,8 @@ export interface SocketReply {
   /**
    * Sends `frame` (given the model its target calls it) on the session's provider socket, opened
    * on the first relayed frame among `route`'s targets of `upstream.api` (the wire must declare
-   * `upstream`); later frames stay on that provider. False if the client left meanwhile.
+   * `upstream`); later frames stay on that provider. False if the client left meanwhile. A
+   * property, not a method: an implementation must take any `Route` (src/kit/handler.ts).
    */
-  relay(route: Route, frame: (model: string) => string): Promise<boolean>;
+  relay: (route: Route, frame: (model: string) => string) => Promise<boolean>;
 }

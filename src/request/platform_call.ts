@@ -9,22 +9,27 @@ import type { PlatformRequest } from "./platforms.ts";
 import type { Resolved } from "./router.ts";
 
 /**
- * The call to `r`'s provider through its platform, if it is on one. `operation` is a path when
- * the endpoint is none a platform serves: a target on one cannot take it (nothing is sent).
+ * What a call does: an operation platforms may serve, or an endpoint none serves (`unserved`,
+ * its path), which a target on a platform refuses (nothing is sent).
  */
+export type CallOperation = Operation | { readonly unserved: string };
+
+/** The call to `r`'s provider through its platform, if it is on one. */
 export function throughPlatform(
   ctx: RequestContext,
   r: Resolved,
   json: Record<string, unknown>,
   stream: boolean,
-  operation: Operation | string,
+  operation: CallOperation,
   /** The call's path on the vendor's own API. */
   path: string,
 ): PlatformRequest | undefined {
   const { platform } = r.provider;
   if (platform === undefined) return undefined;
-  if (operation !== "generate" && operation !== "count_tokens") {
-    throw badRequest(`${operation} is not served through platform ${platform} (${r.label})`);
+  if (typeof operation === "object") {
+    throw badRequest(
+      `${operation.unserved} is not served through platform ${platform} (${r.label})`,
+    );
   }
   const binding = ctx.gw.formats.platforms.bind(r.provider, ctx.gw.secrets);
   return { binding, call: { model: r.upstreamModel, operation, stream, path }, json };

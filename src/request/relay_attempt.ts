@@ -57,7 +57,7 @@ async function relayAttempt(
   const api = r.provider.api;
   const upstream = formats.upstream(api)!;
   const sent = renamed ? { ...json, model: r.upstreamModel } : json;
-  const operation = other ? other.operation ?? path : "generate";
+  const operation = other ? other.operation ?? { unserved: path } : "generate";
   const platform = throughPlatform(ctx, r, sent, spec.stream, operation, path);
   ctx.trace.routed("relay");
   ctx.trace.attempt();

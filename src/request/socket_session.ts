@@ -16,7 +16,8 @@ import type { SseEvent } from "../kit/sse.ts";
 import type { Gateway, RequestContext } from "./context.ts";
 import { failureMessage, IrWatch } from "./client_stream.ts";
 import { openProviderSocket, type ProviderSocket } from "./provider_socket.ts";
-import { type Resolved, retarget } from "./router.ts";
+import { type Resolved, resolvedOf } from "./router.ts";
+import type { Route } from "../kit/route.ts";
 import { clientClosed, ClientGone } from "./stream_end.ts";
 import type { Trace } from "../ops/trace.ts";
 import { NOT_READING, SendBacklog } from "./ws_backlog.ts";
@@ -317,7 +318,7 @@ class SocketSession<F> {
         );
       }
       trace.attempt();
-      r = retarget(r, target, r.requested);
+      r = r.to(target);
       trace.target(r.requested, r);
     }
     this.upstream.send(frame(r.upstreamModel), trace);
@@ -344,9 +345,8 @@ class FrameReply<F> implements SocketReply {
     this.session.refuse(this.ctx.trace, err);
   }
 
-  // The routes a plugin passes back are the ones `ctx.route` gave it: the core's own.
-  async relay(r: Resolved, frame: (model: string) => string): Promise<boolean> {
-    this.relayed = await this.session.relay(this.ctx, r, frame);
+  async relay(route: Route, frame: (model: string) => string): Promise<boolean> {
+    this.relayed = await this.session.relay(this.ctx, resolvedOf(route), frame);
     return this.relayed;
   }
 }
