@@ -188,13 +188,17 @@ export const gcpVertexPlatform: Platform<GcpConfig> = {
   system: "gcp.vertex_ai",
   apis: Object.keys(PUBLISHERS),
   settings: { key: "gcp", schema: gcpSchema },
-  defaultBaseUrl: (gcp) => vertexBaseUrl(gcp.location),
-  url: ({ base_url, settings, api }, call) =>
-    base_url +
-    vertexPath(settings, api, call.model, call.operation, call.stream, queryOf(call.path)),
+  address: {
+    url: ({ base_url, settings, api }, call) =>
+      base_url +
+      vertexPath(settings, api, call.model, call.operation, call.stream, queryOf(call.path)),
+    defaultBaseUrl: (gcp) => vertexBaseUrl(gcp.location),
+  },
   credential: (provider, ctx) => new VertexCredential(provider.settings.account, ctx.secret),
-  adjust: (body, _headers, call, provider) =>
-    vertexBody(provider.api, body, call.operation, call.model),
+  body: {
+    request: (body, _headers, call, provider) =>
+      vertexBody(provider.api, body, call.operation, call.model),
+  },
   // The model is a path segment followed by `:action`.
-  unsafeModel: (model) => unsafeSegmentReason(model, true),
+  models: { unsafe: (model) => unsafeSegmentReason(model, true) },
 };
