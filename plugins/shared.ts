@@ -228,19 +228,16 @@ export function openAiErrorStatus(type: unknown, code: unknown): number {
 export const ERROR_PAYLOAD = /^\s*\{\s*"error"\s*:/;
 
 /**
- * The usage of a relayed stream: the last event text that carries it, parsed once at the end
- * by `read` (undefined if it cannot be read; only the access log lacks it then).
+ * A relayed stream whose last event that carries usage is the one that counts: that event's
+ * text is kept (`keep`), for the codec's `usage` to read at the end (`usageEvents`).
  */
-export function lastUsage(read: (json: Record<string, unknown>) => ir.Usage | undefined) {
+export function lastUsageEvent() {
   let text: string | undefined;
   return {
     keep(data: string) {
       text = data;
     },
-    usage(): ir.Usage | undefined {
-      const json = text === undefined ? undefined : jsonObjectOf(text);
-      return json && read(json);
-    },
+    usageEvents: (): readonly string[] => text === undefined ? [] : [text],
   };
 }
 

@@ -25,7 +25,10 @@ export const converseCodec: Codec = {
   path: conversePath,
   encodeRequest,
   decodeResponse,
-  usage: usageOf,
+  usage: ({ json }) => {
+    const last = json.at(-1);
+    return last && usageOf(last);
+  },
   decodeStream,
   // Relays need a client of the same format; Converse has none.
   watch: upstreamOnly as () => StreamWatch,

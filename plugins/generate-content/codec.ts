@@ -18,7 +18,7 @@ export const generateContentCodec: Codec = {
   path,
   encodeRequest,
   decodeResponse,
-  usage: (body) => decodeUsage(body.usageMetadata),
+  usage: ({ json }) => decodeUsage(json.at(-1)?.usageMetadata),
   decodeStream,
   watch,
 };

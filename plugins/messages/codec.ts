@@ -6,7 +6,7 @@ import { decodeResponse, encodeResponse } from "./response.ts";
 import { decodeStream } from "./decode_stream.ts";
 import { encodeStream } from "./encode_stream.ts";
 import { watch } from "./watch.ts";
-import { usageToIr, type WireUsage } from "./common.ts";
+import { readUsage } from "./common.ts";
 
 export const messagesCodec: Codec = {
   api: "messages",
@@ -17,8 +17,7 @@ export const messagesCodec: Codec = {
   path: () => "/v1/messages",
   encodeRequest,
   decodeResponse,
-  usage: (body) =>
-    body.usage && typeof body.usage === "object" ? usageToIr(body.usage as WireUsage) : undefined,
+  usage: readUsage,
   decodeStream,
   watch,
 };

@@ -52,9 +52,9 @@ export const countTokens: PluginHandler = async (ctx) => {
     path: "/v1/messages/count_tokens",
     operation: "count_tokens",
     // Counting reads the input; it produces nothing.
-    usage: (json) =>
-      typeof json.input_tokens === "number"
-        ? { inputTokens: json.input_tokens, outputTokens: 0 }
+    usage: ({ json: [answer] }) =>
+      typeof answer?.input_tokens === "number"
+        ? { inputTokens: answer.input_tokens, outputTokens: 0 }
         : undefined,
   }, r);
 };

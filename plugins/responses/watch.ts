@@ -1,8 +1,6 @@
 /** A relayed Responses stream ends with its terminal event, whose response carries the usage. */
 import type { StreamWatch } from "../../src/kit/codec.ts";
-import { lastUsage } from "../shared.ts";
-import { obj } from "./read.ts";
-import { fromWireUsage } from "./usage.ts";
+import { lastUsageEvent } from "../shared.ts";
 
 const TERMINAL = new Set([
   "response.completed",
@@ -13,7 +11,7 @@ const TERMINAL = new Set([
 const TYPE = /"type"\s*:\s*"([^"]+)"/;
 
 export function watch(): StreamWatch {
-  const last = lastUsage((json) => fromWireUsage(obj(json.response).usage));
+  const last = lastUsageEvent();
   return {
     inspect(e) {
       // The `event:` line names the type; a provider that omits it has it first in the JSON.
@@ -22,6 +20,6 @@ export function watch(): StreamWatch {
       if (type !== "error") last.keep(e.data);
       return true;
     },
-    usage: last.usage,
+    usageEvents: last.usageEvents,
   };
 }

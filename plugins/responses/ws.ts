@@ -162,7 +162,7 @@ function providerFrameEnd(text: string): ResponseEnd | undefined {
   try {
     const event = JSON.parse(text);
     if (event.type === "error") return { status: event.status ?? 500 };
-    return { usage: responsesCodec.usage(event.response ?? {}) };
+    return { usage: { json: [event] } };
   } catch {
     return {}; // an unreadable terminal event is relayed as is; only the log lacks its details
   }

@@ -5,6 +5,7 @@
  */
 import type * as ir from "./ir.ts";
 import type { SseEvent } from "./sse.ts";
+import type { ReadUsage } from "./usage.ts";
 
 /** What an upstream encoder needs to know about the route it is encoding for. */
 export interface EncodeContext {
@@ -64,13 +65,14 @@ export interface ClientContext {
 
 /**
  * What a relayed stream of a format is watched for. Events are looked at with cheap string
- * tests; the few that carry usage are kept as text and parsed once, when the stream ends.
+ * tests; the few that carry usage are kept as text, and parsed once when the stream ends for the
+ * codec's `usage` to read.
  */
 export interface StreamWatch {
   /** Looks at one upstream event; true if it ends the stream (its terminal event, an error). */
   inspect(e: SseEvent): boolean;
-  /** The usage the stream reported, if any. */
-  usage(): ir.Usage | undefined;
+  /** The data of the events kept for their usage, in order (only those the reading needs). */
+  usageEvents(): readonly string[];
 }
 
 /** Where a stream step puts what it makes. */
@@ -110,8 +112,11 @@ export interface Codec {
   /** IR to this format's request body; throws a 400 for what the target cannot express. */
   encodeRequest(req: ir.Request, ctx: EncodeContext): Record<string, unknown>;
   decodeResponse(body: Record<string, unknown>, ctx: DecodeContext): ir.Response;
-  /** The usage of a whole response body, read without decoding the rest (relayed answers). */
-  usage(body: Record<string, unknown>): ir.Usage | undefined;
+  /**
+   * The usage of a relayed answer, read without decoding the rest: a whole JSON body, a stream's
+   * kept events, a socket response's terminal frame (src/kit/usage.ts).
+   */
+  usage: ReadUsage;
   /** This format's SSE events to IR stream events. Emits `finish` only on the real end. */
   decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.StreamEvent>;
   /** A watch for one relayed stream of this format. */

@@ -11,6 +11,7 @@ import type { ErrorKind } from "./errors.ts";
 import type { Usage } from "./ir.ts";
 import type { OutgoingRequest } from "./format.ts";
 import type { UpstreamFraming } from "./framing.ts";
+import type { UsageSource } from "./usage.ts";
 
 /** What an upstream call does: generate (one answer, or a stream), or count tokens. */
 export type Operation = "generate" | "count_tokens";
@@ -124,11 +125,12 @@ export interface Platform<S = unknown> {
    */
   readError?(status: number, headers: Headers, body: string): PlatformError | undefined;
   /**
-   * Report usage: a successful JSON answer's usage where the platform reports its own counts
-   * (Bedrock's token-count headers), given the body's as the format read it; undefined: the
-   * body's stands.
+   * Report usage: an answer's usage where the platform bills by counts of its own (Bedrock's
+   * token-count headers on a JSON answer, its metrics in a stream's terminal event), given the
+   * format's reading of the same answer; undefined: the format's stands. Called for relayed and
+   * converted answers, JSON and streams (src/kit/usage.ts).
    */
-  usage?(headers: Headers, body: Usage | undefined): Usage | undefined;
+  usage?(from: UsageSource, format: Usage | undefined): Usage | undefined;
   /** What a model name is on this platform. */
   models?: ModelNames;
 }

@@ -17,7 +17,8 @@ import { holdOpening } from "./hold_opening.ts";
 import { breather, isLarge } from "../kit/http.ts";
 import { checkNesting } from "../kit/nesting.ts";
 import { callUpstream, type UpstreamResponse } from "./relay.ts";
-import { answerUsage, readUpstreamJson, upstreamError } from "./upstream_body.ts";
+import { readUpstreamJson, upstreamError } from "./upstream_body.ts";
+import { billed, billedEvent } from "./usage.ts";
 import { throughPlatform } from "./platform_call.ts";
 import type { Resolved } from "./router.ts";
 import { EventReader, framingOf } from "./stream_stage.ts";
@@ -120,11 +121,12 @@ async function irFrom(
   if (!up.framing) {
     const { json } = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
     const res = up.target.decodeResponse(json, dctx);
-    const usage = answerUsage(up, res.usage);
+    const usage = billed(up.platform, { json: [json], headers: up.res.headers }, res.usage);
     return usage ? { ...res, usage } : res;
   }
   const reader = new EventReader(up, r.provider.timeouts, up.framing, ctx.gw.secrets);
-  const source = upstreamIr(reader, up.target.decodeStream(dctx));
+  const decoder = up.target.decodeStream(dctx);
+  const source = upstreamIr(reader, decoder, billedEvent(up.platform));
   return last ? source : await holdOpening(source, (batch) => Promise.resolve(batch));
 }
 

@@ -5,6 +5,7 @@
  * the first-byte and idle deadlines of an HTTP stream.
  */
 import type { ProviderSocketWire, ResponseEnd } from "../kit/socket.ts";
+import type { ReadUsage } from "../kit/usage.ts";
 import type { RequestContext } from "./context.ts";
 import { Deadline } from "./deadline.ts";
 import { failover } from "./failover.ts";
@@ -12,6 +13,7 @@ import { pickHeaders } from "./headers.ts";
 import { openUpstreamSocket } from "./relay.ts";
 import type { Resolved } from "./router.ts";
 import type { Trace } from "../ops/trace.ts";
+import { usageOf } from "./usage.ts";
 
 /** The client side, as the provider socket tells it what happened. */
 export interface SocketClient {
@@ -49,7 +51,15 @@ export async function openProviderSocket(
         signal,
         stopping: ctx.gw.stopping,
       });
-      const socket = new ProviderSocket(t.provider.name, ws, t.provider.timeouts, wire, client);
+      const read = formats.codec(wire.api).usage;
+      const socket = new ProviderSocket(
+        t.provider.name,
+        ws,
+        t.provider.timeouts,
+        wire,
+        read,
+        client,
+      );
       return { socket, target: t };
     },
   });
@@ -70,6 +80,8 @@ export class ProviderSocket {
     private readonly ws: WebSocket,
     private readonly timeouts: { first_byte_ms: number; idle_ms: number },
     wire: ProviderSocketWire,
+    /** The usage of a response, from its terminal frame: the wire's format's reading. */
+    private readonly read: ReadUsage,
     private readonly client: SocketClient,
   ) {
     ws.onmessage = (e) => {
@@ -88,7 +100,7 @@ export class ProviderSocket {
     const done = this.pending.shift();
     if (!done) return;
     if (status !== undefined) done.status = status;
-    else done.reportUsage(usage);
+    else if (usage) done.reportUsage(usageOf(this.read, usage));
     done.end(done.status ?? 200);
   }
 

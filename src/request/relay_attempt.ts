@@ -12,15 +12,11 @@ import type { PoolKey } from "../state/health.ts";
 import { holdRelayedOpening } from "./hold_opening.ts";
 import { headersFrom, pickHeaders, respondRelayed, upstreamHeaders } from "./headers.ts";
 import { callUpstream, type UpstreamResponse } from "./relay.ts";
-import {
-  answerUsage,
-  readErrorText,
-  readProviderError,
-  readUpstreamJson,
-} from "./upstream_body.ts";
+import { readErrorText, readProviderError, readUpstreamJson } from "./upstream_body.ts";
 import { throughPlatform } from "./platform_call.ts";
 import type { Resolved } from "./router.ts";
 import { EventReader, framingOf, relayStream } from "./stream_stage.ts";
+import { streamUsage, usageOf } from "./usage.ts";
 
 /** What a relayed request needs of its generation spec. */
 type Relayed = Pick<GenerationSpec, "ingress" | "body" | "stream" | "relayPath" | "framing">;
@@ -82,13 +78,8 @@ async function relayAttempt(
   if (!framing) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
     const read = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
-    let usage;
-    try {
-      usage = (other ?? spec.ingress).usage(read.json);
-    } catch {
-      // an unexpected shape is relayed as is; only the format's reading of usage is lost
-    }
-    ctx.trace.reportUsage(answerUsage(up, usage));
+    const from = { json: [read.json], headers: up.res.headers };
+    ctx.trace.reportUsage(usageOf(other?.usage ?? spec.ingress.usage, from, up.platform));
     body = read.bytes;
   } else {
     const reader = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
@@ -96,7 +87,9 @@ async function relayAttempt(
     const events = last
       ? reader
       : await holdRelayedOpening(reader, spec.ingress.decodeStream({ now: 0, id: idFor(ctx) }));
-    body = relayStream(events, framing, spec.ingress.watch(), ctx.trace);
+    const watch = spec.ingress.watch();
+    const usage = streamUsage(spec.ingress.usage, watch, up.platform);
+    body = relayStream(events, framing, watch, ctx.trace, usage);
   }
   return respondRelayed(
     body,

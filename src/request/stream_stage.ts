@@ -13,6 +13,7 @@ import type { UpstreamResponse } from "./relay.ts";
 import { ClientGone, clientGone, closeStream } from "./stream_end.ts";
 import type { Secrets } from "../ops/secrets.ts";
 import type { SseEvent } from "../kit/sse.ts";
+import type { Usage } from "../kit/ir.ts";
 import type { UpstreamFraming } from "../kit/framing.ts";
 import type { UpstreamSpec } from "../kit/format.ts";
 import type { Trace } from "../ops/trace.ts";
@@ -262,10 +263,13 @@ export function relayStream(
   framing: UpstreamFraming,
   watch: StreamWatch,
   trace: Trace,
+  /** The stream's usage once it ended, given its terminal event (src/request/usage.ts). */
+  usage: (end: string | undefined) => Usage | undefined,
 ): ReadableStream<Uint8Array> {
   let ended = false;
+  let end: string | undefined;
   const finish = (controller: ReadableStreamDefaultController<Uint8Array>, why?: string) => {
-    trace.reportUsage(watch.usage());
+    trace.reportUsage(usage(end));
     const ending = why === undefined ? framing.complete() : framing.interrupted(why);
     return closeStream(controller, trace, ending, why);
   };
@@ -286,7 +290,12 @@ export function relayStream(
           ended ? undefined : "the upstream closed the stream before its end",
         );
       }
-      for (const e of batch.events) if (watch.inspect(e)) ended = true;
+      for (const e of batch.events) {
+        if (watch.inspect(e)) {
+          ended = true;
+          end = e.data;
+        }
+      }
       trace.firstByte();
       controller.enqueue(batch.bytes);
     },

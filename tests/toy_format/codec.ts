@@ -162,13 +162,7 @@ function watch(): StreamWatch {
       if (DONE.test(e.data)) done = e.data;
       return done !== undefined || FAULT.test(e.data);
     },
-    usage() {
-      try {
-        return done === undefined ? undefined : usageOf(JSON.parse(done).tokens);
-      } catch {
-        return undefined;
-      }
-    },
+    usageEvents: () => done === undefined ? [] : [done],
   };
 }
 
@@ -180,7 +174,7 @@ export const toyCodec: Codec = {
   path: () => "/toy/v1/generate",
   encodeRequest,
   decodeResponse,
-  usage: (body) => usageOf(body.tokens),
+  usage: ({ json }) => usageOf(json.at(-1)?.tokens),
   decodeStream,
   watch,
 };
