@@ -9,8 +9,8 @@
  * events that carry the usage.
  */
 import assert from "node:assert/strict";
-import type { Config } from "../src/config.ts";
-import { CHARS_PER_TOKEN } from "../src/limits/estimate.ts";
+import type { Config } from "../src/config/config.ts";
+import { CHARS_PER_TOKEN } from "../src/ops/estimate.ts";
 import { TEST_FORMATS, type TestFormat } from "./formats.ts";
 import { type Harness, KEY, openaiHeaders, startHarness } from "./helpers.ts";
 import { pieces } from "./mock/scenario.ts";

@@ -3,7 +3,7 @@
  * (or it is an error chunk). Every chunk may carry `usageMetadata`; the last one counts (the
  * prompt's count comes with the first chunks).
  */
-import type { StreamWatch } from "../../src/contract/codec.ts";
+import type { StreamWatch } from "../../src/kit/codec.ts";
 import { ERROR_PAYLOAD, lastUsage, stringChars } from "../shared.ts";
 import { decodeUsage } from "./chunks.ts";
 
