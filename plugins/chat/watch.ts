@@ -1,17 +1,23 @@
 /** A relayed chat stream ends with `data: [DONE]` or an error chunk; usage is in its last chunk. */
 import type { StreamWatch } from "../../src/kit/codec.ts";
-import { ERROR_PAYLOAD, lastUsageEvent } from "../shared.ts";
+import { ERROR_PAYLOAD, lastUsageEvent, stringChars } from "../shared.ts";
 
 const USAGE = /"usage"\s*:\s*\{/;
+/** Members of a delta that carry output (`reasoning_content` or `reasoning`: one of the two). */
+const OUTPUT = ["content", "refusal", "arguments"];
 
 export function watch(): StreamWatch {
   const last = lastUsageEvent();
+  let output = 0;
   return {
     inspect(e) {
       if (e.data === "[DONE]" || ERROR_PAYLOAD.test(e.data)) return true;
       if (USAGE.test(e.data)) last.keep(e.data);
+      output += stringChars(e.data, OUTPUT) +
+        Math.max(stringChars(e.data, ["reasoning_content"]), stringChars(e.data, ["reasoning"]));
       return false;
     },
     usageEvents: last.usageEvents,
+    output: () => output,
   };
 }

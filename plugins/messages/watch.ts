@@ -4,16 +4,21 @@
  * counts in `message_delta`.
  */
 import type { StreamWatch } from "../../src/kit/codec.ts";
+import { stringChars } from "../shared.ts";
 
 const TYPE = /"type"\s*:\s*"([^"]+)"/;
+/** What a content block's delta adds: text, thinking, a tool call's input. */
+const OUTPUT = ["text", "thinking", "partial_json"];
 
 export function watch(): StreamWatch {
   let start: string | undefined;
   let delta: string | undefined;
+  let output = 0;
   return {
     inspect(e) {
       const type = e.event ?? e.data.match(TYPE)?.[1];
-      if (type === "message_start") start = e.data;
+      if (type === "content_block_delta") output += stringChars(e.data, OUTPUT);
+      else if (type === "message_start") start = e.data;
       else if (type === "message_delta") delta = e.data;
       return type === "message_stop" || type === "error";
     },
@@ -23,5 +28,6 @@ export function watch(): StreamWatch {
       if (delta !== undefined) kept.push(delta);
       return kept;
     },
+    output: () => output,
   };
 }

@@ -71,8 +71,16 @@ export interface ClientContext {
 export interface StreamWatch {
   /** Looks at one upstream event; true if it ends the stream (its terminal event, an error). */
   inspect(e: SseEvent): boolean;
-  /** The data of the events kept for their usage, in order (only those the reading needs). */
+  /**
+   * The data of the events kept for their usage so far, in order (only those the reading needs;
+   * on a cut, what the stream had said by then).
+   */
   usageEvents(): readonly string[];
+  /**
+   * Characters of generated output (text, reasoning, tool-call arguments) in the events looked
+   * at so far: a cut stream's output is estimated from them where the provider gave no count.
+   */
+  output(): number;
 }
 
 /** Where a stream step puts what it makes. */

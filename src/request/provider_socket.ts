@@ -4,8 +4,8 @@
  * `connect_ms`), then each frame relayed untouched both ways, every response in flight under
  * the first-byte and idle deadlines of an HTTP stream.
  */
+import type { Codec, StreamWatch } from "../kit/codec.ts";
 import type { ProviderSocketWire, ResponseEnd } from "../kit/socket.ts";
-import type { ReadUsage } from "../kit/usage.ts";
 import type { RequestContext } from "./context.ts";
 import { Deadline } from "./deadline.ts";
 import { failover } from "./failover.ts";
@@ -13,7 +13,7 @@ import { pickHeaders } from "./headers.ts";
 import { openUpstreamSocket } from "./relay.ts";
 import type { Resolved } from "./router.ts";
 import type { Trace } from "../ops/trace.ts";
-import { usageOf } from "./usage.ts";
+import { usageOf, watchedUsage } from "./usage.ts";
 
 /** The client side, as the provider socket tells it what happened. */
 export interface SocketClient {
@@ -51,13 +51,13 @@ export async function openProviderSocket(
         signal,
         stopping: ctx.gw.stopping,
       });
-      const read = formats.codec(wire.api).usage;
+      const codec = formats.codec(wire.api);
       const socket = new ProviderSocket(
         t.provider.name,
         ws,
         t.provider.timeouts,
         wire,
-        read,
+        codec,
         client,
       );
       return { socket, target: t };
@@ -65,9 +65,15 @@ export async function openProviderSocket(
   });
 }
 
+/** A response sent on the provider socket: its trace, and what its frames said so far. */
+interface Pending {
+  trace: Trace;
+  watch: StreamWatch;
+}
+
 export class ProviderSocket {
   /** Responses sent and not yet ended, oldest first (a socket runs them in order). */
-  private readonly pending: Trace[] = [];
+  private readonly pending: Pending[] = [];
 
   /** First-byte, then idle deadline of the response in flight (as for an HTTP stream). */
   private readonly deadline = new Deadline((err) => {
@@ -80,13 +86,18 @@ export class ProviderSocket {
     private readonly ws: WebSocket,
     private readonly timeouts: { first_byte_ms: number; idle_ms: number },
     wire: ProviderSocketWire,
-    /** The usage of a response, from its terminal frame: the wire's format's reading. */
-    private readonly read: ReadUsage,
+    /**
+     * The codec of the wire's format, whose stream events these frames are: its watch follows
+     * a response (a cut counts by it), its `usage` reads the terminal frame's.
+     */
+    private readonly codec: Codec,
     private readonly client: SocketClient,
   ) {
     ws.onmessage = (e) => {
       const text = typeof e.data === "string" ? e.data : "";
-      this.pending[0]?.firstByte();
+      const current = this.pending[0];
+      current?.trace.firstByte();
+      current?.watch.inspect({ data: text });
       const end = wire.ends(text);
       if (end) this.end(end);
       this.arm(timeouts.idle_ms, "went idle");
@@ -97,10 +108,10 @@ export class ProviderSocket {
 
   /** Logs the oldest response with what its terminal frame says (status, usage). */
   private end({ status, usage }: ResponseEnd) {
-    const done = this.pending.shift();
+    const done = this.pending.shift()?.trace;
     if (!done) return;
     if (status !== undefined) done.status = status;
-    else if (usage) done.reportUsage(usageOf(this.read, usage));
+    else if (usage) done.reportUsage(usageOf(this.codec.usage, usage));
     done.end(done.status ?? 200);
   }
 
@@ -114,13 +125,18 @@ export class ProviderSocket {
   interrupt(why: string, code?: number) {
     this.deadline.clear();
     const [current, ...queued] = this.pending.splice(0);
-    if (current) this.client.interrupted(current, why);
-    for (const t of [current, ...queued]) t?.end(502);
+    if (current) {
+      // What its frames said by then: the usage so far, the output relayed.
+      current.trace.reportUsage(watchedUsage(this.codec.usage, current.watch));
+      current.trace.outputChars = current.watch.output();
+      this.client.interrupted(current.trace, why);
+    }
+    for (const p of [current, ...queued]) p?.trace.end(502);
     this.client.close(code, code ? why : undefined);
   }
 
   send(text: string, trace: Trace) {
-    this.pending.push(trace);
+    this.pending.push({ trace, watch: this.codec.watch() });
     this.arm(this.timeouts.first_byte_ms, "sent no data");
     this.ws.send(text);
   }

@@ -268,8 +268,13 @@ export function relayStream(
 ): ReadableStream<Uint8Array> {
   let ended = false;
   let end: string | undefined;
-  const finish = (controller: ReadableStreamDefaultController<Uint8Array>, why?: string) => {
+  // What the trace knows when the stream stops, however: the usage so far, the output relayed.
+  const seen = () => {
     trace.reportUsage(usage(end));
+    trace.outputChars = watch.output();
+  };
+  const finish = (controller: ReadableStreamDefaultController<Uint8Array>, why?: string) => {
+    seen();
     const ending = why === undefined ? framing.complete() : framing.interrupted(why);
     return closeStream(controller, trace, ending, why);
   };
@@ -280,7 +285,10 @@ export function relayStream(
       try {
         batch = await events.next();
       } catch (e) {
-        if (e instanceof ClientGone) return clientGone(trace, controller, e);
+        if (e instanceof ClientGone) {
+          seen();
+          return clientGone(trace, controller, e);
+        }
         // A failure after the stream's terminal event (a reset after it) lost nothing.
         return finish(controller, ended ? undefined : (e as GatewayError).message);
       }
@@ -300,6 +308,7 @@ export function relayStream(
       controller.enqueue(batch.bytes);
     },
     cancel(reason) {
+      seen();
       clientGone(trace);
       return events.cancel(reason);
     },

@@ -63,6 +63,11 @@ export function billedEvent(
   };
 }
 
+/** What the events a watch kept say of a stream's usage (so far, if it was cut). */
+export function watchedUsage(read: ReadUsage, watch: StreamWatch): Usage | undefined {
+  return formatUsage(read, { json: objects(watch.usageEvents()) });
+}
+
 /** The format's reading; a shape it did not expect loses only the usage, not the answer. */
 function formatUsage(read: ReadUsage, from: UsageSource): Usage | undefined {
   try {
