@@ -144,7 +144,7 @@ export const TOOL_ERROR_PREFIX = "Error: ";
  * - `attached:` — the signature of the text or tool call just before the carrier;
  * - `redacted:` — redacted thinking's data (not a signature).
  */
-export type Marker = "attached:" | "redacted:";
+type Marker = "attached:" | "redacted:";
 export const ATTACHED: Marker = "attached:";
 export const REDACTED: Marker = "redacted:";
 

@@ -14,7 +14,7 @@ const upstreamOnly = (): never => {
 };
 
 /** The operation's path, the model id one percent-encoded segment (or a 400 naming it). */
-export const conversePath = (model: string, stream: boolean) =>
+const conversePath = (model: string, stream: boolean) =>
   `/model/${modelIdSegment(model)}/${stream ? "converse-stream" : "converse"}`;
 
 export const converseCodec: Codec = {

@@ -24,7 +24,7 @@ import {
 import { signAwsRequest } from "./sigv4.ts";
 
 /** Bedrock's own Anthropic API version. */
-export const BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31";
+const BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31";
 /** The API version Bedrock's own replaces; a client's later dated version is passed as is. */
 const FIRST_DATED_VERSION = "2023-06-01";
 const DATED = /^\d{4}-\d{2}-\d{2}$/;

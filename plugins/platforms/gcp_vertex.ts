@@ -46,7 +46,7 @@ export const gcpSchema = z.strictObject({
     return fail(`${gcp.credentials_file}: ${(e as Error).message}`);
   }
 });
-export type GcpConfig = z.output<typeof gcpSchema>;
+type GcpConfig = z.output<typeof gcpSchema>;
 
 /** Vertex's endpoint for a location: regional, or the global one. */
 export function vertexBaseUrl(location: string): string {

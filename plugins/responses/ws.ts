@@ -37,8 +37,10 @@ interface LastResponse {
   output: unknown[];
 }
 
-/** A `response.create` frame's request body (the frame without its `type`). */
-/** A request frame: its body as validated (typed, so it is parsed once), and its text. */
+/**
+ * A `response.create` frame: its request body (the frame without its `type`) as validated —
+ * typed, so it is parsed once — and its text.
+ */
 type Frame = { json: ResponsesRequest; text: string };
 
 /** One client socket's Responses wire, with the socket's own last response for chaining. */

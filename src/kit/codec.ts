@@ -88,18 +88,18 @@ export interface Emit<T> {
   enqueue(item: T): void;
 }
 
-/**
- * One step of a stream, run by the core as a plain call (several steps fused into one stream
- * stage); `new TransformStream(step)` makes it a stream of its own where one is wanted. A step
- * may return a promise to hold the stream until it is done (an encoder keeps a stored answer
- * before its terminal event goes out).
- */
 /** IR events, a batch at a time; undefined at the end. */
 export interface IrSource {
   next(): Promise<ir.StreamEvent[] | undefined>;
   cancel(reason: unknown): Promise<void>;
 }
 
+/**
+ * One step of a stream, run by the core as a plain call (several steps fused into one stream
+ * stage); `new TransformStream(step)` makes it a stream of its own where one is wanted. A step
+ * may return a promise to hold the stream until it is done (an encoder keeps a stored answer
+ * before its terminal event goes out).
+ */
 export interface StreamStep<I, O> {
   transform(item: I, out: Emit<O>): void | Promise<void>;
 }

@@ -12,7 +12,7 @@ import type { Resolved } from "./router.ts";
  * What a call does: an operation platforms may serve, or an endpoint none serves (`unserved`,
  * its path). A target on a platform that does not serve it refuses the call (nothing is sent).
  */
-export type CallOperation = Operation | { readonly unserved: string };
+type CallOperation = Operation | { readonly unserved: string };
 
 /** The call to `r`'s provider through its platform, if it is on one. */
 export function throughPlatform(

@@ -23,7 +23,7 @@ import type { UpstreamFraming } from "../kit/framing.ts";
 import type { Secrets } from "../ops/secrets.ts";
 
 /** A provider bound to its platform. */
-export interface Binding {
+interface Binding {
   platform: AnyPlatform;
   provider: PlatformProvider<unknown>;
   credential: Credential;

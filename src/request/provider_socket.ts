@@ -16,7 +16,7 @@ import type { Trace } from "../ops/trace.ts";
 import { usageOf, watchedUsage } from "./usage.ts";
 
 /** The client side, as the provider socket tells it what happened. */
-export interface SocketClient {
+interface SocketClient {
   /** A provider frame to pass on (scrubbed of provider keys by the client side). */
   relayFrame(text: string): void;
   /** The response of `trace` was cut short: the client gets the interruption frame. */
