@@ -10,7 +10,7 @@ import type * as ir from "../kit/ir.ts";
 import type { UpstreamFraming } from "../kit/framing.ts";
 import { ClientGone, clientGone, closeStream } from "./stream_end.ts";
 import { formatSse, type SseEvent } from "../kit/sse.ts";
-import type { EventReader } from "./stream_stage.ts";
+import type { EventReader } from "./upstream_events.ts";
 import type { Trace } from "../ops/trace.ts";
 
 /**

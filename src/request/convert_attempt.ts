@@ -21,7 +21,8 @@ import { readUpstreamJson, upstreamError } from "./upstream_body.ts";
 import { billed, billedEvent } from "./usage.ts";
 import { throughPlatform } from "./platform_call.ts";
 import type { Resolved } from "./router.ts";
-import { EventReader, framingOf } from "./stream_stage.ts";
+import { framingOf } from "./stream_stage.ts";
+import { EventReader } from "./upstream_events.ts";
 
 /**
  * The client's request as IR, decoded once before any target: the client's own mistakes are

@@ -15,7 +15,8 @@ import { callUpstream, type UpstreamResponse } from "./relay.ts";
 import { readErrorText, readProviderError, readUpstreamJson } from "./upstream_body.ts";
 import { throughPlatform } from "./platform_call.ts";
 import type { Resolved } from "./router.ts";
-import { EventReader, framingOf, relayStream } from "./stream_stage.ts";
+import { framingOf, relayStream } from "./stream_stage.ts";
+import { EventReader } from "./upstream_events.ts";
 import { streamUsage, usageOf } from "./usage.ts";
 
 /** What a relayed request needs of its generation spec. */
@@ -84,13 +85,13 @@ async function relayAttempt(
     ctx.trace.reportUsage(usageOf(other?.usage ?? spec.ingress.usage, from, up.platform));
     body = read.bytes;
   } else {
+    const watch = spec.ingress.watch();
+    const usage = streamUsage(spec.ingress.usage, watch, up.platform);
     const reader = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
     // Only a target that may yet fail over holds its opening (decoded to see where content starts).
     const events = last
       ? reader
       : await holdRelayedOpening(reader, spec.ingress.decodeStream({ now: 0, id: idFor(ctx) }));
-    const watch = spec.ingress.watch();
-    const usage = streamUsage(spec.ingress.usage, watch, up.platform);
     body = relayStream(events, framing, watch, ctx.trace, usage);
   }
   return respondRelayed(
