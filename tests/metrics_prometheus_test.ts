@@ -167,7 +167,7 @@ Deno.test({
       assert.ok(counted > 0);
       all.add(counted, 0);
       notBillable.add(counted, 0);
-      // A rate-limited call and an interrupted relayed stream: no tokens, both counted.
+      // A rate-limited call (no tokens) and an interrupted relayed stream, both counted.
       const limited = await post(
         gw + "/v1/chat/completions",
         openaiHeaders(),
@@ -181,6 +181,20 @@ Deno.test({
         bodies.chat("chat-cut", true),
       );
       await cut.text();
+      // A cut stream counts what it used, estimated where the provider gave no count
+      // (docs/limits.md; tests/cut_usage_test.ts checks the estimate): its share, as counted.
+      const exposed = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      const cutTokens = (type: string) =>
+        Number(
+          exposed.match(
+            new RegExp(
+              `^gateway_tokens_total\\{[^}]*model="chat-cut",type="${type}"[^}]*\\} (\\d+)$`,
+              "m",
+            ),
+          )?.[1],
+        );
+      assert.ok(cutTokens("input") > 0 && cutTokens("output") > 0, "the cut stream is counted");
+      all.add(cutTokens("input"), cutTokens("output"));
 
       // A socket held open shows in the gauge; once closed it is gone again.
       const open = new WebSocket(gw.replace("http", "ws") + "/v1/responses", {
