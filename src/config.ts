@@ -301,11 +301,17 @@ const catalogSchema = z.strictObject({
   max_output_tokens: z.number().int().positive().optional(),
 });
 
+/** `workers`: gateway threads serving one port; `auto` is one per core (docs/scaling.md). */
+const workersSchema = z.union([z.number().int().min(1).max(256), z.literal("auto")], {
+  error: 'expected a number of workers (1 to 256) or "auto"',
+});
+
 const configSchema = z.strictObject({
   listen: z.strictObject({
     hostname: z.string().default("127.0.0.1"),
     port: z.number().int().min(0).max(65535).default(8080),
   }).prefault({}),
+  workers: workersSchema.default(1),
   keys: keysSchema,
   providers: z.array(providerSchema).min(1),
   routes: z.array(routeSchema).min(1),
@@ -615,8 +621,8 @@ export function stableDevKey(path: string): string {
 }
 
 /**
- * Applies PORT / HOST environment overrides to `listen`, and METRICS_PORT (a port, or `off`)
- * to `metrics`.
+ * Applies PORT / HOST environment overrides to `listen`, METRICS_PORT (a port, or `off`) to
+ * `metrics`, and GATEWAY_WORKERS (a number, or `auto`) to `workers`.
  */
 export function applyListenEnv(cfg: Config, env: (name: string) => string | undefined): Config {
   const port = env("PORT");
@@ -631,6 +637,13 @@ export function applyListenEnv(cfg: Config, env: (name: string) => string | unde
   ) {
     throw new ConfigError(`METRICS_PORT: expected a number or "off", got "${metricsPort}"`);
   }
+  const workersEnv = env("GATEWAY_WORKERS");
+  const workers = workersEnv === undefined ? { data: cfg.workers } : workersSchema.safeParse(
+    /^\d+$/.test(workersEnv) ? Number(workersEnv) : workersEnv,
+  );
+  if (!workers.data) {
+    throw new ConfigError(`GATEWAY_WORKERS: expected a number or "auto", got "${workersEnv}"`);
+  }
   const metrics = metricsPort === undefined
     ? cfg.metrics
     : metricsPort === "off"
@@ -643,7 +656,13 @@ export function applyListenEnv(cfg: Config, env: (name: string) => string | unde
       port: port !== undefined ? Number(port) : cfg.listen.port,
     },
     metrics,
+    workers: workers.data,
   };
+}
+
+/** The number of gateway threads `workers` asks for (`auto`: one per core). */
+export function workerCount(workers: Config["workers"]): number {
+  return workers === "auto" ? navigator.hardwareConcurrency : workers;
 }
 
 /** Every provider credential in a config (single keys and pools), for scrubbing. */

@@ -36,9 +36,15 @@ export async function createGateway(
   plugins: readonly Plugin[] | Formats,
   /**
    * `builtInConfig`: the config is the built-in default (its 404 hints name vendor keys);
-   * `limitStore`: where limits count instead of `config.limits_store`'s (tests shorten windows).
+   * `limitStore`: where limits count instead of `config.limits_store`'s (tests shorten windows;
+   * a gateway thread of `workers` counts in its supervisor's); `conversationStore`: where
+   * answers are kept instead of `config.response_store`'s (likewise).
    */
-  opts: { builtInConfig?: boolean; limitStore?: LimitStore } = {},
+  opts: {
+    builtInConfig?: boolean;
+    limitStore?: LimitStore;
+    conversationStore?: ConversationStore;
+  } = {},
 ): Promise<Gateway> {
   const formats = plugins instanceof Formats ? plugins : new Formats(plugins);
   checkFormats(config, formats);
@@ -62,7 +68,7 @@ export async function createGateway(
   const gw: Gateway = {
     ...configured(config, undefined, opts.builtInConfig ? formats.vendors : []),
     formats,
-    store: await createStore(config.response_store),
+    store: opts.conversationStore ?? await createStore(config.response_store),
     secrets,
     observers: [
       accessLog(secrets),
