@@ -8,7 +8,7 @@ import { isAddressOrCidr } from "./trusted_proxies.ts";
 import { globToRegExp } from "./glob.ts";
 import { formatPath } from "./validate.ts";
 import { readYaml, YamlProblem } from "./yaml.ts";
-import { redisUrlSchema } from "./redis_url.ts";
+import { ONE_REDIS, oneRedis, redisClusterSchema, redisUrlSchema } from "./redis_url.ts";
 import {
   CONSUMER_PREFIX,
   consumersSchema,
@@ -287,11 +287,13 @@ const responseStoreSchema = z.strictObject({
   max_item_mb: z.number().positive().default(16),
   /** Keep responses in Redis instead (shared by every instance; TTL set in Redis). */
   redis_url: redisUrlSchema.optional(),
+  /** Keep them in a Redis Cluster instead: its seed nodes (docs/scaling.md). */
+  redis_cluster: redisClusterSchema.optional(),
   /** Prefix of every Redis key the store writes. */
   redis_prefix: z.string().min(1).default("gateway:responses:"),
   /** Longest wait for one Redis command: a stalled Redis fails the call, it never hangs it. */
   redis_timeout_ms: z.number().int().positive().default(1000),
-});
+}).refine(oneRedis, { message: ONE_REDIS, path: ["redis_cluster"] });
 
 /** A concrete model id for the model lists (the names behind pattern routes). */
 const catalogSchema = z.strictObject({

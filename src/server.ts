@@ -25,6 +25,7 @@ import { agentOf, kongConsumer, sessionOf } from "./limits/identity.ts";
 import type { Identity } from "./limits/policy.ts";
 import { type LimitStore, MemoryLimitStore } from "./limits/store.ts";
 import { RedisLimitStore } from "./limits/redis.ts";
+import { inRedis } from "./redis_url.ts";
 
 /** Incoming request-id headers, in order of preference (Kong's first). */
 const REQUEST_ID_HEADERS = ["x-kong-request-id", "x-request-id", "x-correlation-id"];
@@ -60,7 +61,7 @@ export async function createGateway(
   const limiter = new Limiter(
     (onError) =>
       opts.limitStore ??
-        (storeCfg.redis_url ? RedisLimitStore.connect(storeCfg, onError) : new MemoryLimitStore()),
+        (inRedis(storeCfg) ? RedisLimitStore.connect(storeCfg, onError) : new MemoryLimitStore()),
     storeCfg,
     metrics,
     () => live.current.policy,
@@ -223,10 +224,10 @@ function internalError(e: unknown, requestId: string): GatewayError {
   return new GatewayError(500, "upstream", `internal gateway error (request id ${requestId})`);
 }
 
-/** The configured store: Redis when `redis_url` is set, else the embedded one. */
+/** The configured store: Redis when `redis_url` or `redis_cluster` is set, else the embedded one. */
 async function createStore(cfg: ResponseStoreConfig): Promise<ConversationStore> {
   // Disabled, the store stays empty (nothing is put): no Redis connection either.
-  if (!cfg.redis_url || !cfg.enabled) return new MemoryStore(cfg);
+  if (!inRedis(cfg) || !cfg.enabled) return new MemoryStore(cfg);
   const { RedisStore } = await import("./store_redis.ts");
   return RedisStore.connect(cfg);
 }

@@ -11,6 +11,7 @@ import { drain } from "./drain.ts";
 import { setLogWorker } from "./log.ts";
 import { swapConfig } from "./reload.ts";
 import { createGateway, createHandler } from "./server.ts";
+import { inRedis } from "./redis_url.ts";
 import { type Call, SharedConversationStore, SharedLimitStore } from "./shared_stores.ts";
 import type { FromWorker, ToWorker } from "./worker_messages.ts";
 
@@ -83,8 +84,8 @@ async function start(
   // Without Redis, limits and kept answers live in the supervisor, shared by every thread.
   const gw = await createGateway(config, formats, {
     builtInConfig,
-    limitStore: config.limits_store.redis_url ? undefined : new SharedLimitStore(call),
-    conversationStore: config.response_store.enabled && !config.response_store.redis_url
+    limitStore: inRedis(config.limits_store) ? undefined : new SharedLimitStore(call),
+    conversationStore: config.response_store.enabled && !inRedis(config.response_store)
       ? new SharedConversationStore(call)
       : undefined,
   });

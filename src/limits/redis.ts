@@ -1,12 +1,13 @@
 /**
- * Limit windows in Redis (`limits_store.redis_url`), shared by every instance behind one Kong
- * upstream. Each call is one Lua script, so a check and its count are atomic across instances.
+ * Limit windows in Redis (`limits_store.redis_url`, or a Redis Cluster: `redis_cluster`), shared
+ * by every instance behind one Kong upstream. Each call is one Lua script, so a check and its count are atomic across instances.
  * Sliding windows are hashes of one-second buckets (field: the second; value: amount and the
  * time of its latest entry), at most 61 each, so a call's work is bounded however busy the
  * window; calendar windows are counters under the day's or month's key, expiring after it ends.
  * Sliding windows run on Redis's clock (TIME), which every instance shares.
  */
-import { closeRedis, connectRedis, type RedisClient, withDeadline } from "../redis_client.ts";
+import type { RedisLink } from "../redis_client.ts";
+import { connectRedis } from "../redis_link.ts";
 import type { Admitted, LimitStore } from "./store.ts";
 import type { Limits, LimitsStoreConfig } from "./schema.ts";
 import { day, LIMIT_NAMES, MINUTE_MS, month, reached, type Windows } from "./windows.ts";
@@ -91,7 +92,7 @@ export class RedisLimitStore implements LimitStore {
   readonly name = "redis";
 
   private constructor(
-    private readonly client: RedisClient,
+    private readonly link: RedisLink,
     private readonly cfg: LimitsStoreConfig,
     private readonly slidingMs: number,
     private readonly clock: "redis" | "caller",
@@ -107,7 +108,7 @@ export class RedisLimitStore implements LimitStore {
     slidingMs = MINUTE_MS,
     clock: "redis" | "caller" = "redis",
   ) {
-    return new RedisLimitStore(connectRedis(cfg.redis_url, onError), cfg, slidingMs, clock);
+    return new RedisLimitStore(connectRedis(cfg, onError), cfg, slidingMs, clock);
   }
 
   async admit(identity: string, limits: Limits, now: number): Promise<Admitted> {
@@ -132,10 +133,11 @@ export class RedisLimitStore implements LimitStore {
     tokens: number,
     spend: number,
   ): Promise<[number, Windows]> {
-    if (!this.client.isReady) throw new Error("not connected to Redis");
+    if (!this.link.isReady) throw new Error("not connected to Redis");
     const d = day(now);
     const m = month(now);
-    // One hash tag per identity: the script's four keys share a slot, as Redis Cluster needs.
+    // One hash tag per identity: the script's four keys share a slot, as Redis Cluster needs
+    // (an identity's keys live on one node; identities spread over the cluster).
     const base = `${this.cfg.redis_prefix}{${identity}}`;
     const keys = [`${base}:rqs`, `${base}:tks`, `${base}:d:${d.key}`, `${base}:m:${m.key}`];
     const args = [
@@ -148,10 +150,7 @@ export class RedisLimitStore implements LimitStore {
       Math.ceil((d.end - now) / 1000) + 60,
       Math.ceil((m.end - now) / 1000) + 60,
     ].map(String);
-    const reply = await withDeadline(
-      this.client.eval(SCRIPT, { keys, arguments: args }) as Promise<Reply>,
-      this.cfg.timeout_ms,
-    );
+    const reply = await this.link.eval(SCRIPT, keys, args, this.cfg.timeout_ms) as Reply;
     const [refused, requests, requestsReset, tokensUsed, tokensReset, used, spent] = reply;
     return [refused, {
       requests_per_minute: { used: requests, reset: requestsReset },
@@ -162,6 +161,6 @@ export class RedisLimitStore implements LimitStore {
   }
 
   close(): Promise<void> {
-    return closeRedis(this.client);
+    return this.link.close();
   }
 }
