@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import type { Config } from "../src/config.ts";
 import { Workers } from "../src/workers.ts";
-import { HASHED_KEY, KEY, mockConfig, openaiHeaders, wsExchange } from "./helpers.ts";
+import { HASHED_KEY, KEY, mockConfig, openaiHeaders, send, wsExchange } from "./helpers.ts";
 import { startMockUpstream } from "./mock/upstream.ts";
 import { spawnGateway, type WatchedGateway } from "./process.ts";
 
@@ -16,31 +16,6 @@ import { spawnGateway, type WatchedGateway } from "./process.ts";
 const LIMITED_KEY = "gw-limited-key-0001";
 const LIMIT = 7;
 const CLIENTS = 64;
-
-/** A request on a connection of its own, so the kernel may hand it to either thread. */
-export async function send(
-  url: string,
-  headers: Record<string, string>,
-  body?: unknown,
-): Promise<{ status: number; json: Record<string, unknown>; requestId: string }> {
-  const client = Deno.createHttpClient({});
-  try {
-    const res = await fetch(url, {
-      client,
-      method: body === undefined ? "GET" : "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return {
-      status: res.status,
-      json: text.startsWith("{") ? JSON.parse(text) : { text },
-      requestId: res.headers.get("x-gateway-request-id") ?? "",
-    };
-  } finally {
-    client.close();
-  }
-}
 
 /** The thread that answered each request (its access line's `worker`). */
 async function workersOf(gw: WatchedGateway, requestIds: string[]): Promise<number[]> {
