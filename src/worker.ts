@@ -90,7 +90,7 @@ async function start(
       : undefined,
   });
   const { hostname } = config.listen;
-  let server: Deno.HttpServer | undefined;
+  let server: Deno.HttpServer;
   try {
     server = Deno.serve({
       hostname,
@@ -99,12 +99,10 @@ async function start(
       onListen: (addr) => post({ t: "listening", hostname: addr.hostname, port: addr.port }),
     }, createHandler(gw));
   } catch (e) {
-    post({
-      t: "failed",
-      message: (e as Error).message,
-      addrInUse: e instanceof Deno.errors.AddrInUse,
-    });
+    const addrInUse = e instanceof Deno.errors.AddrInUse;
+    post({ t: "failed", message: (e as Error).message, addrInUse });
     scope.close();
+    return {};
   }
   gw.providerModels.start();
   return { gw, server };
