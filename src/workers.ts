@@ -13,10 +13,14 @@ import { Secrets } from "./secrets.ts";
 import { SharedStores } from "./shared_stores.ts";
 import type { FromWorker, ToWorker } from "./worker_messages.ts";
 
-/** A thread that has not answered a ping for this long is taken for hung, and replaced. */
-const HUNG_MS = 5000;
-/** The same for a thread that is not listening yet (loading its modules on a busy host). */
-const START_MS = 30_000;
+/**
+ * A thread that has answered none of this many pings in a row (one a second) is taken for hung,
+ * and replaced. Counted in pings, not time: a supervisor thread that was itself kept off the CPU
+ * reads its queued answers before its next ping, where a clock would blame the threads.
+ */
+const HUNG_PINGS = 5;
+/** Pings a thread that is not listening yet gets to start (loading its modules, a busy host). */
+const START_PINGS = 30;
 const PING_MS = 1000;
 /** Waits before a dead thread is started again: the first, and the most (it keeps dying). */
 const RESTART_MS = 250;
@@ -37,7 +41,8 @@ export interface WorkersOptions {
 interface Thread {
   index: number;
   worker: Worker;
-  lastPong: number;
+  /** Pings sent since its last answer (or since it was started). */
+  unanswered: number;
   started: boolean;
   /** Its metrics as of its last pong: kept should it die before the next scrape. */
   snapshot?: MetricsSnapshot;
@@ -132,7 +137,7 @@ export class Workers {
     const thread: Thread = {
       index,
       worker,
-      lastPong: Date.now(),
+      unanswered: 0,
       started: false,
       listening: Promise.withResolvers(),
       stopped: Promise.withResolvers(),
@@ -161,7 +166,7 @@ export class Workers {
     switch (m.t) {
       case "listening":
         thread.started = true;
-        thread.lastPong = Date.now();
+        thread.unanswered = 0;
         thread.listening.resolve({ transport: "tcp", hostname: m.hostname, port: m.port });
         return;
       case "failed": {
@@ -181,7 +186,7 @@ export class Workers {
         this.scrapes.get(m.id)?.(m.snapshot);
         return;
       case "pong":
-        thread.lastPong = Date.now();
+        thread.unanswered = 0;
         if (m.snapshot) thread.snapshot = m.snapshot;
         this.deaths = 0;
         return;
@@ -208,16 +213,19 @@ export class Workers {
     return promise.finally(() => this.scrapes.delete(id));
   }
 
-  /** Pings every thread; one silent for HUNG_MS is ended and replaced. */
+  /** Pings every thread; one silent for HUNG_PINGS pings in a row is ended and replaced. */
   private check(): void {
-    const now = Date.now();
     for (const t of this.threads) {
       if (t.dead) continue;
-      const limit = t.started ? HUNG_MS : START_MS;
-      if (now - t.lastPong > limit) {
+      const limit = t.started ? HUNG_PINGS : START_PINGS;
+      if (t.unanswered >= limit) {
         t.worker.terminate();
-        this.died(t, `no answer for ${limit} ms`);
-      } else this.send(t, { t: "ping" });
+        this.died(t, `answered none of ${limit} pings, a second apart`);
+        continue;
+      }
+      t.unanswered++;
+      // One that is starting cannot answer yet: it is only counted.
+      if (t.started) this.send(t, { t: "ping" });
     }
   }
 

@@ -176,7 +176,8 @@ export async function spawnGateway(
   const url = await waitFor(
     () => text.stderr.match(/listening on (http:\/\/[\d.]+:\d+)/)?.[1],
     "its listening line",
-    20_000,
+    // Several gateways (or threads) loading at once on a busy 2-core machine take a while.
+    60_000,
   );
   return {
     url,

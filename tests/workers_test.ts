@@ -46,7 +46,7 @@ async function chainAcross(
     if (previous && previous.worker !== worker) return i + 1;
     previous = { id: String(res.json.id), worker };
   }
-  throw new Error("40 turns never crossed threads");
+  throw new Error(`40 turns never crossed threads; the gateway said:\n${gw.stderr()}`);
 }
 
 async function metricsText(gw: WatchedGateway): Promise<string> {
