@@ -143,6 +143,10 @@ async function serveOne({ config, loadConfig, formats, path, dev, devKey }: Run)
  * (src/workers.ts): it validates reloads, sums `/metrics`, drains them all and replaces a dead one.
  */
 async function superviseWorkers({ config, loadConfig, path, dev, devKey }: Run, count: number) {
+  // Only Linux balances connections over sockets sharing a port (elsewhere the second bind fails).
+  if (Deno.build.os !== "linux") {
+    startFailed(`workers: ${count} needs Linux (reusePort); run workers: 1 processes here`, dev);
+  }
   const workers = new Workers({
     module: import.meta.url,
     count,
