@@ -2,7 +2,7 @@
  * The benchmark's servers, each in its own process so that a load generator measures one at a
  * time: the loopback mock provider, a bare Deno relay (the floor), and the gateway.
  */
-import type { Config } from "../src/config.ts";
+import type { Config } from "../src/config/config.ts";
 import { KEY, mockConfig } from "../tests/helpers.ts";
 
 export interface Server {

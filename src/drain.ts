@@ -3,7 +3,7 @@
  * (and new requests get 503) so health checks can move traffic away, then the listener closed and
  * in-flight streams given a bounded time to finish.
  */
-import type { Gateway } from "./context.ts";
+import type { Gateway } from "./request/context.ts";
 
 /** Seconds the endings of cut streams get to reach their clients after the grace ran out. */
 const FLUSH_S = 1;

@@ -4,15 +4,15 @@
  * reporting its metrics to it, and counting limits and keeping answers in the supervisor's
  * stores when no Redis is configured (src/shared_stores.ts).
  */
-import type { Formats } from "./formats.ts";
-import type { Config } from "./config.ts";
-import type { Gateway } from "./context.ts";
+import type { Formats } from "./request/formats.ts";
+import type { Config } from "./config/config.ts";
+import type { Gateway } from "./request/context.ts";
 import { drain } from "./drain.ts";
-import { setLogWorker } from "./log.ts";
+import { setLogWorker } from "./ops/log.ts";
 import { swapConfig } from "./reload.ts";
 import { createGateway, createHandler } from "./server.ts";
-import { inRedis } from "./redis_url.ts";
-import { type Call, SharedConversationStore, SharedLimitStore } from "./shared_stores.ts";
+import { inRedis } from "./config/redis_url.ts";
+import { type Call, SharedConversationStore, SharedLimitStore } from "./state/shared_stores.ts";
 import type { FromWorker, ToWorker } from "./worker_messages.ts";
 
 /** Whether this code runs in a gateway thread rather than the process's main thread. */

@@ -1,15 +1,7 @@
 /** What the supervisor thread and its gateway threads (`workers`) say to each other. */
-import type { Config } from "./config.ts";
-import type { MetricsSnapshot } from "./metrics.ts";
-
-/** A call on a store the supervisor keeps for every thread (`src/shared_stores.ts`). */
-export interface StoreCall {
-  t: "call";
-  id: number;
-  store: "limits" | "conversations";
-  op: string;
-  args: unknown[];
-}
+import type { Config } from "./config/config.ts";
+import type { MetricsSnapshot } from "./ops/metrics.ts";
+import type { StoreCall } from "./state/shared_stores.ts";
 
 export type ToWorker =
   /** The first message: serve `config` on `port` (the one the first thread bound). */

@@ -6,11 +6,11 @@
  * answers exact across threads (in Redis, or in the supervisor's memory: src/shared_stores.ts),
  * and a thread that dies or hangs replaced within seconds, logged. docs/scaling.md.
  */
-import { type Config, providerKeys } from "./config.ts";
-import { Metrics, type MetricsSnapshot } from "./metrics.ts";
+import { type Config, providerKeys } from "./config/config.ts";
+import { Metrics, type MetricsSnapshot } from "./ops/metrics.ts";
 import { decideReload, reportReload } from "./reload.ts";
-import { Secrets } from "./secrets.ts";
-import { SharedStores } from "./shared_stores.ts";
+import { Secrets } from "./ops/secrets.ts";
+import { SharedStores } from "./state/shared_stores.ts";
 import type { FromWorker, ToWorker } from "./worker_messages.ts";
 
 /**

@@ -15,7 +15,7 @@
  * Ignored with a message when redis-server or nginx is missing (.ci/install-*.sh).
  */
 import assert from "node:assert/strict";
-import type { Config } from "../src/config.ts";
+import type { Config } from "../src/config/config.ts";
 import { HASHED_KEY, KEY, mockConfig, openaiHeaders, send, wsExchange } from "./helpers.ts";
 import { startMockUpstream } from "./mock/upstream.ts";
 import { spawnGateway, type WatchedGateway } from "./process.ts";

@@ -6,7 +6,7 @@
  * SIGTERM draining both; and a thread that dies is replaced within seconds, logged.
  */
 import assert from "node:assert/strict";
-import type { Config } from "../src/config.ts";
+import type { Config } from "../src/config/config.ts";
 import { Workers } from "../src/workers.ts";
 import { HASHED_KEY, KEY, mockConfig, openaiHeaders, send, wsExchange } from "./helpers.ts";
 import { startMockUpstream } from "./mock/upstream.ts";

@@ -5,8 +5,8 @@
  */
 import { PLUGINS } from "../../plugins/mod.ts";
 import { PLATFORMS } from "../../plugins/platforms/mod.ts";
-import { Formats } from "../../src/formats.ts";
-import { NO_LOG, setAccessLogSink } from "../../src/log.ts";
+import { Formats } from "../../src/request/formats.ts";
+import { NO_LOG, setAccessLogSink } from "../../src/ops/log.ts";
 import { serveWorker } from "../../src/worker.ts";
 
 setAccessLogSink(NO_LOG);
