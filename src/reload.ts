@@ -202,8 +202,14 @@ export class Reloader {
   /** Re-reads, validates and swaps; logs the outcome (a `config_reload` line) and returns it. */
   reload(trigger: string): ReloadOutcome {
     const old = this.gw.live.current;
-    const { outcome, config } = decideReload(old.config, this.load, trigger, old.draining);
-    if (config) swapConfig(old, config);
+    let { outcome, config } = decideReload(old.config, this.load, trigger, old.draining);
+    try {
+      if (config) swapConfig(old, config);
+    } catch (e) {
+      // Called from a signal handler: nothing above would report it, and the old config stays.
+      const { previous_digest } = outcome;
+      outcome = { outcome: "rejected", trigger, previous_digest, errors: [`failed: ${e}`] };
+    }
     reportReload(outcome, old.secrets);
     return outcome;
   }

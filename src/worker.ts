@@ -42,11 +42,14 @@ export function serveWorker(formats: Formats): void {
   };
   let gw: Gateway | undefined;
   let server: Deno.HttpServer | undefined;
+  /** A reload that came while the gateway was still being built. */
+  let reloaded: Config | undefined;
   scope.onmessage = async ({ data: m }) => {
     switch (m.t) {
       case "start": {
         setLogWorker(m.index);
         ({ gw, server } = await start(formats, m.config, m.port, m.builtInConfig, call));
+        if (gw && reloaded) swap(gw, reloaded);
         return;
       }
       case "reply": {
@@ -57,7 +60,8 @@ export function serveWorker(formats: Formats): void {
         return;
       }
       case "config":
-        if (gw) swapConfig(gw.live.current, m.config);
+        if (gw) swap(gw, m.config);
+        else reloaded = m.config;
         return;
       case "metrics":
         post({ t: "metrics", id: m.id, snapshot: gw?.metrics.snapshot() ?? {} });
@@ -71,6 +75,16 @@ export function serveWorker(formats: Formats): void {
         scope.close();
     }
   };
+}
+
+/** Swaps in a config the supervisor validated; a failure leaves this thread as it was, logged. */
+function swap(gw: Gateway, config: Config): void {
+  try {
+    swapConfig(gw.live.current, config);
+  } catch (e) {
+    const error = gw.secrets.scrub(String(e));
+    console.error(JSON.stringify({ level: "error", msg: "config swap failed", error }));
+  }
 }
 
 /** The thread's gateway, listening on the shared port; `failed` told to the supervisor. */
