@@ -2,19 +2,21 @@
  * Converted attempts: the client's request decoded to IR once, then for each target encoded in
  * the target's format, sent, and its answer decoded back to IR and encoded for the client.
  */
-import type { Codec, IrSource } from "./contract/codec.ts";
+import type { Codec, DecodeContext, IrSource } from "./contract/codec.ts";
+import type { UpstreamSpec } from "./contract/format.ts";
 import type { GenerationSpec } from "./contract/generation.ts";
 import type * as ir from "./contract/ir.ts";
-import { boundFamily } from "./contract/ir.ts";
+import { boundFamily, responseEvents } from "./contract/ir.ts";
 import type { RequestContext } from "./context.ts";
 import { answer, idFor, localId, nowSeconds } from "./answer.ts";
 import { localIr, upstreamIr } from "./client_stream.ts";
-import { DEMO_API } from "./config.ts";
+import { DEFAULT_LONG_DECODE, DEMO_API } from "./config.ts";
 import { demoResponse, demoStream } from "./demo.ts";
 import { type Attempt, ProviderFailure } from "./failover.ts";
 import type { PoolKey } from "./health.ts";
 import { holdOpening } from "./hold_opening.ts";
 import { breather, isLarge } from "./http.ts";
+import { continued, type Hops, whole } from "./long_decode.ts";
 import { checkNesting } from "./nesting.ts";
 import { callUpstream, type UpstreamResponse } from "./relay.ts";
 import { answerUsage, readUpstreamJson, upstreamError } from "./upstream_body.ts";
@@ -96,7 +98,8 @@ export function convertingEvents(
 
 /**
  * One attempt's answer as IR: made here by the demo provider, else the target's call decoded —
- * a stream held until its content starts, unless no other attempt could follow.
+ * a stream held until its content starts, unless no other attempt could follow — and, where
+ * the target continues long answers across requests, its hops joined (src/long_decode.ts).
  */
 async function irFrom(
   ctx: RequestContext,
@@ -114,36 +117,89 @@ async function irFrom(
     const { id, now } = localId(ctx);
     return req.stream ? localIr(demoStream(req, id, now)) : demoResponse(req, id, now);
   }
-  const up = await callConverted(ctx, r, key, req, large);
+  const call = encodeConverted(ctx, r, req);
   const customTools = req.tools?.filter((t) => t.kind === "custom").map((t) => t.name);
   const dctx = { now: nowSeconds(), id: idFor(ctx), customTools };
+  const send = (body: Record<string, unknown>, hop = true) =>
+    sendConverted(ctx, r, key, call, body, large, hop);
+  /** One hop's answer as events (a whole one, or its stream decoded as it arrives). */
+  const events = async (up: UpstreamResponse): Promise<IrSource> =>
+    up.framing
+      ? upstreamIr(
+        new EventReader(up, r.provider.timeouts, up.framing, ctx.gw.secrets),
+        call.target.decodeStream(dctx),
+      )
+      : localIr(responseEvents(await readAnswer(up, r, call.target, dctx, ctx)));
+  const up = await send(call.body, false);
+  const hops = call.target.longDecode && longDecodeOf(r).mode === "auto"
+    ? hopsOf(ctx, r, req, call, async (body) => events(await send(body)))
+    : undefined;
   if (!up.framing) {
-    const { json } = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
-    const res = up.target.decodeResponse(json, dctx);
-    const usage = answerUsage(up, res.usage);
-    return usage ? { ...res, usage } : res;
+    const res = await readAnswer(up, r, call.target, dctx, ctx);
+    // Only an answer that goes on pays for joining hops.
+    if (!hops || res.continuation === undefined) return res;
+    return await whole(continued(localIr(responseEvents(res)), hops));
   }
-  const reader = new EventReader(up, r.provider.timeouts, up.framing, ctx.gw.secrets);
-  const source = upstreamIr(reader, up.target.decodeStream(dctx));
+  const first = await events(up);
+  const source = hops ? continued(first, hops) : first;
+  // A client asking for a whole answer whose budget only a stream may take.
+  if (!req.stream) return await whole(source);
   return last ? source : await holdOpening(source, (batch) => Promise.resolve(batch));
 }
 
-/** A converted call's response, with what it needs to be read. */
-type Called = UpstreamResponse & { target: Codec };
+const longDecodeOf = (r: Resolved) => r.route.long_decode ?? DEFAULT_LONG_DECODE;
 
-/** Calls a provider of another format with the IR request; throws its errors re-wrapped. */
-async function callConverted(
+/** The route's hops for one converted answer: its request sent again with each token. */
+function hopsOf(
   ctx: RequestContext,
   r: Resolved,
-  key: PoolKey | undefined,
   req: ir.Request,
-  /** A large request: other requests run between encoding it and serializing it. */
-  large = false,
-): Promise<Called> {
+  call: Encoded,
+  send: (body: Record<string, unknown>) => Promise<IrSource>,
+): Hops {
+  return {
+    open(token) {
+      ctx.trace.hops++;
+      return send(call.target.longDecode!.resume(call.body, token));
+    },
+    max: longDecodeOf(r).max_hops,
+    budget: req.maxTokens,
+    spent: (usage) => ctx.trace.reportUsage(usage),
+  };
+}
+
+/** A whole converted answer, decoded (with the platform's own usage counts, if it has them). */
+async function readAnswer(
+  up: UpstreamResponse,
+  r: Resolved,
+  target: Codec,
+  dctx: DecodeContext,
+  ctx: RequestContext,
+): Promise<ir.Response> {
+  const { json } = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
+  const res = target.decodeResponse(json, dctx);
+  const usage = answerUsage(up, res.usage);
+  return usage ? { ...res, usage } : res;
+}
+
+/** A converted request as one target's body, sent once per hop. */
+interface Encoded {
+  target: Codec;
+  spec: UpstreamSpec;
+  body: Record<string, unknown>;
+  /** Whether it streams upstream: the client's choice, or a budget above the unary limit. */
+  stream: boolean;
+  path: string;
+}
+
+/** The IR request in the target's format (a 400, before any call, if it cannot say it). */
+function encodeConverted(ctx: RequestContext, r: Resolved, req: ir.Request): Encoded {
   const target = ctx.gw.formats.codec(r.provider.api);
   const spec = ctx.gw.formats.upstream(r.provider.api)!;
+  const limit = target.longDecode?.unaryLimit;
+  const stream = req.stream || (limit !== undefined && (req.maxTokens ?? 0) > limit);
   const dropped: string[] = [];
-  const body = target.encodeRequest(req, {
+  const body = target.encodeRequest(stream === req.stream ? req : { ...req, stream }, {
     model: r.upstreamModel,
     route: r.label,
     defaultMaxTokens: r.route.default_max_tokens ?? r.provider.default_max_tokens,
@@ -151,13 +207,30 @@ async function callConverted(
     hostedTools: r.route.hosted_tools,
   });
   if (dropped.length) ctx.trace.dropped = [...new Set(dropped)];
-  const path = target.path(r.upstreamModel, req.stream);
-  const platform = throughPlatform(ctx, r, body, req.stream, "generate", path);
+  return { target, spec, body, stream, path: target.path(r.upstreamModel, stream) };
+}
+
+/** Sends a converted request's body to its target; throws its errors re-wrapped. */
+async function sendConverted(
+  ctx: RequestContext,
+  r: Resolved,
+  key: PoolKey | undefined,
+  call: Encoded,
+  body: Record<string, unknown>,
+  /** A large request: other requests run between encoding it and serializing it. */
+  large: boolean,
+  /** A long decode's later hop: part of the attempt already counted. */
+  hop: boolean,
+): Promise<UpstreamResponse> {
+  const { spec, stream, path } = call;
+  const platform = throughPlatform(ctx, r, body, stream, "generate", path);
   if (large) await breather();
   const text = JSON.stringify(body);
   if (large) await breather();
-  ctx.trace.routed("convert");
-  ctx.trace.attempt();
+  if (!hop) {
+    ctx.trace.routed("convert");
+    ctx.trace.attempt();
+  }
   const up = await callUpstream({
     provider: r.provider,
     spec,
@@ -167,11 +240,11 @@ async function callConverted(
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,
     platform,
-    framing: req.stream ? framingOf(spec) : undefined,
+    framing: stream ? framingOf(spec) : undefined,
   });
   if (!up.res.ok) {
     const { idle_ms } = r.provider.timeouts;
     throw new ProviderFailure(await upstreamError(up, idle_ms, ctx.gw.secrets, spec));
   }
-  return { ...up, target };
+  return up;
 }

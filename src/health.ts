@@ -3,6 +3,7 @@
  * counters, target cooldowns and key cooldowns. Per gateway process; a reload keeps it.
  */
 import type { CooldownConfig, ProviderConfig } from "./config.ts";
+import { type Pin, Pins } from "./pins.ts";
 
 /** A provider key of a pool, named (never by value) as `<provider>#<index>`. */
 export interface PoolKey {
@@ -31,8 +32,12 @@ export class Health {
   /** By provider name: a provider that fails is down for every route that sends to it. */
   private readonly targets = new Map<string, Cooling>();
   private readonly keys = new Map<string, { next: number; until: number[] }>();
+  /** Requests that must reach one account (src/pins.ts). */
+  readonly pins: Pins;
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(private readonly now: () => number = Date.now) {
+    this.pins = new Pins(now);
+  }
 
   private cooling(provider: string): boolean {
     return (this.targets.get(provider)?.until ?? 0) > this.now();
@@ -87,10 +92,17 @@ export class Health {
     this.targets.set(provider, c);
   }
 
-  /** The provider's next healthy key, round-robin (undefined: it has none). */
-  key(provider: ProviderConfig): PoolKey | undefined {
+  /**
+   * The provider's next healthy key, round-robin (undefined: it has none); `pin`'s key if it
+   * names one of this pool, cooling or not: no other key would do.
+   */
+  key(provider: ProviderConfig, pin?: Pin): PoolKey | undefined {
     const pool = provider.api_keys ?? (provider.api_key ? [provider.api_key] : []);
     if (pool.length === 0) return undefined;
+    const pinned = pin?.provider === provider.name ? pin.key : undefined;
+    if (pinned !== undefined && pinned < pool.length) {
+      return { value: pool[pinned], name: `${provider.name}#${pinned}`, index: pinned };
+    }
     // A pool that changed size (a reload) starts its rotation afresh.
     const known = this.keys.get(provider.name);
     const s = known?.until.length === pool.length ? known : { next: 0, until: pool.map(() => 0) };

@@ -3,7 +3,8 @@ import type * as ir from "../../src/contract/ir.ts";
 import type { ClientContext, DecodeContext } from "../../src/contract/codec.ts";
 import { carrySignature } from "../../src/signature.ts";
 import { ChunkDecoder } from "./chunks.ts";
-import { argumentsObject, foldEvent } from "../shared.ts";
+import { argumentsObject } from "../shared.ts";
+import { foldEvent } from "../../src/contract/ir.ts";
 import { FAMILY, redactedSignature } from "./parts.ts";
 
 import { GroundingBuilder } from "./grounding.ts";

@@ -3,7 +3,7 @@ import type * as ir from "../../src/contract/ir.ts";
 import type { DecodeContext } from "../../src/contract/codec.ts";
 import { GatewayError } from "../../src/contract/errors.ts";
 import { History } from "./history.ts";
-import { decodeUsage, finishOf, unixTime } from "./steps.ts";
+import { continuationOf, decodeUsage, finishOf, unixTime } from "./steps.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -43,6 +43,7 @@ export function decodeResponse(body: Obj, ctx: DecodeContext): ir.Response {
     created: unixTime(body.created, ctx.now),
     parts,
     finish: finishOf(body.status, parts.some((p) => p.type === "tool_call")),
+    ...continuationOf(body),
   };
   const usage = decodeUsage(body.usage);
   if (usage) res.usage = usage;

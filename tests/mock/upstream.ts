@@ -34,6 +34,7 @@ import {
   type Vendor,
 } from "./vendor.ts";
 import { ResponsesSocket } from "./websocket.ts";
+import { hopReply, planHop } from "./long_decode.ts";
 import {
   CHAT_SSE,
   CUT,
@@ -306,7 +307,7 @@ class Upstream implements MockUpstream {
 
   async #respond(endpoint: Endpoint, call: Call): Promise<Response> {
     const { vendor } = endpoint;
-    const scenario = parseScenario(call.model);
+    let scenario = parseScenario(call.model);
     const echo = scenario.echo ? echoMessage(call.credential) : "";
     if (scenario.hang) {
       await sleep(STALL_MS, this.#closing.signal);
@@ -331,9 +332,19 @@ class Upstream implements MockUpstream {
     }
     const invalid = vendor.validate(call.body);
     if (invalid) return errorResponse(vendor, 400, { message: invalid });
-    const reply = replyFor(vendor, call.body, call.model, scenario);
-    if (echo && reply.text) reply.text += ` ${echo}`;
+    let reply = replyFor(vendor, call.body, call.model, scenario);
     const framing = endpoint.framing(call);
+    if (scenario.long && vendor.longDecode) {
+      const streamed = framing !== undefined;
+      const { long, overrun } = scenario;
+      const hop = planHop(vendor.longDecode, call.body, streamed, long, call.credential, overrun);
+      if (typeof hop === "string") return errorResponse(vendor, 400, { message: hop });
+      if (hop.index === scenario.failHop) return errorResponse(vendor, 503);
+      if (hop.index === scenario.cutHop) scenario = { ...scenario, cut: true };
+      if (hop.index === scenario.errHop) scenario = { ...scenario, errEvent: true };
+      reply = hopReply(reply, hop);
+    }
+    if (echo && reply.text) reply.text += ` ${echo}`;
     if (framing) {
       const faults = {
         errorEvent: scenario.errEvent
