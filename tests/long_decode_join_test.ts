@@ -3,9 +3,9 @@
  * boundary cut, starts, usage), and that a client leaving while the next hop opens stops there.
  */
 import assert from "node:assert/strict";
-import type { IrSource } from "../src/contract/codec.ts";
-import type * as ir from "../src/contract/ir.ts";
-import { continued, type Hops, whole } from "../src/long_decode.ts";
+import type { IrSource } from "../src/kit/codec.ts";
+import type * as ir from "../src/kit/ir.ts";
+import { continued, type Hops, whole } from "../src/request/long_decode.ts";
 
 const source = (events: ir.StreamEvent[]): IrSource & { cancelled: boolean } => {
   let given = false;

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { GoogleGenAI } from "./sdk/deps.ts";
 import { type Harness, HASHED_KEY, KEY, post, startHarness } from "./helpers.ts";
 import { interactionsRoute } from "./interactions_route.ts";
-import type { Config } from "../src/config.ts";
+import type { Config } from "../src/config/config.ts";
 
 const POOL = ["gk-pool-key-zero", "gk-pool-key-one"];
 const BUDGET = 200_000;

@@ -11,7 +11,7 @@ import { Anthropic, GoogleGenAI, OpenAI } from "./sdk/deps.ts";
 import { type Harness, KEY, PROVIDER_KEY, startHarness, wsExchange } from "./helpers.ts";
 import { interactionsRoute } from "./interactions_route.ts";
 import type { RecordedRequest } from "./mock/upstream.ts";
-import type { Config } from "../src/config.ts";
+import type { Config } from "../src/config/config.ts";
 
 const USER = "write it all";
 /** `gem-long3`'s three hops as a client must read them: each hop's text once, in order. */

@@ -6,7 +6,7 @@
  * `maxOutputTokens` is one budget across hops, and a non-streaming request above 32,768 without
  * a token is refused.
  */
-import type { LongDecode } from "../../src/contract/codec.ts";
+import type { LongDecode } from "../../src/kit/codec.ts";
 import { isObject } from "./json_schema.ts";
 
 const nonEmpty = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined);
