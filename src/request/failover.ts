@@ -9,7 +9,7 @@ import { logEvent } from "../ops/log.ts";
 import { ClientGone } from "./stream_end.ts";
 import { type Resolved, retarget } from "./router.ts";
 import type { PoolKey } from "../state/health.ts";
-import type { Pin } from "./pins.ts";
+import { type Pin, pinnedKey } from "./pins.ts";
 
 /** An HTTP date in its one current form (IMF-fixdate, RFC 9110 section 5.6.7). */
 const HTTP_DATE = /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/;
@@ -116,8 +116,7 @@ export async function failover<T>(
     if (told !== last && last) trace.attemptFailed(last.status, last.kind);
     told = last;
     // The pin holds for its target's first try (a retry rotates on as usual).
-    const pinned = trace.attempts === 0 && pin?.provider === t.provider.name ? pin.key : undefined;
-    const key = health.key(t.provider, pinned);
+    const key = (trace.attempts === 0 && pinnedKey(t.provider, pin)) || health.key(t.provider);
     trace.target(r.requested, t);
     trace.providerKey = key?.name;
     const before = trace.attempts;

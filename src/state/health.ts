@@ -87,16 +87,10 @@ export class Health {
     this.targets.set(provider, c);
   }
 
-  /**
-   * The provider's next healthy key, round-robin (undefined: it has none); the `pinned` one
-   * (an index) if the pool has it, cooling or not: a request that must reach that account.
-   */
-  key(provider: ProviderConfig, pinned?: number): PoolKey | undefined {
+  /** The provider's next healthy key, round-robin (undefined: it has none). */
+  key(provider: ProviderConfig): PoolKey | undefined {
     const pool = provider.api_keys ?? (provider.api_key ? [provider.api_key] : []);
     if (pool.length === 0) return undefined;
-    if (pinned !== undefined && pinned < pool.length) {
-      return { value: pool[pinned], name: `${provider.name}#${pinned}`, index: pinned };
-    }
     // A pool that changed size (a reload) starts its rotation afresh.
     const known = this.keys.get(provider.name);
     const s = known?.until.length === pool.length ? known : { next: 0, until: pool.map(() => 0) };
