@@ -98,7 +98,9 @@ function response(reply: Reply, responseId: string, parts: Json[], last: boolean
   return {
     candidates: [{
       content: { parts, role: "model" },
-      ...(last ? { finishReason: HOP_END[reply.hop?.end ?? "stop"] } : {}),
+      ...(last
+        ? { finishReason: reply.finish?.toUpperCase() ?? HOP_END[reply.hop?.end ?? "stop"] }
+        : {}),
       ...(token ? { continuationToken: token } : {}),
       ...(last && reply.search ? { groundingMetadata: groundingMetadata(reply) } : {}),
       index: 0,

@@ -151,7 +151,7 @@ function resource(reply: Reply, body: Json, id = interactionId()): Json {
   return {
     id,
     model: reply.model,
-    status: (reply.hop && HOP_STATUS[reply.hop.end]) ?? status(reply),
+    status: reply.finish ?? (reply.hop && HOP_STATUS[reply.hop.end]) ?? status(reply),
     ...(token && { continuation_token: token }),
     created: now,
     updated: now,

@@ -12,7 +12,8 @@
  *   so is a token this mock never issued, or issued to another key: another account);
  * - each hop re-reads the prompt and all the answer so far: its prompt count grows.
  *
- * A `longN` model's answer needs N hops when streamed: N − 1 full ones and a short last one.
+ * A `longN` model's answer needs N hops when streamed: N − 1 full ones and a short last one
+ * (`hopcapN`: a model whose per-request cap is N tokens).
  * Hop texts name their token range, the first after the reply's own text, so a client that got
  * every hop once, in order, reads `Hello from … mock: hi (0-65536)(65536-131072)(131072-132072)`.
  */
@@ -63,17 +64,15 @@ function canonical(v: Json): string {
 }
 
 /**
- * The hop `body` gets from a `longN` model (`hops` = N), or Google's 400 message. `account`:
- * the credential the request came with.
+ * The hop `body` gets from a `longN` model (`hops` = N; `cap`: its per-request cap, if not
+ * Gemini 4 Argon's), or Google's 400 message. `account`: the credential the request came with.
  */
 export function planHop(
   side: LongDecodeSide,
   body: Json,
   streamed: boolean,
-  hops: number,
+  model: { hops: number; cap?: number; overrun?: boolean },
   account: string,
-  /** Ignore the budget: continue at every cap (a faulty provider). */
-  overrun = false,
 ): Hop | string {
   const token = side.token(body);
   const request = canonical(side.request(body));
@@ -88,13 +87,16 @@ export function planHop(
     from = resumed.at;
     index = resumed.hop + 1;
   }
-  const cap = streamed || !side.unaryLimit ? STREAM_CAP : UNARY_CAP;
+  // A model may cap a request lower than Gemini 4 Argon does.
+  const streamCap = model.cap ?? STREAM_CAP;
+  const cap = streamed || !side.unaryLimit ? streamCap : Math.min(streamCap, UNARY_CAP);
   const budget = side.budget(body);
   if (side.unaryLimit && !streamed && token === undefined && (budget ?? 0) > UNARY_CAP) {
     return `max_output_tokens above ${UNARY_CAP} needs streamGenerateContent or a continuation token`;
   }
-  const need = (hops - 1) * STREAM_CAP + LAST_HOP;
-  const left = overrun ? Infinity : (budget ?? cap) - from;
+  const need = (model.hops - 1) * streamCap + LAST_HOP;
+  // A faulty provider (`overrun`) would go on past the budget.
+  const left = model.overrun ? Infinity : (budget ?? cap) - from;
   const to = from + Math.max(0, Math.min(cap, left, need - from));
   const end = to === need ? "stop" : to - from === left ? "max_tokens" : "continue";
   if (end === "stop") return { index, from, to, end };

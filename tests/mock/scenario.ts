@@ -70,6 +70,13 @@ export interface Scenario {
    * long_decode.ts.
    */
   long?: number;
+  /**
+   * `finishX` (Gemini formats): the answer ends with the vendor's own finish reason or status X
+   * (`finishother`: Gemini's `OTHER`; `finishcancelled`: an interaction's `cancelled`).
+   */
+  finish?: string;
+  /** `hopcapN`: the model's per-request output cap is N tokens (default: Gemini 4's). */
+  hopCap?: number;
   /** `overrun`: a long decode that goes on past the request's budget (a provider's fault). */
   overrun: boolean;
   /**
@@ -117,6 +124,8 @@ export function parseScenario(model: string): Scenario {
     tool: m.includes("tool"),
     search: m.includes("search"),
     long: long ? Number(long[1] || 2) : undefined,
+    finish: m.match(/finish([a-z_]+)/)?.[1],
+    hopCap: Number(m.match(/hopcap(\d+)/)?.[1] ?? 0) || undefined,
     overrun: m.includes("overrun"),
     failHop: Number(m.match(/hopfail(\d+)/)?.[1] ?? 0) || undefined,
     cutHop: Number(m.match(/hopcut(\d+)/)?.[1] ?? 0) || undefined,
@@ -203,6 +212,8 @@ export interface Reply {
   usage: Usage;
   /** A long decode's hop this reply is (long_decode.ts). */
   hop?: Hop;
+  /** The vendor's own finish reason or status to end with (`finishX`), lower case. */
+  finish?: string;
 }
 
 export const DEFAULT_TOOL = "get_weather";

@@ -336,14 +336,15 @@ class Upstream implements MockUpstream {
     const framing = endpoint.framing(call);
     if (scenario.long && vendor.longDecode) {
       const streamed = framing !== undefined;
-      const { long, overrun } = scenario;
-      const hop = planHop(vendor.longDecode, call.body, streamed, long, call.credential, overrun);
+      const model = { hops: scenario.long, cap: scenario.hopCap, overrun: scenario.overrun };
+      const hop = planHop(vendor.longDecode, call.body, streamed, model, call.credential);
       if (typeof hop === "string") return errorResponse(vendor, 400, { message: hop });
       if (hop.index === scenario.failHop) return errorResponse(vendor, 503);
       if (hop.index === scenario.cutHop) scenario = { ...scenario, cut: true };
       if (hop.index === scenario.errHop) scenario = { ...scenario, errEvent: true };
       reply = hopReply(reply, hop);
     }
+    if (scenario.finish) reply = { ...reply, finish: scenario.finish };
     if (echo && reply.text) reply.text += ` ${echo}`;
     if (framing) {
       const faults = {
