@@ -34,11 +34,13 @@ const CONTENT_FILTER = new Set([
  * Every other reason (`OTHER`, the model breaking the tool protocol, `NO_IMAGE`,
  * `IMAGE_OTHER`, `FINISH_REASON_UNSPECIFIED`, a value added later) is an error, never a quiet
  * stop: the answer did not end as the model meant it to. `CONTINUATION` (long decode: the
- * request's output cap, with a token to go on) is a length stop to whoever does not go on.
+ * request's output cap, with a token to go on) is a length stop to whoever does not go on, even
+ * after function calls (the answer is not over); otherwise calls end as calls.
  */
 function decodeFinish(reason: string, sawToolCall: boolean): ir.FinishReason {
-  if (reason === "CONTINUATION" || reason === "MAX_TOKENS") return "length";
+  if (reason === "CONTINUATION") return "length";
   if (sawToolCall) return "tool_calls";
+  if (reason === "MAX_TOKENS") return "length";
   if (reason === "STOP") return "stop";
   return CONTENT_FILTER.has(reason) ? "content_filter" : "error";
 }
