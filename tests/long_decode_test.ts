@@ -12,6 +12,7 @@ import { type Harness, KEY, PROVIDER_KEY, startHarness, wsExchange } from "./hel
 import { interactionsRoute } from "./interactions_route.ts";
 import type { RecordedRequest } from "./mock/upstream.ts";
 import type { Config } from "../src/config/config.ts";
+import { modelCalls, startVertexGateway } from "./vertex_harness.ts";
 
 const USER = "write it all";
 /** `gem-long3`'s three hops as a client must read them: each hop's text once, in order. */
@@ -65,7 +66,8 @@ function assertHops(calls: RecordedRequest[], n: number, label: string) {
   }
 }
 
-const openai = (h: Harness) => new OpenAI({ baseURL: `${h.url}/v1`, apiKey: KEY, maxRetries: 0 });
+const openai = (h: Pick<Harness, "url">) =>
+  new OpenAI({ baseURL: `${h.url}/v1`, apiKey: KEY, maxRetries: 0 });
 // An explicit timeout: without one the SDK refuses a non-streaming call with a large max_tokens.
 const anthropic = (h: Harness) =>
   new Anthropic({ baseURL: h.url, apiKey: KEY, maxRetries: 0, timeout: 60_000 });
@@ -445,6 +447,38 @@ Deno.test("long decode: a hop that fails after the first ends the answer as inte
     }).catch((e) => e);
     assert.ok(message instanceof Anthropic.APIError);
     assert.equal(message.status, 502);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("long decode: on a platform (Vertex AI Gemini), the hops go the platform's way", async () => {
+  const h = await startVertexGateway();
+  try {
+    const chunks = await Array.fromAsync(
+      await openai(h).chat.completions.create({
+        model: "vg-long3",
+        messages: [{ role: "user", content: USER }],
+        max_completion_tokens: BUDGET,
+        stream: true,
+      }),
+    );
+    assert.equal(
+      chunks.map((c) => c.choices[0]?.delta.content ?? "").join(""),
+      WHOLE,
+    );
+    const calls = modelCalls(h.vertex);
+    assert.ok(
+      calls.every((c) =>
+        /\/publishers\/google\/models\/vg-long3:streamGenerateContent$/.test(c.path)
+      ),
+    );
+    assert.equal(calls.length, 3);
+    assert.deepEqual(calls.map((c) => c.json!.continuationToken === undefined), [
+      true,
+      false,
+      false,
+    ]);
   } finally {
     await h.close();
   }
