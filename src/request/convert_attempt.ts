@@ -131,8 +131,9 @@ async function irFrom(
       )
       : localIr(responseEvents(await readAnswer(up, r, call.target, dctx, ctx)));
   const up = await send(call.body, false);
-  const hops = call.target.longDecode && longDecodeOf(r).mode === "auto"
-    ? hopsOf(ctx, r, req, call, async (body) => events(await send(body)))
+  const { longDecode } = call.target;
+  const hops = longDecode && longDecodeOf(r).mode === "auto"
+    ? hopsOf(ctx, r, req, async (token) => events(await send(longDecode.resume(call.body, token))))
     : undefined;
   if (!up.framing) {
     const res = await readAnswer(up, r, call.target, dctx, ctx);
@@ -149,18 +150,17 @@ async function irFrom(
 
 const longDecodeOf = (r: Resolved) => r.route.long_decode ?? DEFAULT_LONG_DECODE;
 
-/** The route's hops for one converted answer: its request sent again with each token. */
+/** The route's hops for one converted answer: `resend` sends its request again with a token. */
 function hopsOf(
   ctx: RequestContext,
   r: Resolved,
   req: ir.Request,
-  call: Encoded,
-  send: (body: Record<string, unknown>) => Promise<IrSource>,
+  resend: (token: string) => Promise<IrSource>,
 ): Hops {
   return {
     open(token) {
       ctx.trace.hops++;
-      return send(call.target.longDecode!.resume(call.body, token));
+      return resend(token);
     },
     max: longDecodeOf(r).max_hops,
     budget: req.maxTokens,
