@@ -230,6 +230,7 @@ async function sendConverted(
   if (!hop) {
     ctx.trace.routed("convert");
     ctx.trace.attempt();
+    ctx.trace.sentChars = text.length;
   }
   const up = await callUpstream({
     provider: r.provider,
