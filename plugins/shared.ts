@@ -182,6 +182,10 @@ export function overloadedError(body: Record<string, unknown>): { kind: "overloa
 
 // ---- streams ----
 
+/** A string that says something (an opaque token, an id), else undefined. */
+export const nonEmpty = (v: unknown): string | undefined =>
+  typeof v === "string" && v !== "" ? v : undefined;
+
 /** An SSE event's JSON object; undefined for anything else (keep-alive noise, `null`). */
 export function jsonObjectOf(data: string): Record<string, unknown> | undefined {
   try {

@@ -9,7 +9,7 @@
 import { kindForStatus } from "../../src/kit/errors.ts";
 import type * as ir from "../../src/kit/ir.ts";
 import type { DecodeContext } from "../../src/kit/codec.ts";
-import { CUSTOM_INPUT_KEY } from "../shared.ts";
+import { CUSTOM_INPUT_KEY, nonEmpty } from "../shared.ts";
 import { isObject } from "./json_schema.ts";
 import { FAMILY, responseCallId } from "./parts.ts";
 
@@ -197,12 +197,12 @@ export class ChunkDecoder {
     if (this.grounded) this.grounding(this.grounded, out);
     this.close(out);
     this.finished = true;
-    const goesOn = reason === "CONTINUATION" && typeof token === "string" && token !== "";
+    const continuation = reason === "CONTINUATION" ? nonEmpty(token) : undefined;
     out.push({
       type: "finish",
       reason: decodeFinish(reason, this.calls > 0),
       ...(this.usage && { usage: this.usage }),
-      ...(goesOn && { continuation: token }),
+      ...(continuation && { continuation }),
     });
   }
 }

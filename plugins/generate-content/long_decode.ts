@@ -7,9 +7,8 @@
  * a token is refused.
  */
 import type { LongDecode } from "../../src/kit/codec.ts";
+import { nonEmpty } from "../shared.ts";
 import { isObject } from "./json_schema.ts";
-
-const nonEmpty = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined);
 
 export const longDecode: LongDecode = {
   resume: (body, token) => ({ ...body, continuationToken: token }),

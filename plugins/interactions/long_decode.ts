@@ -6,10 +6,9 @@
  * sends `store: false`, so a hop is the same body again with the token.
  */
 import type { LongDecode } from "../../src/kit/codec.ts";
+import { nonEmpty } from "../shared.ts";
 
 type Obj = Record<string, unknown>;
-
-const nonEmpty = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined);
 
 export const longDecode: LongDecode = {
   resume: (body, token) => ({ ...body, continuation_token: token }),

@@ -5,7 +5,7 @@
  * `thought` step holding the signature, directly before the call.
  */
 import type * as ir from "../../src/kit/ir.ts";
-import { argumentsObject, REDACTED } from "../shared.ts";
+import { argumentsObject, nonEmpty, REDACTED } from "../shared.ts";
 import { byteLength, citedSpan } from "../hosted.ts";
 
 /** The models behind Interactions are Gemini's: generate-content reads their signatures too. */
@@ -133,10 +133,10 @@ export function finishOf(status: unknown, sawToolCall: boolean): ir.FinishReason
 
 /** The token an interaction that stopped at the per-request cap goes on with. */
 export function continuationOf(interaction: Obj): { continuation?: string } {
-  const token = interaction.continuation_token;
-  return interaction.status === "requires_continuation" && typeof token === "string" && token
-    ? { continuation: token }
-    : {};
+  const continuation = interaction.status === "requires_continuation"
+    ? nonEmpty(interaction.continuation_token)
+    : undefined;
+  return continuation ? { continuation } : {};
 }
 
 // ---- usage ----
