@@ -120,32 +120,39 @@ async function irFrom(
   const call = encodeConverted(ctx, r, req);
   const customTools = req.tools?.filter((t) => t.kind === "custom").map((t) => t.name);
   const dctx = { now: nowSeconds(), id: idFor(ctx), customTools };
-  const send = (body: Record<string, unknown>, hop = true) =>
-    sendConverted(ctx, r, key, call, body, large, hop);
-  /** One hop's answer as events (a whole one, or its stream decoded as it arrives). */
-  const events = async (up: UpstreamResponse): Promise<IrSource> =>
-    up.framing
-      ? upstreamIr(
-        new EventReader(up, r.provider.timeouts, up.framing, ctx.gw.secrets),
-        call.target.decodeStream(dctx),
-      )
-      : localIr(responseEvents(await readAnswer(up, r, call.target, dctx, ctx)));
-  const up = await send(call.body, false);
+  const up = await sendConverted(ctx, r, key, call, call.body, large, false);
   const { longDecode } = call.target;
   const hops = longDecode && longDecodeOf(r).mode === "auto"
-    ? hopsOf(ctx, r, req, async (token) => events(await send(longDecode.resume(call.body, token))))
+    ? hopsOf(ctx, r, req, async (token) => {
+      const body = longDecode.resume(call.body, token);
+      const next = await sendConverted(ctx, r, key, call, body, large, true);
+      return answerEvents(ctx, r, call, dctx, next);
+    })
     : undefined;
   if (!up.framing) {
-    const res = await readAnswer(up, r, call.target, dctx, ctx);
+    const res = await readAnswer(ctx, r, call, dctx, up);
     // Only an answer that goes on pays for joining hops.
     if (!hops || res.continuation === undefined) return res;
     return await whole(continued(localIr(responseEvents(res)), hops));
   }
-  const first = await events(up);
+  const first = await answerEvents(ctx, r, call, dctx, up);
   const source = hops ? continued(first, hops) : first;
   // A client asking for a whole answer whose budget only a stream may take.
   if (!req.stream) return await whole(source);
   return last ? source : await holdOpening(source, (batch) => Promise.resolve(batch));
+}
+
+/** One call's answer as events: its stream decoded as it arrives, or a whole one read. */
+async function answerEvents(
+  ctx: RequestContext,
+  r: Resolved,
+  call: Encoded,
+  dctx: DecodeContext,
+  up: UpstreamResponse,
+): Promise<IrSource> {
+  if (!up.framing) return localIr(responseEvents(await readAnswer(ctx, r, call, dctx, up)));
+  const reader = new EventReader(up, r.provider.timeouts, up.framing, ctx.gw.secrets);
+  return upstreamIr(reader, call.target.decodeStream(dctx));
 }
 
 const longDecodeOf = (r: Resolved) => r.route.long_decode ?? DEFAULT_LONG_DECODE;
@@ -170,14 +177,14 @@ function hopsOf(
 
 /** A whole converted answer, decoded (with the platform's own usage counts, if it has them). */
 async function readAnswer(
-  up: UpstreamResponse,
-  r: Resolved,
-  target: Codec,
-  dctx: DecodeContext,
   ctx: RequestContext,
+  r: Resolved,
+  call: Encoded,
+  dctx: DecodeContext,
+  up: UpstreamResponse,
 ): Promise<ir.Response> {
   const { json } = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
-  const res = target.decodeResponse(json, dctx);
+  const res = call.target.decodeResponse(json, dctx);
   const usage = answerUsage(up, res.usage);
   return usage ? { ...res, usage } : res;
 }

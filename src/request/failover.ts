@@ -116,7 +116,8 @@ export async function failover<T>(
     if (told !== last && last) trace.attemptFailed(last.status, last.kind);
     told = last;
     // The pin holds for its target's first try (a retry rotates on as usual).
-    const key = (trace.attempts === 0 && pinnedKey(t.provider, pin)) || health.key(t.provider);
+    const key = (pin && trace.attempts === 0 && pinnedKey(t.provider, pin)) ||
+      health.key(t.provider);
     trace.target(r.requested, t);
     trace.providerKey = key?.name;
     const before = trace.attempts;

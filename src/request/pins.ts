@@ -47,9 +47,9 @@ export class Pins {
  * The pool key `pin` names for `provider`, cooling or not (a request that must reach that
  * account has no other); undefined when it names none of this pool.
  */
-export function pinnedKey(provider: ProviderConfig, pin: Pin | undefined): PoolKey | undefined {
+export function pinnedKey(provider: ProviderConfig, pin: Pin): PoolKey | undefined {
+  const index = pin.provider === provider.name ? pin.key : undefined;
   const pool = provider.api_keys ?? (provider.api_key ? [provider.api_key] : []);
-  const index = pin?.provider === provider.name ? pin.key : undefined;
   if (index === undefined || index >= pool.length) return undefined;
   return { value: pool[index], name: `${provider.name}#${index}`, index };
 }
