@@ -182,6 +182,10 @@ export function overloadedError(body: Record<string, unknown>): { kind: "overloa
 
 // ---- streams ----
 
+/** A string that says something (an opaque token, an id), else undefined. */
+export const nonEmpty = (v: unknown): string | undefined =>
+  typeof v === "string" && v !== "" ? v : undefined;
+
 /** An SSE event's JSON object; undefined for anything else (keep-alive noise, `null`). */
 export function jsonObjectOf(data: string): Record<string, unknown> | undefined {
   try {
@@ -199,6 +203,30 @@ export function streamErrorBody(
 ): unknown {
   return dialect.errorBody(new GatewayError(e.status, e.kind, e.message));
 }
+
+/**
+ * An answer that ended in error (Gemini's `OTHER`, a broken tool protocol, a reason the gateway
+ * does not know) to a client whose format has no error stop (chat, Messages): it ends with the
+ * format's error instead of any success stop; an answer ending in tool calls still reports them.
+ * The answer is the provider's own and billed: no other target is asked for it again.
+ */
+export function errorFinish(
+  reason: ir.FinishReason,
+  sawToolCall: boolean,
+): GatewayError | undefined {
+  if (reason !== "error" || sawToolCall) return undefined;
+  const e = new GatewayError(502, "upstream", "the upstream model ended the answer with an error");
+  e.retry = false;
+  return e;
+}
+
+/** The error event a stream ends with for `errorFinish`. */
+export const errorEvent = (e: GatewayError): Extract<ir.StreamEvent, { type: "error" }> => ({
+  type: "error",
+  status: e.status,
+  kind: e.kind,
+  message: e.message,
+});
 
 // ---- errors ----
 
@@ -342,46 +370,3 @@ export function rateLimitHeaders(
  * (each dialect's own ending, src/kit/format.ts `interruption`).
  */
 export const DONE = "data: [DONE]\n\n";
-
-/**
- * Applies one IR stream event to the response it adds up to, its parts built in place: a whole
- * answer decoded as events (Gemini), or a stream kept as the resource it would have been.
- */
-export function foldEvent(res: ir.Response, e: ir.StreamEvent): void {
-  const part = "index" in e ? res.parts[e.index] : undefined;
-  switch (e.type) {
-    case "start":
-      Object.assign(res, { id: e.id, model: e.model, created: e.created });
-      if (e.usage) res.usage = e.usage;
-      break;
-    case "part_start":
-      res.parts[e.index] = e.part.type === "text" || e.part.type === "thinking"
-        ? { ...e.part, text: "" }
-        : e.part.type === "tool_call"
-        ? { ...e.part, arguments: "" }
-        : e.part;
-      break;
-    case "text_delta":
-    case "thinking_delta":
-      if (part?.type === "text" || part?.type === "thinking") part.text += e.text;
-      break;
-    case "arguments_delta":
-      if (part?.type === "tool_call") part.arguments += e.json;
-      break;
-    case "citation":
-      if (part?.type === "text") (part.citations ??= []).push(e.citation);
-      break;
-    case "signature":
-      if (part?.type === "text" || part?.type === "thinking" || part?.type === "tool_call") {
-        part.signature = e.signature;
-      }
-      break;
-    case "usage":
-      res.usage = e.usage;
-      break;
-    case "finish":
-      res.finish = e.reason;
-      if (e.usage) res.usage = e.usage;
-      break;
-  }
-}

@@ -25,6 +25,7 @@ import { Secrets } from "./ops/secrets.ts";
 import { Trace } from "./ops/trace.ts";
 import { configured } from "./reload.ts";
 import { Limiter } from "./state/limits/limiter.ts";
+import { Pins } from "./request/pins.ts";
 import { RequestCall } from "./request/request_call.ts";
 import { agentOf, kongConsumer, sessionOf } from "./state/limits/identity.ts";
 import type { Identity } from "./state/limits/policy.ts";
@@ -85,6 +86,7 @@ export async function createGateway(
     ],
     metrics,
     limiter,
+    pins: new Pins(),
     draining: false,
     stopping: new Stopping(),
     closingSockets: new AbortController(),

@@ -57,6 +57,36 @@ Deno.test("config: errors name the path of each bad field", () => {
   assert.match(msg, /listen\.port: /);
 });
 
+Deno.test("config: long_decode defaults to auto, 32 hops; bad values name the field", () => {
+  const vars = env({ TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" });
+  const set = (value: string) =>
+    VALID.replace(
+      '{models: ["claude-*"], provider: anthropic}',
+      `{models: ["claude-*"], provider: anthropic, long_decode: ${value}}`,
+    );
+  assert.equal(parseConfigText(VALID, vars).routes[1].long_decode, undefined);
+  assert.deepEqual(parseConfigText(set("{}"), vars).routes[1].long_decode, {
+    mode: "auto",
+    max_hops: 32,
+  });
+  assert.deepEqual(parseConfigText(set("{mode: off}"), vars).routes[1].long_decode, {
+    mode: "off",
+    max_hops: 32,
+  });
+  assert.match(
+    configError(() => parseConfigText(set("{max_hops: 0}"), vars)),
+    /routes\[1\]\.long_decode\.max_hops: /,
+  );
+  assert.match(
+    configError(() => parseConfigText(set("{mode: always}"), vars)),
+    /routes\[1\]\.long_decode\.mode: /,
+  );
+  assert.match(
+    configError(() => parseConfigText(set("{hops: 3}"), vars)),
+    /routes\[1\]\.long_decode: .*hops/,
+  );
+});
+
 Deno.test("config: the format plugins judge apis, passthrough and upstream model names", () => {
   const base = env({ TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" });
   const checked = (text: string) => () => checkFormats(parseConfigText(text, base), FORMATS);

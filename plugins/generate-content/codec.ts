@@ -9,6 +9,7 @@ import { decodeStream, encodeStream } from "./stream.ts";
 import { encodeRequest, path } from "./upstream.ts";
 import { watch } from "./watch.ts";
 import { decodeUsage } from "./chunks.ts";
+import { longDecode } from "./long_decode.ts";
 
 export const generateContentCodec: Codec = {
   api: "generate-content",
@@ -21,4 +22,5 @@ export const generateContentCodec: Codec = {
   usage: (body) => decodeUsage(body.usageMetadata),
   decodeStream,
   watch,
+  longDecode,
 };

@@ -11,6 +11,7 @@ import { decodeResponse } from "./decode_response.ts";
 import { decodeStream } from "./decode_stream.ts";
 import { decodeUsage } from "./steps.ts";
 import { watch } from "./watch.ts";
+import { longDecode } from "./long_decode.ts";
 
 export const interactionsCodec: Codec = {
   api: "interactions",
@@ -23,4 +24,5 @@ export const interactionsCodec: Codec = {
   usage: (body) => decodeUsage(body.usage),
   decodeStream,
   watch,
+  longDecode,
 };

@@ -190,6 +190,14 @@ const cooldownSchema = z.strictObject({
   max_seconds: z.number().positive().default(300),
 });
 
+const longDecodeSchema = z.strictObject({
+  mode: z.enum(["auto", "off"]).default("auto"),
+  /** Requests in all for one answer, the first included. */
+  max_hops: z.number().int().min(1).max(1024).default(32),
+});
+
+export const DEFAULT_LONG_DECODE = longDecodeSchema.parse({});
+
 const routeSchema = z.strictObject({
   /** Names the route in metrics (`route` label); default: its first model pattern. */
   name: z.string().min(1).optional(),
@@ -221,6 +229,12 @@ const routeSchema = z.strictObject({
    * Absent: `map`.
    */
   hosted_tools: z.enum(["map", "drop", "reject"]).optional(),
+  /**
+   * Long decode on converted routes (providers that stop a long answer with a continuation
+   * token): `auto` sends the hops and answers once; `off` ends at the first hop's cap as a
+   * length stop. Absent: `auto`, 32 hops.
+   */
+  long_decode: longDecodeSchema.optional(),
 }).refine((r) => !r.passthrough || (r.store !== false && r.compact !== false), {
   path: ["passthrough"],
   message: "store: false and compact: false apply to converted routes; a passthrough route's " +

@@ -68,6 +68,7 @@ function line(t: Trace) {
     duration_ms: t.durationMs,
     ttfb_ms: t.ttfbMs,
     attempts: t.attempts || undefined,
+    hops: t.hops || undefined,
     usage: t.usage,
     billable: t.usage ? t.billable : undefined,
     ...tokens(t),

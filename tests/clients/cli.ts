@@ -96,12 +96,18 @@ async function runCli(
   }
 }
 
-export function claude(url: string, args: string[]): Promise<RunResult> {
+/** `env`: Claude Code's own settings for the run (e.g. `CLAUDE_CODE_MAX_OUTPUT_TOKENS`). */
+export function claude(
+  url: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<RunResult> {
   return runCli("claude", ["-p", ...args], {
     ANTHROPIC_BASE_URL: url,
     ANTHROPIC_API_KEY: KEY,
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
     DISABLE_AUTOUPDATER: "1",
+    ...env,
   });
 }
 
