@@ -8,7 +8,7 @@ import type { IrSource } from "../kit/codec.ts";
 import type { GenerationSpec, OtherEndpoint } from "../kit/generation.ts";
 import type * as ir from "../kit/ir.ts";
 import type { RequestContext } from "./context.ts";
-import { converting, convertingEvents } from "./convert_attempt.ts";
+import { compactionBounded, converting, convertingEvents } from "./convert_attempt.ts";
 import { type Attempt, failover, ProviderFailure } from "./failover.ts";
 import { checkModelName } from "../kit/http.ts";
 import { relaying } from "./relay_attempt.ts";
@@ -83,6 +83,5 @@ export async function convertedEvents(
   r: Resolved,
   req: ir.Request,
 ): Promise<IrSource> {
-  ctx.trace.compaction = req.compaction === true;
-  return await failover(ctx, r, convertingEvents(ctx, r, req));
+  return await failover(ctx, r, convertingEvents(ctx, r, compactionBounded(ctx, req)));
 }

@@ -145,15 +145,18 @@ export class Limiter implements Observer {
     }
   }
 
-  /** Counts the answer's tokens and spend once it is complete (its usage final). */
+  /**
+   * Counts the answer's tokens (toward token limits: all but token counting's) and spend (of
+   * billed answers) once it is complete (its usage final).
+   */
   ended(t: Trace): void {
     const a = this.admitted.get(t);
     const policy = this.policy();
     const u = t.usage;
-    if (!u || (!a && !policy.priced) || !t.billable) return;
-    const spend = this.spend(policy, t);
-    if (!a) return;
-    const tokens = u.inputTokens + u.outputTokens;
+    if (!u || (!a && !policy.priced)) return;
+    const spend = t.billable ? this.spend(policy, t) : 0;
+    const tokens = t.countsTokens ? u.inputTokens + u.outputTokens : 0;
+    if (!a || (!tokens && !t.billable)) return;
     a.recorded = this.store.record(a.identity, a.limits, tokens, spend, this.now()).then(
       (windows) => void (a.windows = windows),
       (e) => this.storeFailed(e),
