@@ -244,6 +244,10 @@ export function lastUsage(read: (json: Record<string, unknown>) => ir.Usage | un
   };
 }
 
+/** A count a request body gives (a positive number), if it gives one. */
+export const countOf = (v: unknown): number | undefined =>
+  typeof v === "number" && v > 0 ? v : undefined;
+
 const QUOTE = 34;
 const BACKSLASH = 92;
 const isSpace = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
