@@ -278,3 +278,79 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "limits in redis: a stalled (SIGSTOPped) Redis fails checks fast per on_error, and nothing queued replays when it recovers",
+  ignore: REDIS === undefined,
+  async fn(t) {
+    const redis = await startRedis(freePort());
+    const stalling = (onError: "allow" | "deny") => (c: Config) => {
+      withLimits(c, redis.port, onError);
+      c.keys[0].limits = { requests_per_minute: 1000 };
+      c.limits_store = { ...c.limits_store, timeout_ms: 200, redis_prefix: `stall:${onError}:` };
+    };
+    const allow = await startHarness({ tweak: stalling("allow") });
+    const deny = await startHarness({ tweak: stalling("deny") });
+    let stopped = false;
+    const chat = async (h: Harness) => {
+      const res = await post(`${h.url}/v1/chat/completions`, openaiHeaders(KEY), CHAT);
+      return { status: res.status, body: await res.json() };
+    };
+    const requests = async (h: Harness) => {
+      const res = await fetch(`${h.url}/v1/gateway/usage`, { headers: openaiHeaders(KEY) });
+      const body = await res.json();
+      return res.status === 200 ? body.windows.requests_per_minute.used : undefined;
+    };
+    try {
+      await limitsReady(allow.url, KEY);
+      await limitsReady(deny.url, KEY);
+      assert.equal((await chat(allow)).status, 200);
+      assert.equal(await requests(allow), 1);
+      Deno.kill(redis.pid, "SIGSTOP");
+      stopped = true;
+      await t.step(
+        "allow: thirty checks, one waits out its deadline, the rest fail at once",
+        async () => {
+          const started = performance.now();
+          for (let i = 0; i < 30; i++) assert.equal((await chat(allow)).status, 200);
+          const ms = performance.now() - started;
+          // Before, each waited 200 ms for its check and 200 for its count: 12 s, all queued.
+          assert.ok(ms < 30 * 200, `30 requests took ${Math.round(ms)} ms`);
+          assert.match(
+            allow.gw.metrics.expose(),
+            /gateway_limits_store_errors_total\{store="redis"\} [1-9]/,
+          );
+          assert.equal(await requests(allow), undefined, "the usage endpoint's 503");
+        },
+      );
+      await t.step("deny: 503 naming the limits store, at once", async () => {
+        for (let i = 0; i < 10; i++) {
+          const res = await chat(deny);
+          assert.equal(res.status, 503);
+          assert.equal(res.body.error.message, "the limits store (redis) is unavailable");
+        }
+      });
+      Deno.kill(redis.pid, "SIGCONT");
+      stopped = false;
+      await t.step(
+        "recovered: only the calls sent before the stall was seen are counted",
+        async () => {
+          let used: number | undefined;
+          for (let i = 0; i < 100 && used === undefined; i++) {
+            used = await requests(allow);
+            if (used === undefined) await new Promise((r) => setTimeout(r, 50));
+          }
+          // The first request and the one check that met the stall; before, all 30 replayed.
+          assert.ok(used !== undefined && used <= 2, `requests_per_minute used ${used}`);
+          assert.equal((await chat(allow)).status, 200, "checks flow again");
+        },
+      );
+    } finally {
+      if (stopped) Deno.kill(redis.pid, "SIGCONT");
+      await allow.close();
+      await deny.close();
+      await redis.stop();
+    }
+  },
+});

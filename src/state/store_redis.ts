@@ -120,7 +120,7 @@ export class RedisStore implements ConversationStore {
   private async run<T>(op: () => Promise<T>): Promise<T> {
     if (!this.client.isReady) throw storeUnavailable(this.name);
     try {
-      return await withDeadline(op(), this.cfg.redis_timeout_ms);
+      return await withDeadline(this.client, this.cfg.redis_timeout_ms, op);
     } catch (e) {
       this.logError(e);
       // Said to the client when it timed out; Redis's own errors stay in the log.

@@ -238,8 +238,9 @@ export class RedisLimitStore implements LimitStore {
       RESERVATION_TTL_MS,
     ].map(String);
     const reply = await withDeadline(
-      this.client.eval(SCRIPT, { keys, arguments: args }) as Promise<Reply>,
+      this.client,
       this.cfg.timeout_ms,
+      () => this.client.eval(SCRIPT, { keys, arguments: args }) as Promise<Reply>,
     );
     const [refused, requests, requestsReset, tokensUsed, tokensReset, used, spent, rsv, at] = reply;
     const tokensWindow = { used: tokensUsed, reset: tokensReset };
