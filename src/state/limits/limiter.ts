@@ -2,8 +2,8 @@
  * Enforces identities' limits: a request is admitted (and counted as a request) before any
  * upstream call, or refused with a 429 in the client's dialect; where a token window limits it,
  * it holds a reservation until its tokens and spend are counted, when its usage is known, at the
- * trace's end. One limiter per gateway, across
- * reloads; each request brings the policy of its own config snapshot.
+ * trace's end. One limiter per gateway, across reloads; each request brings the policy of its
+ * own config snapshot.
  */
 import { GatewayError } from "../../kit/errors.ts";
 import type { Dialect, RateLimitState, RateLimitWindow } from "../../kit/format.ts";
