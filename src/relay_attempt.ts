@@ -23,7 +23,10 @@ import type { Resolved } from "./router.ts";
 import { EventReader, framingOf, relayStream } from "./stream_stage.ts";
 
 /** What a relayed request needs of its generation spec. */
-type Relayed = Pick<GenerationSpec, "ingress" | "body" | "stream" | "relayPath" | "framing">;
+type Relayed = Pick<
+  GenerationSpec,
+  "ingress" | "body" | "stream" | "relayPath" | "framing" | "headers"
+>;
 
 /** Relayed attempts, to providers of the client's format only. */
 export function relaying(
@@ -67,7 +70,7 @@ async function relayAttempt(
     key: key?.value,
     path,
     body: renamed ? JSON.stringify(sent) : raw,
-    forward: pickHeaders(ctx.req.headers, formats.forwardHeaders(api)),
+    forward: pickHeaders(spec.headers ?? ctx.req.headers, formats.forwardHeaders(api)),
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,
     platform,
