@@ -20,6 +20,8 @@ export {
   KEY,
   openaiHeaders,
   THINKING_SIGNATURE,
+  vertexHeaders,
+  vertexModels,
 } from "./requests.ts";
 
 export const PROVIDER_KEY = "sk-provider-secret";
@@ -57,7 +59,7 @@ export async function mockConfig(
       { name: "team-b", sha256: await sha256Hex(HASHED_KEY) },
     ],
     providers: [
-      ...MOCKED.map((f) => provider(f.mock.provider, f.id, f.providerBase)),
+      ...MOCKED.map((f) => provider(f.mock.provider, f.id, f.providerBase ?? "")),
       { name: "demo", api: "demo" },
     ],
     routes: [
