@@ -79,7 +79,12 @@ async function relayAttempt(
       : undefined,
   });
   const allow = formats.responseHeaders(api, ctx.identity?.limits !== undefined);
-  if (!up.res.ok) return await relayError(ctx, up, allow, r.provider.timeouts.idle_ms, upstream);
+  if (!up.res.ok) {
+    // The provider's own error envelope reaches clients of its format's dialect, and of those
+    // that pass it through.
+    const own = formats.get(api)?.dialect === ctx.dialect || ctx.dialect.passesWireErrors === true;
+    return await relayError(ctx, up, allow, r.provider.timeouts.idle_ms, upstream, own);
+  }
   const { framing } = up;
   let body: BodyInit;
   if (!framing) {
@@ -121,13 +126,16 @@ async function relayError(
   allow: readonly string[],
   idleMs: number,
   spec: UpstreamSpec,
+  /** The client hears the provider format's own envelope (`Dialect.passesWireErrors`). */
+  own: boolean,
 ): Promise<never> {
   const { secrets } = ctx.gw;
   const headers = headersFrom(upstreamHeaders(up.res, allow, secrets));
   const text = await readErrorText(up, idleMs, secrets);
   const err = readProviderError(up, text, headers, spec);
-  // A platform's error envelope is not the format's: the client hears it in its own dialect.
-  const answer = isJsonObject(text) && !up.platform
+  // A platform's error envelope is not the format's, nor is the format's that of a client of
+  // another dialect (unless it passes the format's through): they hear it in theirs.
+  const answer = own && isJsonObject(text) && !up.platform
     ? new Response(text, { status: up.res.status, headers })
     : errorResponse(ctx.dialect, err, ctx.requestId);
   throw new ProviderFailure(err, answer);

@@ -15,6 +15,8 @@ export const vertexDialect: Dialect = {
   // Google's reading first: a key in `?key=` is refused, not read.
   presentedKey: (req, url) => googleDialect.presentedKey(req, url) ?? bearer(req.headers),
   keyLocations: ["Authorization: Bearer <key>", "x-goog-api-key: <key>"],
+  // Vertex relays its models' own errors (Claude's in Anthropic's envelope); its own are Google's.
+  passesWireErrors: true,
 };
 
 /** Claude on Vertex: its streams are Anthropic's, so a cut one ends as Anthropic's SDKs read it. */
