@@ -3,7 +3,7 @@
  * (`Authorization: Bearer`; `@google/genai`'s express mode sends `x-goog-api-key`), errors in
  * Google's envelope as Vertex sends them, and a cut stream ended as the wire's SDKs read it.
  */
-import type { Dialect } from "../../src/contract/format.ts";
+import type { Dialect } from "../../src/kit/format.ts";
 import { googleDialect } from "../generate-content/dialect.ts";
 import { anthropicDialect } from "../messages/dialect.ts";
 import { bearer } from "../shared.ts";

@@ -6,15 +6,15 @@
  * decides, as Vertex's model server reads it) and `count-tokens:rawPredict`; Gemini's
  * `:generateContent` / `:streamGenerateContent`.
  */
-import { badRequest } from "../../src/contract/errors.ts";
-import type { PluginHandler } from "../../src/contract/handler.ts";
+import { badRequest } from "../../src/kit/errors.ts";
+import type { PluginHandler } from "../../src/kit/handler.ts";
 import {
   checkModelName,
   decodePathSegment,
   flagOf,
   modelOf,
   readJsonBody,
-} from "../../src/http.ts";
+} from "../../src/kit/http.ts";
 import { generation } from "../generate-content/endpoints.ts";
 import { countTokensOf } from "../messages/endpoints.ts";
 import { validateRequest } from "../messages/schema.ts";

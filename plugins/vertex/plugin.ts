@@ -5,8 +5,8 @@
  * Gemini's generateContent. Formats only clients speak: their requests relay to providers of
  * their wire (on Vertex itself, through the gcp-vertex platform) and convert for the others.
  */
-import type { EndpointSpec, FormatPlugin } from "../../src/contract/format.ts";
-import type { HandlerContext } from "../../src/contract/handler.ts";
+import type { EndpointSpec, FormatPlugin } from "../../src/kit/format.ts";
+import type { HandlerContext } from "../../src/kit/handler.ts";
 import { generateContentCodec } from "../generate-content/codec.ts";
 import { generateContentPlugin } from "../generate-content/plugin.ts";
 import { messagesPlugin } from "../messages/plugin.ts";
