@@ -13,17 +13,12 @@ import { messagesPlugin } from "../messages/plugin.ts";
 import { vertexMessagesCodec } from "./codec.ts";
 import { vertexClaudeDialect, vertexDialect } from "./dialect.ts";
 import { countTokens, generateContent, rawPredict } from "./endpoints.ts";
+import { vertexModelPath } from "../platforms/vertex_wire.ts";
 
 /** Where Vertex's model paths start: v1 (the Anthropic SDK), v1beta1 (genai); express mode. */
 const PATHS = ["/v1/projects/", "/v1beta1/projects/", "/v1/publishers/", "/v1beta1/publishers/"];
 
-/** A publisher's model paths; the handler reads the model and checks the action. */
-const modelsOf = (publisher: string, rest = "[^/]+") =>
-  new RegExp(
-    `^/v1(?:beta1)?/(?:projects/[^/]+/locations/[^/]+/)?publishers/${publisher}/models/${rest}$`,
-  );
-
-const AT = "/v1/projects/my-project/locations/us-east5/publishers";
+const AT = "/v1/projects/my-project/locations";
 
 const claudeEndpoints: EndpointSpec<HandlerContext>[] = [
   {
@@ -31,17 +26,18 @@ const claudeEndpoints: EndpointSpec<HandlerContext>[] = [
     operation: "count_tokens",
     unbilled: true,
     method: "POST",
-    pattern: modelsOf("anthropic", "count-tokens:rawPredict"),
-    example: `${AT}/anthropic/models/count-tokens:rawPredict`,
+    pattern: vertexModelPath("anthropic", "count-tokens:rawPredict"),
+    example: `${AT}/us-east5/publishers/anthropic/models/count-tokens:rawPredict`,
     handler: countTokens,
   },
   {
     name: "vertex_raw_predict",
     operation: "chat",
     method: "POST",
-    // Not the token counter, which has its own endpoint.
-    pattern: modelsOf("anthropic", "(?!count-tokens:)[^/]+"),
-    example: `${AT}/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict`,
+    // Any model and action (the handler checks them) but the token counter's, an endpoint of its own.
+    pattern: vertexModelPath("anthropic", "(?!count-tokens:)[^/]+"),
+    example:
+      `${AT}/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict`,
     handler: rawPredict,
   },
 ];
@@ -67,10 +63,9 @@ export const vertexGenerateContentPlugin: FormatPlugin<HandlerContext> = {
     name: "vertex_generate_content",
     operation: "generate_content",
     method: "POST",
-    pattern: modelsOf("google"),
-    example: `${
-      AT.replace("us-east5", "us-central1")
-    }/google/models/gemini-2.5-flash:generateContent`,
+    // Any model and action: the handler checks them.
+    pattern: vertexModelPath("google", "[^/]+"),
+    example: `${AT}/us-central1/publishers/google/models/gemini-2.5-flash:generateContent`,
     handler: generateContent,
   }],
 };
