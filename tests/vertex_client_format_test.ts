@@ -99,6 +99,13 @@ Deno.test("vertex client format: actions and models Vertex paths may name; the G
       const got = await googleError(await post(h.url + path, vertexHeaders(), body), status, grpc);
       assert.match(got, message, path);
     }
+    // Vertex's model reads are not served: the list is no endpoint, a model's path takes POST.
+    const read = (path: string) => fetch(h.url + path, { headers: vertexHeaders() });
+    await googleError(await read("/v1beta1/publishers/google/models"), 404, "NOT_FOUND");
+    assert.match(
+      await googleError(await read(`${GEMINI}gem-text`), 405, "INVALID_ARGUMENT"),
+      /^method GET is not allowed on .* \(use POST\)$/,
+    );
     // The Gemini API's own paths keep their fixed text, byte for byte.
     const gemini = await post(
       `${h.url}/v1beta/models/gem-text:countTokens`,
