@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import type { Config } from "../src/config/config.ts";
 import { CHARS_PER_TOKEN } from "../src/ops/estimate.ts";
-import { TEST_FORMATS, type TestFormat } from "./formats.ts";
+import { speaksUpstream, TEST_FORMATS, type TestFormat } from "./formats.ts";
 import { type Harness, KEY, openaiHeaders, startHarness } from "./helpers.ts";
 import { pieces } from "./mock/scenario.ts";
 import { members, stringChars } from "../plugins/shared.ts";
@@ -19,15 +19,18 @@ import { members, stringChars } from "../plugins/shared.ts";
 /** The text the mock's reply to "hi there" begins with: its first two of three deltas. */
 const SENT_TEXT = (vendor: string) => pieces(`Hello from ${vendor} mock: hi there`, 3).slice(0, 2);
 
+/** The registered formats providers speak, each a provider of the mock. */
+const PROVIDED = TEST_FORMATS.filter(speaksUpstream);
+
 /** A route per registered client format to a mock provider of its own API: `abort-<id>-*`. */
 function abortRoutes(config: Config) {
   // A provider and a route of the mock config, their defaults filled in, as models.
   const mock = config.providers.find((p) => p.base_url)!;
   const plain = config.routes.find((r) => !r.passthrough && !r.model)!;
   const origin = new URL(mock.base_url!).origin;
-  for (const f of TEST_FORMATS) {
+  for (const f of PROVIDED) {
     const name = `abort-${f.id}`;
-    config.providers.push({ ...mock, name, api: f.id, base_url: origin + f.providerBase });
+    config.providers.push({ ...mock, name, api: f.id, base_url: origin + (f.providerBase ?? "") });
     config.routes.unshift({ ...plain, models: [`${name}-*`], provider: name });
   }
   config.keys[0] = { ...config.keys[0], limits: { tokens_per_day: 1e9, spend_per_month_usd: 1e6 } };
@@ -63,10 +66,10 @@ async function accessLine(h: Harness, match: (l: Record<string, unknown>) => boo
   throw new Error("the cut request was never logged");
 }
 
-/** Each (client format, provider format) pair of the registry; relayed when they are one. */
+/** Each (client format, provider format) pair of the registry; relayed when they are one wire. */
 const PAIRS = TEST_FORMATS.flatMap((f) =>
-  TEST_FORMATS.map((to) => {
-    const relayed = to.id === f.id;
+  PROVIDED.map((to) => {
+    const relayed = to.id === f.plugin.codec.api;
     return { f, to, relayed, label: `${f.id} client, ${relayed ? "relayed" : `from ${to.id}`}` };
   })
 );
@@ -228,7 +231,7 @@ Deno.test("cut usage: a Responses WebSocket client that leaves mid-response is c
     const cases = [
       // A passthrough route: the frame goes to the provider's own socket.
       { label: "relayed (passthrough)", model: "pt-linger", upstream: "responses", relayed: true },
-      ...TEST_FORMATS.map((to) => ({
+      ...PROVIDED.map((to) => ({
         label: `converted from ${to.id}`,
         model: `abort-${to.id}-linger`,
         upstream: to.id,

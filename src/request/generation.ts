@@ -69,7 +69,7 @@ function run(ctx: RequestContext, spec: GenerationSpec, r: Resolved): Promise<Re
  * targets of that API, failing over among them.
  */
 export function relayed(ctx: RequestContext, other: OtherEndpoint, r: Resolved): Promise<Response> {
-  const spec = { ingress: other.ingress, body: other.body, stream: false };
+  const spec = { ingress: other.ingress, body: other.body, stream: false, headers: other.headers };
   const run = () => attempt(ctx, r, relaying(ctx, spec, other.why, other));
   const held = reserve(ctx, spec);
   return held ? held.then(run) : run();
