@@ -10,6 +10,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  CLIENTS,
   endsInterrupted,
   envelopeMessage,
   googleHeaders,
@@ -40,11 +41,13 @@ type Expect =
 
 const status = (n: number) => () => n;
 /**
- * Anthropic's 529 reaches Anthropic clients only (relayed as written); the mock's other vendors
- * say 503 themselves, and a converted 529 is the client dialect's overload.
+/**
+ * Anthropic's 529 reaches clients of its wire only (relayed as written; Vertex's Claude clients
+ * too: Vertex passes Claude's errors through); the mock's other vendors say 503 themselves, and
+ * a converted 529 is the client dialect's overload.
  */
 const overloaded = (c: Ingress, p: Provider) =>
-  p.api === "messages" && c.name === "messages" ? 529 : 503;
+  p.api === "messages" && c.wire === "messages" ? 529 : 503;
 
 interface Fault {
   name: string;
@@ -106,6 +109,21 @@ const FAULTS: Fault[] = [
   },
 ];
 
+/**
+ * The message of an error in the client's own envelope — or, from its wire's provider, in that
+ * provider's (a Vertex client gets a relayed provider's JSON error as written, as Vertex passes
+ * them).
+ */
+function errorMessage(c: Ingress, p: Provider, body: Record<string, unknown>): string {
+  const wire = INGRESS.find((i) => i.name === c.wire)!;
+  if (p.api !== c.wire || wire === c) return envelopeMessage(c, body);
+  try {
+    return envelopeMessage(c, body);
+  } catch {
+    return envelopeMessage(wire, body);
+  }
+}
+
 /** SSE records, each checked to be whole: every `data:` is JSON or `[DONE]`. */
 function strictSse(text: string): { event?: string; data: string }[] {
   const records = text.split(/\r?\n\r?\n/).filter((r) => r.trim() !== "");
@@ -138,7 +156,7 @@ async function cell(h: Harness, c: Ingress, p: Provider, fault: Fault, stream: b
   switch (expect.kind) {
     case "error": {
       assert.equal(res.status, expect.status(c, p), `${label}: status (${text.slice(0, 300)})`);
-      const message = envelopeMessage(c, JSON.parse(text));
+      const message = errorMessage(c, p, JSON.parse(text));
       if (expect.says) assert.match(message, expect.says, label);
       assert.doesNotMatch(message, /<[a-z]+>/i, `${label}: no HTML in the message`);
       return;
@@ -184,7 +202,7 @@ Deno.test("faults: every ingress × provider × mode × fault ends as specified"
         // (a burst of every cell could outlast the 400 ms first-byte deadline on a busy machine).
         const on = fault.patient ? patient : h;
         const failures: string[] = [];
-        for (const c of INGRESS) {
+        for (const c of CLIENTS) {
           const cells = PROVIDERS.flatMap((p) =>
             [false, true].map((stream) => cell(on, c, p, fault, stream))
           );

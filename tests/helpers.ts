@@ -11,7 +11,7 @@ import type { LimitStore } from "../src/state/limits/store.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 import { PLATFORMS } from "../plugins/platforms/mod.ts";
 import { type MockUpstream, startMockUpstream } from "./mock/upstream.ts";
-import { TEST_FORMATS } from "./formats.ts";
+import { speaksUpstream, TEST_FORMATS } from "./formats.ts";
 import { HASHED_KEY, KEY } from "./requests.ts";
 
 export {
@@ -22,6 +22,8 @@ export {
   KEY,
   openaiHeaders,
   THINKING_SIGNATURE,
+  vertexHeaders,
+  vertexModels,
 } from "./requests.ts";
 
 export const PROVIDER_KEY = "sk-provider-secret";
@@ -59,7 +61,7 @@ export async function mockConfig(
       { name: "team-b", sha256: await sha256Hex(HASHED_KEY) },
     ],
     providers: [
-      ...MOCKED.map((f) => provider(f.mock.provider, f.id, f.providerBase)),
+      ...MOCKED.map((f) => provider(f.mock.provider, f.id, f.providerBase ?? "")),
       { name: "demo", api: "demo" },
     ],
     routes: [
@@ -166,6 +168,8 @@ export interface Ingress {
   model: string;
   /** A request touching most of the format, without `model` (its test side's `client.rich`). */
   rich?: Record<string, unknown>;
+  /** The provider format its requests relay to (its own id, but for a format only clients speak). */
+  wire: string;
 }
 
 /** The registered formats with a provider in the mock config, in registry order. */
@@ -177,7 +181,27 @@ export const INGRESS: Ingress[] = MOCKED.map(({ id, plugin, client, mock }) => (
   body: mock.body ?? client.body,
   model: mock.relayModel,
   rich: client.rich,
+  wire: id,
 }));
+
+/**
+ * Every registered client format, in registry order: `INGRESS`, then the formats only clients
+ * speak (Vertex's), whose `model` relays on their wire's provider. For properties every client
+ * format has whatever its wire (scrubbing, faults, bad input, metrics).
+ */
+export const CLIENTS: Ingress[] = [
+  ...INGRESS,
+  ...TEST_FORMATS.filter((f) => !speaksUpstream(f)).map(({ id, plugin, client }) => ({
+    name: id,
+    dialect: plugin.dialect,
+    path: client.path,
+    headers: client.headers(KEY),
+    body: client.body,
+    model: INGRESS.find((c) => c.name === plugin.codec.api)!.model,
+    rich: client.rich,
+    wire: plugin.codec.api,
+  })),
+];
 
 export type WsEvent = Record<string, unknown>;
 /** A frame, or a function of the responses so far (to chain `previous_response_id`). */
@@ -269,7 +293,7 @@ export const MOCK_PROVIDERS: MockProvider[] = MOCKED.map(({ id, providerBase, mo
   return {
     name: mock.provider,
     api: id,
-    base: providerBase,
+    base: providerBase ?? "",
     prefix,
     passthrough: route?.passthrough === true,
   };
@@ -310,4 +334,29 @@ export function envelopeMessage(
     else assert.equal(typeof e[key], "string", what);
   }
   return e.message as string;
+}
+
+/** A request on a connection of its own, so the kernel may hand it to either thread. */
+export async function send(
+  url: string,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<{ status: number; json: Record<string, unknown>; requestId: string }> {
+  const client = Deno.createHttpClient({});
+  try {
+    const res = await fetch(url, {
+      client,
+      method: body === undefined ? "GET" : "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return {
+      status: res.status,
+      json: text.startsWith("{") ? JSON.parse(text) : { text },
+      requestId: res.headers.get("x-gateway-request-id") ?? "",
+    };
+  } finally {
+    client.close();
+  }
 }

@@ -5,7 +5,7 @@
  * must be a success or a 4xx in the client's dialect with a message — never a 5xx.
  */
 import assert from "node:assert/strict";
-import { INGRESS, MOCK_PROVIDERS, post, startHarness } from "./helpers.ts";
+import { CLIENTS, MOCK_PROVIDERS, post, startHarness } from "./helpers.ts";
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
@@ -38,7 +38,7 @@ Deno.test("malformed input: never a 5xx, always a message in the client's dialec
   const h = await startHarness();
   let checked = 0;
   try {
-    for (const c of INGRESS) {
+    for (const c of CLIENTS) {
       assert.ok(c.rich, `${c.name}: no client.rich in tests/formats/${c.name}.ts`);
       for (const { prefix } of MOCK_PROVIDERS) {
         const model = `${prefix}-text`;

@@ -4,10 +4,10 @@
  * prompt's count comes with the first chunks).
  */
 import type { StreamWatch } from "../../src/kit/codec.ts";
-import { ERROR_PAYLOAD, lastUsageEvent, stringChars } from "../shared.ts";
+import { ERROR_PAYLOAD, lastUsageEvent, members, stringChars } from "../shared.ts";
 
 /** Parts' text, thoughts included (a function call's `args` is an object: not counted). */
-const OUTPUT = ["text"];
+const OUTPUT = members(["text"]);
 
 export function watch(): StreamWatch {
   const last = lastUsageEvent();

@@ -5,6 +5,7 @@ import { encodeRequest } from "./encode_request.ts";
 import { decodeResponse, encodeResponse } from "./response.ts";
 import { decodeStream } from "./decode_stream.ts";
 import { encodeStream } from "./encode_stream.ts";
+import { countOf } from "../shared.ts";
 import { watch } from "./watch.ts";
 import { readUsage } from "./common.ts";
 
@@ -18,6 +19,7 @@ export const messagesCodec: Codec = {
   encodeRequest,
   decodeResponse,
   usage: readUsage,
+  outputCap: (body) => countOf(body.max_tokens),
   decodeStream,
   watch,
 };

@@ -4,11 +4,11 @@
  * counts in `message_delta`.
  */
 import type { StreamWatch } from "../../src/kit/codec.ts";
-import { stringChars } from "../shared.ts";
+import { members, stringChars } from "../shared.ts";
 
 const TYPE = /"type"\s*:\s*"([^"]+)"/;
 /** What a content block's delta adds: text, thinking, a tool call's input. */
-const OUTPUT = ["text", "thinking", "partial_json"];
+const OUTPUT = members(["text", "thinking", "partial_json"]);
 
 export function watch(): StreamWatch {
   let start: string | undefined;
