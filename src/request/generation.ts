@@ -34,7 +34,8 @@ export function generate(
   r: Resolved = route(ctx, spec.model),
 ): Promise<Response> {
   const held = reserve(ctx, spec);
-  return held ? held.then(() => run(ctx, spec, r)) : run(ctx, spec, r);
+  const go = () => run(ctx, spec, r);
+  return held ? held.then(go) : go();
 }
 
 /**

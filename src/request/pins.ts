@@ -4,8 +4,6 @@
  * kept by what the provider issued, hashed, per gateway process, bounded in number and age; a
  * reload keeps them (one `Pins` for the gateway's life, on its snapshot).
  */
-import type { ProviderConfig } from "../config/config.ts";
-import type { PoolKey } from "../state/health.ts";
 import { sha256 } from "./sha256.ts";
 
 export interface Pin {
@@ -41,17 +39,6 @@ export class Pins {
     if (kept && kept.until <= this.now()) this.pins.delete(id);
     return kept && kept.until > this.now() ? kept.pin : undefined;
   }
-}
-
-/**
- * The pool key `pin` names for `provider`, cooling or not (a request that must reach that
- * account has no other); undefined when it names none of this pool.
- */
-export function pinnedKey(provider: ProviderConfig, pin: Pin): PoolKey | undefined {
-  const index = pin.provider === provider.name ? pin.key : undefined;
-  const pool = provider.api_keys ?? (provider.api_key ? [provider.api_key] : []);
-  if (index === undefined || index >= pool.length) return undefined;
-  return { value: pool[index], name: `${provider.name}#${index}`, index };
 }
 
 /** A fixed-size id (a token may be long): the SHA-256 of owner and value, as 32 characters. */
