@@ -178,8 +178,9 @@ export function createHandler(
           trace.consumer = identity.consumer;
           trace.sessionId = sessionOf(req.headers);
           trace.agentId = agentOf(req.headers);
-          // A WebSocket's responses are admitted one by one (the upgrade is not a request).
-          if (endpoint.operation && !endpoint.upgrade) {
+          // A WebSocket's responses are admitted one by one (the upgrade is not a request); an
+          // identity without limits has nothing to admit, nor a turn of the event loop to wait.
+          if (endpoint.operation && !endpoint.upgrade && identity.limits) {
             await gw.limiter.admit(trace, identity, dialect);
           }
         }

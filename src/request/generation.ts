@@ -43,6 +43,8 @@ export function generate(
  * call: the body's estimate and the output it allows (docs/limits.md); undefined for others.
  */
 function reserve(ctx: RequestContext, { body, ingress }: Pick<GenerationSpec, "body" | "ingress">) {
+  // Only an admitted identity (one with limits) may hold any: the others skip the lookup.
+  if (!ctx.identity?.limits) return undefined;
   return ctx.gw.limiter.reserve(
     ctx.trace,
     () => tokensFor(body.raw.length) + (ingress.outputCap?.(body.json) ?? DEFAULT_OUTPUT_TOKENS),
