@@ -99,7 +99,7 @@ export function convertingEvents(
 /**
  * One attempt's answer as IR: made here by the demo provider, else the target's call decoded —
  * a stream held until its content starts, unless no other attempt could follow — and, where
- * the target continues long answers across requests, its hops joined (src/long_decode.ts).
+ * the target continues long answers across requests, its hops joined (long_decode.ts).
  */
 async function irFrom(
   ctx: RequestContext,
