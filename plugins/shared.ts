@@ -205,6 +205,20 @@ export function streamErrorBody(
 }
 
 /**
+ * A provider's stop reason as IR by the names its API documents (`table`). A name the table
+ * lacks is `unknown`: an error by default — a reason added later, or one meaning a failure, is
+ * never read as a finished answer. A reason absent (or null) reads as a stop, as it always has.
+ */
+export function finishByName(
+  table: Readonly<Record<string, ir.FinishReason>>,
+  reason: unknown,
+  unknown: ir.FinishReason = "error",
+): ir.FinishReason {
+  if (typeof reason !== "string") return "stop";
+  return Object.hasOwn(table, reason) ? table[reason] : unknown;
+}
+
+/**
  * An answer that ended in error (Gemini's `OTHER`, a broken tool protocol, a reason the gateway
  * does not know) to a client whose format has no error stop (chat, Messages): it ends with the
  * format's error instead of any success stop; an answer ending in tool calls still reports them.

@@ -8,6 +8,7 @@ import {
   ATTACHED,
   carryMarked,
   CUSTOM_INPUT_KEY,
+  finishByName,
   readMarked,
 } from "../shared.ts";
 
@@ -82,8 +83,9 @@ const FINISH_BY_STOP_REASON: Record<string, ir.FinishReason> = {
   pause_turn: "pause",
 };
 
+/** Anthropic's stop reason; one it may add later is an error, never `end_turn` (shared.ts). */
 export const finishFromStopReason = (reason: unknown): ir.FinishReason =>
-  FINISH_BY_STOP_REASON[String(reason)] ?? "stop";
+  finishByName(FINISH_BY_STOP_REASON, reason);
 
 const STOP_REASON_BY_FINISH: Record<ir.FinishReason, string> = {
   stop: "end_turn",

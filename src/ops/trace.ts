@@ -81,7 +81,10 @@ export class Trace {
   compaction = false;
   mode?: Mode;
   attempts = 0;
-  /** Long decode: the continuation requests an answer took after its first (src/long_decode.ts). */
+  /**
+   * Long decode: the continuation requests an answer took after its first
+   * (src/request/long_decode.ts).
+   */
   hops = 0;
   usage?: Usage;
   status?: number;

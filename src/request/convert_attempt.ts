@@ -6,9 +6,9 @@ import type { Codec, DecodeContext, IrSource } from "../kit/codec.ts";
 import type { UpstreamSpec } from "../kit/format.ts";
 import type { GenerationSpec } from "../kit/generation.ts";
 import type * as ir from "../kit/ir.ts";
-import { boundFamily, responseEvents } from "../kit/ir.ts";
+import { boundFamily } from "../kit/ir.ts";
 import type { RequestContext } from "./context.ts";
-import { answer, idFor, localId, nowSeconds } from "./answer.ts";
+import { answer, idFor, localId, localSource, nowSeconds } from "./answer.ts";
 import { localIr, upstreamIr } from "./client_stream.ts";
 import { DEFAULT_LONG_DECODE, DEMO_API } from "../config/config.ts";
 import { demoResponse, demoStream } from "./demo.ts";
@@ -116,7 +116,7 @@ export function convertingEvents(
 /**
  * One attempt's answer as IR: made here by the demo provider, else the target's call decoded —
  * a stream held until its content starts, unless no other attempt could follow — and, where
- * the target continues long answers across requests, its hops joined (src/long_decode.ts).
+ * the target continues long answers across requests, its hops joined (long_decode.ts).
  */
 async function irFrom(
   ctx: RequestContext,
@@ -150,7 +150,7 @@ async function irFrom(
     const res = await readAnswer(ctx, r, call, dctx, up);
     // Only an answer that goes on pays for joining hops.
     if (!hops || res.continuation === undefined) return res;
-    return await whole(continued(localIr(responseEvents(res)), hops));
+    return await whole(continued(localSource(res), hops));
   }
   const first = await answerEvents(ctx, r, call, dctx, up);
   const source = hops ? continued(first, hops) : first;
@@ -167,7 +167,7 @@ async function answerEvents(
   dctx: DecodeContext,
   up: UpstreamResponse,
 ): Promise<IrSource> {
-  if (!up.framing) return localIr(responseEvents(await readAnswer(ctx, r, call, dctx, up)));
+  if (!up.framing) return localSource(await readAnswer(ctx, r, call, dctx, up));
   const reader = new EventReader(up, r.provider.timeouts, up.framing, ctx.gw.secrets);
   return upstreamIr(reader, call.target.decodeStream(dctx), billedEvent(up.platform));
 }
