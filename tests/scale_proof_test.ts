@@ -11,7 +11,8 @@
  * - the master holding the tested identity's keys killed: limits answer per `on_error`, chains
  *   and reads a 503 in the client's dialect within the store's timeout, requests that chain
  *   nothing 200; after its replica is promoted everything works again within 10 s, without a
- *   restart, and what was kept before is read.
+ *   restart, and what was kept before is read — also through a cluster link that sent nothing
+ *   while the master was down (it must learn the new slot map all the same).
  * Ignored with a message when redis-server or nginx is missing (.ci/install-*.sh).
  */
 import assert from "node:assert/strict";
@@ -22,6 +23,7 @@ import { spawnGateway, type WatchedGateway } from "./process.ts";
 import { nginxBinary, startNginx } from "./proxy/nginx.ts";
 import { MISSING, REDIS, redisCli } from "./redis_server.ts";
 import { startRedisCluster } from "./redis_cluster.ts";
+import { ClusterLink } from "../src/state/redis_cluster.ts";
 
 const NGINX = await nginxBinary();
 if (REDIS === undefined) console.warn(MISSING);
@@ -99,6 +101,8 @@ Deno.test({
     );
     const [a, b, c] = instances;
     const killed = new Set<WatchedGateway>();
+    /** A link of the gateway's own kind that is sent nothing until after the promotion. */
+    const idle = new ClusterLink(cluster.urls, () => {});
     const ports = instances.map((g) => Number(new URL(g.url).port));
     const nginx = await startNginx({
       upstreamPort: ports[0],
@@ -284,6 +288,8 @@ Deno.test({
       // Replication is asynchronous: what a master acknowledged a moment before it died may be
       // lost (docs/scaling.md). Here the replica has it.
       await redisCli(owner.master, "WAIT", "1", "2000");
+      for (let i = 0; i < 100 && !idle.isReady; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.ok(idle.isReady, "the idle link connected");
       await cluster.kill(owner.master);
 
       await t.step(
@@ -353,9 +359,15 @@ Deno.test({
           assert.equal((await interaction(c, "And?", lastInteraction)).status, 200);
           const read = await send(`${c.url}/v1/responses/${kept.json.id}`, openaiHeaders());
           assert.equal(read.status, 200);
+          // A thread or instance that served nothing of the dead master's slots during the outage
+          // (here: a link that sent nothing) answers its first command from the new master.
+          await new Promise((r) => setTimeout(r, Math.max(0, promoted + 3000 - Date.now())));
+          const record = await idle.get(`gateway:responses:{team-a}:r:${kept.json.id}`, 1000);
+          assert.match(String(record), /4711/);
         },
       );
     } finally {
+      await idle.close();
       for (const g of instances) {
         if (!killed.has(g)) g.process.kill("SIGTERM");
         await g.output();
