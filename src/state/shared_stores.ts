@@ -3,6 +3,8 @@
  * thread keeps one limit store and one conversation store, and every gateway thread calls them
  * by message, so limits and stored conversations stay exact across threads as in one process.
  * A call is a message round trip (tens of µs), paid only by limited identities and kept answers.
+ * A conversation travels as its JSON text, made and parsed in the gateway threads: the supervisor,
+ * one thread serving them all, only books it (a text is copied whole, an object walked twice).
  */
 import type { ResponseStoreConfig } from "../config/config.ts";
 import type { Limits } from "../config/limits.ts";
@@ -37,8 +39,8 @@ export class SharedStores {
       if (op === "record") return this.limits.record(a[0], a[1], a[2], a[3], a[4]);
       if (op === "read") return this.limits.read(a[0], a[1], a[2]);
     } else {
-      if (op === "get") return this.conversations.get(a[0], a[1]);
-      if (op === "put") return this.conversations.put(a[0]);
+      if (op === "get") return Promise.resolve(this.conversations.getJson(a[0], a[1]));
+      if (op === "put") return Promise.resolve(this.conversations.putJson(a[0], a[1], a[2]));
       if (op === "delete") return this.conversations.delete(a[0], a[1]);
     }
     return Promise.reject(new Error(`no such store call: ${store}.${op}`));
@@ -79,12 +81,14 @@ export class SharedConversationStore implements ConversationStore {
 
   constructor(private readonly call: Call) {}
 
-  get(id: string, owner: string): Promise<StoredTurn | undefined> {
-    return this.call("conversations", "get", [id, owner]) as Promise<StoredTurn | undefined>;
+  async get(id: string, owner: string): Promise<StoredTurn | undefined> {
+    const json = await this.call("conversations", "get", [id, owner]) as string | undefined;
+    return json === undefined ? undefined : JSON.parse(json);
   }
 
   put(record: StoredTurn): Promise<PutResult> {
-    return this.call("conversations", "put", [record]) as Promise<PutResult>;
+    const json = JSON.stringify(record);
+    return this.call("conversations", "put", [record.id, record.owner, json]) as Promise<PutResult>;
   }
 
   delete(id: string, owner: string): Promise<boolean> {
