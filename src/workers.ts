@@ -57,7 +57,7 @@ export class Workers {
   private port: number;
   private readonly stores: SharedStores;
   private readonly secrets: Secrets;
-  /** The last counts of threads that died: a replaced thread starts again from zero. */
+  /** The last counts (not gauges) of threads that died: a replaced thread starts from zero. */
   private readonly retired = new Metrics();
   private readonly scrapes = new Map<number, (snapshot: MetricsSnapshot) => void>();
   private scrapeIds = 0;
@@ -236,7 +236,8 @@ export class Workers {
     thread.stopped.resolve();
     // At start, the first failure fails the start (nothing is restarted then).
     thread.listening.reject(new Error(error));
-    if (thread.snapshot) this.retired.absorb(thread.snapshot);
+    // Its counts stay; its gauges go (its streams and WebSockets ended with it).
+    if (thread.snapshot) this.retired.absorb(thread.snapshot, { gauges: false });
     if (this.stopping || !this.heartbeat) return;
     const delay = Math.min(RESTART_MS * 2 ** this.deaths++, RESTART_MAX_MS);
     const worker = thread.index;
