@@ -1,8 +1,9 @@
 /**
  * One gateway thread of `workers: N` (src/workers.ts starts them): a whole gateway serving the
  * shared port (`reusePort`), told its config, reloads and shutdown by the supervisor thread,
- * reporting its metrics to it, and counting limits and keeping answers in the supervisor's
- * stores when no Redis is configured (src/shared_stores.ts).
+ * reporting its metrics to it, counting limits and keeping answers in the supervisor's stores
+ * when no Redis is configured (src/state/shared_stores.ts), and sharing continuation pins with
+ * the other threads (src/request/pins.ts).
  */
 import type { Formats } from "./request/formats.ts";
 import type { Config } from "./config/config.ts";
@@ -14,6 +15,7 @@ import { createGateway, createHandler } from "./server.ts";
 import { inRedis } from "./config/redis_url.ts";
 import { type Call, SharedConversationStore, SharedLimitStore } from "./state/shared_stores.ts";
 import type { FromWorker, ToWorker } from "./worker_messages.ts";
+import { Pins } from "./request/pins.ts";
 
 /** Whether this code runs in a gateway thread rather than the process's main thread. */
 export function inWorker(): boolean {
@@ -40,6 +42,8 @@ export function serveWorker(formats: Formats): void {
     post({ t: "call", id, store, op, args });
     return reply.promise;
   };
+  // Each pin remembered here goes to the other threads; theirs come back as `pin` messages.
+  const pins = new Pins(Date.now, (id, kept) => post({ t: "pin", id, kept }));
   let gw: Gateway | undefined;
   let server: Deno.HttpServer | undefined;
   /** A reload that came while the gateway was still being built. */
@@ -48,7 +52,7 @@ export function serveWorker(formats: Formats): void {
     switch (m.t) {
       case "start": {
         setLogWorker(m.index);
-        ({ gw, server } = await start(formats, m.config, m.port, m.builtInConfig, call));
+        ({ gw, server } = await start(formats, m, call, pins));
         if (gw && reloaded) swap(gw, reloaded);
         return;
       }
@@ -65,6 +69,9 @@ export function serveWorker(formats: Formats): void {
         return;
       case "metrics":
         post({ t: "metrics", id: m.id, snapshot: gw?.metrics.snapshot() ?? {} });
+        return;
+      case "pin":
+        pins.keep(m.id, m.kept);
         return;
       case "ping":
         post({ t: "pong", snapshot: gw?.config.metrics ? gw.metrics.snapshot() : undefined });
@@ -90,10 +97,9 @@ function swap(gw: Gateway, config: Config): void {
 /** The thread's gateway, listening on the shared port; `failed` told to the supervisor. */
 async function start(
   formats: Formats,
-  config: Config,
-  port: number,
-  builtInConfig: boolean,
+  { config, port, builtInConfig }: Extract<ToWorker, { t: "start" }>,
   call: Call,
+  pins: Pins,
 ) {
   // Without Redis, limits and kept answers live in the supervisor, shared by every thread.
   const gw = await createGateway(config, formats, {
@@ -102,6 +108,7 @@ async function start(
     conversationStore: config.response_store.enabled && !inRedis(config.response_store)
       ? new SharedConversationStore(call)
       : undefined,
+    pins,
   });
   const { hostname } = config.listen;
   let server: Deno.HttpServer;

@@ -1,14 +1,23 @@
 /**
  * `workers: 2`: main.ts as a real process whose two gateway threads share one port, behaving as
  * one gateway without Redis — a requests_per_minute limit exact across them, Responses and
- * Interactions chains continued on the other thread (HTTP and WebSocket), one `/metrics` that is
- * the exact sum, one reload (SIGHUP) reaching both and a rejected one leaving both as they were,
- * SIGTERM draining both; and a thread that dies is replaced within seconds, logged.
+ * Interactions chains continued on the other thread (HTTP and WebSocket), a relayed long decode's
+ * continuation reaching the pool key that issued its token from either thread, one `/metrics`
+ * that is the exact sum, one reload (SIGHUP) reaching both and a rejected one leaving both as they
+ * were, SIGTERM draining both; and a thread that dies is replaced within seconds, logged.
  */
 import assert from "node:assert/strict";
 import type { Config } from "../src/config/config.ts";
 import { Workers } from "../src/workers.ts";
-import { HASHED_KEY, KEY, mockConfig, openaiHeaders, send, wsExchange } from "./helpers.ts";
+import {
+  HASHED_KEY,
+  KEY,
+  mockConfig,
+  openaiHeaders,
+  routeFor,
+  send,
+  wsExchange,
+} from "./helpers.ts";
 import { startMockUpstream } from "./mock/upstream.ts";
 import { spawnGateway, type WatchedGateway } from "./process.ts";
 
@@ -60,10 +69,20 @@ function total(text: string, name: string, labels = ""): number {
     .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
 }
 
+/** Two keys of one Gemini provider: a continuation is good only on the key that issued it. */
+const POOL = ["gk-pool-key-zero", "gk-pool-key-one"];
+
 async function workersConfig(upstream: string): Promise<Config> {
   const config = await mockConfig(upstream);
   config.workers = 2;
   config.keys.push({ name: "limited", key: LIMITED_KEY, limits: { requests_per_minute: LIMIT } });
+  const gemini = config.providers.find((p) => p.name === "gemini")!;
+  config.providers.push({ ...gemini, name: "gemini-pool", api_key: undefined, api_keys: POOL });
+  config.routes.unshift({
+    ...routeFor(config, "gem-*"),
+    models: ["pool-*"],
+    provider: "gemini-pool",
+  });
   return config;
 }
 
@@ -146,6 +165,42 @@ Deno.test("workers: 2 threads on one port behave as one gateway", async (t) => {
       );
       assert.match(upstream.requests.at(-1)!.body, /swordfish/);
     });
+
+    await t.step(
+      "a relayed long decode's continuation keeps its account on the other thread",
+      async () => {
+        const path = "/v1beta/models/pool-long3:streamGenerateContent?alt=sse";
+        const body = {
+          contents: [{ role: "user", parts: [{ text: "hi" }] }],
+          generationConfig: { maxOutputTokens: 200_000 },
+        };
+        const hop = (token?: string) =>
+          send(`${gw.url}${path}`, { "x-goog-api-key": KEY }, {
+            ...body,
+            ...token && { continuationToken: token },
+          });
+        const keyOf = (token?: string) =>
+          upstream.requests.findLast((r) =>
+            /:streamGenerateContent/.test(r.path) && r.json?.continuationToken === token
+          )?.headers["x-goog-api-key"];
+        // Each time the continuation lands on the other thread, it must still reach the first
+        // hop's key (the mock refuses it on the other one). Three such times: without the pins
+        // shared, each would find a pin-less thread that sends it on either key.
+        let crossed = 0;
+        for (let i = 0; i < 40 && crossed < 3; i++) {
+          const first = await hop();
+          assert.equal(first.status, 200, JSON.stringify(first.json));
+          const token = String(first.json.text).match(/"continuationToken":\s*"([^"]+)"/)?.[1];
+          assert.ok(token, String(first.json.text));
+          const next = await hop(token);
+          assert.equal(next.status, 200, JSON.stringify(next.json));
+          assert.equal(keyOf(token), keyOf(undefined), "the continuation reached the issuing key");
+          const [a, b] = await workersOf(gw, [first.requestId, next.requestId]);
+          if (a !== b) crossed++;
+        }
+        assert.equal(crossed, 3, "continuations crossed threads");
+      },
+    );
 
     await t.step("one /metrics: the exact sum over the threads", async () => {
       const answered = (await gw.lines((l) => l.msg === "access", 1)).length;
