@@ -72,6 +72,11 @@ export class Workers {
     return this.current;
   }
 
+  /** Calls the threads made on the supervisor's stores (a key without limits makes none). */
+  get storeCalls(): number {
+    return this.stores.calls;
+  }
+
   constructor(private readonly opts: WorkersOptions) {
     this.current = opts.config;
     this.port = opts.config.listen.port;

@@ -321,3 +321,40 @@ Deno.test("workers: a thread that dies is replaced within seconds, and logged", 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("workers: a key without limits and a route that keeps nothing cost the supervisor no call", async () => {
+  const upstream = await startMockUpstream();
+  const config = await workersConfig(upstream.url);
+  const workers = new Workers({
+    module: new URL("./workers/crash_once.ts", import.meta.url),
+    count: 2,
+    config,
+    load: () => config,
+    builtInConfig: false,
+  });
+  try {
+    const url = `http://127.0.0.1:${(await workers.start()).port}`;
+    const chat = (key: string, stream: boolean) =>
+      send(`${url}/v1/chat/completions`, openaiHeaders(key), {
+        model: "chat-text",
+        stream,
+        messages: [{ role: "user", content: "hi" }],
+      });
+    const plain = await Promise.all([
+      ...Array.from({ length: 8 }, (_, i) => chat(KEY, i % 2 === 1)),
+      ...Array.from({ length: 4 }, () =>
+        send(`${url}/v1/responses`, openaiHeaders(), {
+          model: "msg-text",
+          input: "hi",
+          store: false,
+        })),
+    ]);
+    assert.deepEqual(plain.map((a) => a.status), Array(12).fill(200));
+    assert.equal(workers.storeCalls, 0, "no message to the supervisor for a plain request");
+    assert.equal((await chat(LIMITED_KEY, false)).status, 200);
+    assert.equal(workers.storeCalls, 2, "a limited identity's request: its admission and count");
+  } finally {
+    await workers.stop();
+    await upstream.close();
+  }
+});

@@ -25,6 +25,8 @@ export interface StoreCall {
 export class SharedStores {
   private readonly limits = new MemoryLimitStore();
   private readonly conversations: MemoryStore;
+  /** Calls answered so far: what requests cost the supervisor (tests check a plain one's none). */
+  calls = 0;
 
   constructor(cfg: ResponseStoreConfig) {
     this.conversations = new MemoryStore(cfg);
@@ -32,6 +34,7 @@ export class SharedStores {
 
   /** The call's answer (a rejection carries the store's error). */
   answer({ store, op, args }: StoreCall): Promise<unknown> {
+    this.calls++;
     // deno-lint-ignore no-explicit-any
     const a = args as any[];
     if (store === "limits") {
