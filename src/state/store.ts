@@ -2,11 +2,12 @@
  * Stored conversations: one record per answer the gateway built and kept, with the whole input
  * the model saw, so a later request can continue it by naming that answer's id and a client can
  * read it back. Records of every format share the store; each format makes ids of its own shape
- * and looks up only those (the plugins use it through `HandlerContext.conversations`, src/request/conversations.ts).
- * Each record belongs to the client key that made it; a lookup by another key finds nothing.
- * The embedded store keeps records in memory, bounded by size (oldest evicted first, and each
- * key within its share: a key past it evicts its own oldest) and age;
- * `redis_url` puts them in Redis instead (src/state/store_redis.ts) so instances share them.
+ * and looks up only those (the plugins use it through `HandlerContext.conversations`,
+ * src/request/conversations.ts). Each record belongs to the client key that made it; a lookup by
+ * another key finds nothing. The embedded store keeps records in memory, bounded by size (oldest
+ * evicted first, and each key within its share: a key past it evicts its own oldest) and age
+ * (under `workers`, one in the supervisor thread: src/state/shared_stores.ts); `redis_url` or
+ * `redis_cluster` puts them in Redis instead (src/state/store_redis.ts) so instances share them.
  * Nothing here logs a record's content.
  */
 import type { ResponseStoreConfig } from "../config/config.ts";

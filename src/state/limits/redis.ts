@@ -1,6 +1,7 @@
 /**
  * Limit windows in Redis (`limits_store.redis_url`, or a Redis Cluster: `redis_cluster`), shared
- * by every instance behind one Kong upstream. Each call is one Lua script, so a check and its count are atomic across instances.
+ * by every instance behind one Kong upstream. Each call is one Lua script, so a check and its
+ * count are atomic across instances.
  * Sliding windows are hashes of one-second buckets (field: the second; value: amount and the
  * time of its latest entry), at most 61 each, so a call's work is bounded however busy the
  * window; calendar windows are counters under the day's or month's key, expiring after it ends.
