@@ -59,7 +59,7 @@ export async function createGateway(
   checkFormats(config, formats);
   const secrets = new Secrets(providerKeys(config));
   const systems = {
-    ...Object.fromEntries(formats.plugins.map((p) => [p.id, p.system])),
+    ...Object.fromEntries(formats.providerFormats.map((p) => [p.id, p.system])),
     // A provider on a platform is named by it (`aws.bedrock`), whatever its wire format.
     ...formats.platforms.systems,
   };
@@ -155,7 +155,8 @@ export function createHandler(
     const url = new URL(req.url);
     dropSpanQuery(url);
     const requestId = requestIdOf(req);
-    const dialect = gw.formats.dialectOf(url.pathname);
+    // The dialect of the path's prefix, until an endpoint matches: then its own.
+    let dialect = gw.formats.dialectOf(url.pathname);
     const trace = new Trace(gw.observers, {
       requestId,
       method: req.method,
@@ -167,7 +168,8 @@ export function createHandler(
     let identity: Identity | undefined;
     try {
       const endpoint = findEndpoint(gw.formats, req, url.pathname);
-      trace.matched(endpoint);
+      dialect = endpoint.dialect;
+      trace.matched(endpoint, dialect.id);
       if (!endpoint.internal) {
         if (gw.draining) {
           throw new GatewayError(503, "overloaded", "the gateway is shutting down; retry");

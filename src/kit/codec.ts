@@ -117,6 +117,12 @@ export interface Codec {
   decodeResponse(body: Record<string, unknown>, ctx: DecodeContext): ir.Response;
   /** The usage of a whole response body, read without decoding the rest (relayed answers). */
   usage(body: Record<string, unknown>): ir.Usage | undefined;
+  /**
+   * The most output tokens a request body of this format allows (its `max_tokens`), read
+   * without decoding it: what a token-limited identity reserves for the answer (absent: a
+   * default, docs/limits.md).
+   */
+  outputCap?(body: Record<string, unknown>): number | undefined;
   /** This format's SSE events to IR stream events. Emits `finish` only on the real end. */
   decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.StreamEvent>;
   /** A watch for one relayed stream of this format. */

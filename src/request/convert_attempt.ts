@@ -33,9 +33,24 @@ async function decodeOnce(ctx: RequestContext, spec: GenerationSpec): Promise<ir
   if (large) await breather();
   checkNesting(spec.body.json);
   const req = { ...spec.ingress.decodeRequest(spec.body.json, spec.model), stream: spec.stream };
-  ctx.trace.compaction = req.compaction === true;
   if (large) await breather();
-  return req;
+  return compactionBounded(ctx, req);
+}
+
+/**
+ * The most a compaction may write: a summary of the conversation (about 3,000 words), not an
+ * answer of any length at no charge (docs/limits.md).
+ */
+export const COMPACTION_MAX_TOKENS = 4096;
+
+/**
+ * Codex's in-band compaction (a converted request ending with `compaction_trigger`), marked on
+ * the trace (its tokens count toward token limits, not spend) and its output bounded.
+ */
+export function compactionBounded(ctx: RequestContext, req: ir.Request): ir.Request {
+  ctx.trace.compaction = req.compaction === true;
+  if (!req.compaction) return req;
+  return { ...req, maxTokens: Math.min(req.maxTokens ?? Infinity, COMPACTION_MAX_TOKENS) };
 }
 
 /**

@@ -24,7 +24,10 @@ import type { Resolved } from "./router.ts";
 import { EventReader, framingOf, relayStream } from "./stream_stage.ts";
 
 /** What a relayed request needs of its generation spec. */
-type Relayed = Pick<GenerationSpec, "ingress" | "body" | "stream" | "relayPath" | "framing">;
+type Relayed = Pick<
+  GenerationSpec,
+  "ingress" | "body" | "stream" | "relayPath" | "framing" | "headers"
+>;
 
 /** Relayed attempts, to providers of the client's format only. */
 export function relaying(
@@ -119,7 +122,7 @@ async function relayAttempt(
     key: key?.value,
     path,
     body: text,
-    forward: pickHeaders(ctx.req.headers, formats.forwardHeaders(api)),
+    forward: pickHeaders(spec.headers ?? ctx.req.headers, formats.forwardHeaders(api)),
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,
     platform,
@@ -128,7 +131,12 @@ async function relayAttempt(
       : undefined,
   });
   const allow = formats.responseHeaders(api, ctx.identity?.limits !== undefined);
-  if (!up.res.ok) return await relayError(ctx, up, allow, r.provider.timeouts.idle_ms, upstream);
+  if (!up.res.ok) {
+    // The provider's own error envelope reaches clients of its format's dialect, and of those
+    // that pass it through.
+    const own = formats.get(api)?.dialect === ctx.dialect || ctx.dialect.passesWireErrors === true;
+    return await relayError(ctx, up, allow, r.provider.timeouts.idle_ms, upstream, own);
+  }
   const { framing } = up;
   const issued = other ? undefined : pinning(ctx, spec, r, key);
   let body: BodyInit;
@@ -179,13 +187,16 @@ async function relayError(
   allow: readonly string[],
   idleMs: number,
   spec: UpstreamSpec,
+  /** The client hears the provider format's own envelope (`Dialect.passesWireErrors`). */
+  own: boolean,
 ): Promise<never> {
   const { secrets } = ctx.gw;
   const headers = headersFrom(upstreamHeaders(up.res, allow, secrets));
   const text = await readErrorText(up, idleMs, secrets);
   const err = readProviderError(up, text, headers, spec);
-  // A platform's error envelope is not the format's: the client hears it in its own dialect.
-  const answer = isJsonObject(text) && !up.platform
+  // A platform's error envelope is not the format's, nor is the format's that of a client of
+  // another dialect (unless it passes the format's through): they hear it in theirs.
+  const answer = own && isJsonObject(text) && !up.platform
     ? new Response(text, { status: up.res.status, headers })
     : errorResponse(ctx.dialect, err, ctx.requestId);
   throw new ProviderFailure(err, answer);

@@ -1,8 +1,9 @@
 /**
  * What the Redis-backed stores (responses, limits) share: a link to one Redis (here) or to a
  * Redis Cluster (src/redis_cluster.ts; src/redis_link.ts picks) that connects in the background
- * and reconnects by itself, fails commands at once while down (no offline queue), bounds each
- * command by a deadline, and closes without leaving a reconnect timer behind.
+ * and reconnects by itself, fails commands at once while down (no offline queue) or stalled (no
+ * queue behind a command past its deadline), bounds each command by a deadline and the commands
+ * waiting, and closes without leaving a reconnect timer behind.
  */
 import { createClient } from "redis";
 
@@ -19,9 +20,17 @@ export interface RedisLink {
 /** Longest wait between reconnect attempts while Redis is down. */
 export const RETRY_MAX_MS = 1000;
 
+/**
+ * Commands a client holds unanswered at most; past it one fails at once. A command is sent as
+ * soon as it is made, so a stalled server's socket takes them until its buffers fill, and the
+ * client keeps the rest (and every unanswered one's promise) in memory.
+ */
+const MAX_PENDING = 1000;
+
 /** How a client (or a cluster's client of each node) connects and reconnects. */
 export const CLIENT_OPTIONS = {
   disableOfflineQueue: true,
+  commandsQueueMaxLength: MAX_PENDING,
   socket: {
     connectTimeout: 2000,
     reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, RETRY_MAX_MS),
@@ -33,6 +42,7 @@ type RedisClient = ReturnType<typeof createClient>;
 /** One Redis server. */
 export class ServerLink implements RedisLink {
   private readonly client: RedisClient;
+  private readonly deadlines = new Deadlines();
 
   constructor(url: string | undefined, onError: (e: unknown) => void) {
     this.client = createClient({ url, ...CLIENT_OPTIONS });
@@ -45,11 +55,11 @@ export class ServerLink implements RedisLink {
   }
 
   eval(script: string, keys: string[], args: string[], ms: number): Promise<unknown> {
-    return withDeadline(this.client.eval(script, { keys, arguments: args }), ms);
+    return this.deadlines.run(() => this.client.eval(script, { keys, arguments: args }), ms);
   }
 
   get(key: string, ms: number): Promise<unknown> {
-    return withDeadline(this.client.get(key), ms);
+    return this.deadlines.run(() => this.client.get(key), ms);
   }
 
   close(): Promise<void> {
@@ -64,17 +74,36 @@ export class RedisTimeout extends Error {
   }
 }
 
-/** `command`'s answer, or a RedisTimeout after `ms` (its late failure is ignored). */
-export async function withDeadline<T>(command: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new RedisTimeout(ms)), ms);
-  });
-  command.catch(() => {});
-  try {
-    return await Promise.race([command, late]);
-  } finally {
-    clearTimeout(timer);
+/**
+ * The commands of one link, each answered or failed with a RedisTimeout within its deadline (a
+ * late failure is ignored). While an earlier command is past its deadline and unanswered, the
+ * server is stalled: nothing is sent, the call fails at once. A stalled server (a paused process,
+ * a full network buffer) executes what it was sent when it recovers: queued limit checks would
+ * count then, long after their requests, and their promises pile up meanwhile. A cluster's link
+ * has one for all its nodes: while one node stalls, every command fails at once (per `on_error`).
+ */
+export class Deadlines {
+  /** Commands past their deadline and still unanswered. */
+  private overdue = 0;
+
+  async run<T>(send: () => Promise<T>, ms: number): Promise<T> {
+    if (this.overdue) throw new RedisTimeout(ms);
+    const command = send();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        reject(new RedisTimeout(ms));
+        this.overdue++;
+        const answered = () => void this.overdue--;
+        command.then(answered, answered);
+      }, ms);
+    });
+    command.catch(() => {});
+    try {
+      return await Promise.race([command, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }
 

@@ -12,10 +12,10 @@
 import { createCluster, ErrorReply } from "redis";
 import {
   CLIENT_OPTIONS,
+  Deadlines,
   type RedisLink,
   RETRY_MAX_MS,
   retrySleep,
-  withDeadline,
 } from "./redis_client.ts";
 
 /** How often the slot map is read while nodes fail, and for how long after the last failure. */
@@ -29,6 +29,7 @@ type Cluster = ReturnType<typeof createCluster>;
 
 export class ClusterLink implements RedisLink {
   private readonly cluster: Cluster;
+  private readonly deadlines = new Deadlines();
   private connected = false;
   private closed = false;
   private retry?: ReturnType<typeof setTimeout>;
@@ -63,11 +64,11 @@ export class ClusterLink implements RedisLink {
   }
 
   eval(script: string, keys: string[], args: string[], ms: number): Promise<unknown> {
-    return this.run(this.cluster.eval(script, { keys, arguments: args }), ms);
+    return this.run(() => this.cluster.eval(script, { keys, arguments: args }), ms);
   }
 
   get(key: string, ms: number): Promise<unknown> {
-    return this.run(this.cluster.get(key), ms);
+    return this.run(() => this.cluster.get(key), ms);
   }
 
   async close(): Promise<void> {
@@ -99,9 +100,9 @@ export class ClusterLink implements RedisLink {
     );
   }
 
-  private async run<T>(command: Promise<T>, ms: number): Promise<T> {
+  private async run<T>(send: () => Promise<T>, ms: number): Promise<T> {
     try {
-      return await withDeadline(command, ms);
+      return await this.deadlines.run(send, ms);
     } catch (e) {
       if (!(e instanceof ErrorReply) || LAYOUT_REPLY.test(e.message)) this.trouble();
       throw e;

@@ -8,7 +8,12 @@
  */
 import type { ResponseStoreConfig } from "../config/config.ts";
 import type { Limits } from "../config/limits.ts";
-import { type Admitted, type LimitStore, MemoryLimitStore } from "./limits/store.ts";
+import {
+  type Admitted,
+  type LimitStore,
+  MemoryLimitStore,
+  type Reservation,
+} from "./limits/store.ts";
 import type { Windows } from "./limits/windows.ts";
 import { type ConversationStore, MemoryStore, type PutResult, type StoredTurn } from "./store.ts";
 
@@ -39,7 +44,8 @@ export class SharedStores {
     const a = args as any[];
     if (store === "limits") {
       if (op === "admit") return this.limits.admit(a[0], a[1], a[2]);
-      if (op === "record") return this.limits.record(a[0], a[1], a[2], a[3], a[4]);
+      if (op === "reserve") return this.limits.reserve(a[0], a[1], a[2], a[3]);
+      if (op === "record") return this.limits.record(a[0], a[1], a[2], a[3], a[4], a[5]);
       if (op === "read") return this.limits.read(a[0], a[1], a[2]);
     } else {
       if (op === "get") return Promise.resolve(this.conversations.getJson(a[0], a[1]));
@@ -63,8 +69,26 @@ export class SharedLimitStore implements LimitStore {
     return this.call("limits", "admit", [identity, limits, now]) as Promise<Admitted>;
   }
 
-  record(identity: string, limits: Limits, tokens: number, spend: number, now: number) {
-    return this.call("limits", "record", [identity, limits, tokens, spend, now]) as Promise<
+  reserve(identity: string, limits: Limits, r: Reservation, now: number): Promise<Admitted> {
+    return this.call("limits", "reserve", [identity, limits, r, now]) as Promise<Admitted>;
+  }
+
+  record(
+    identity: string,
+    limits: Limits,
+    tokens: number,
+    spend: number,
+    now: number,
+    release?: Reservation,
+  ): Promise<Windows> {
+    return this.call("limits", "record", [
+      identity,
+      limits,
+      tokens,
+      spend,
+      now,
+      release,
+    ]) as Promise<
       Windows
     >;
   }
