@@ -66,6 +66,8 @@ export class Workers {
   private stopping = false;
   /** Deaths in a row, for the restart's back-off. */
   private deaths = 0;
+  /** Restarts waiting out their back-off: a stop cancels them. */
+  private readonly restarts = new Set<ReturnType<typeof setTimeout>>();
 
   /** The config in force (a reload replaces it). */
   get config(): Config {
@@ -127,6 +129,8 @@ export class Workers {
   async stop(): Promise<void> {
     this.stopping = true;
     clearInterval(this.heartbeat);
+    for (const timer of this.restarts) clearTimeout(timer);
+    this.restarts.clear();
     const { shutdown_delay_s, shutdown_grace_s } = this.current;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const bound = new Promise((r) => {
@@ -258,13 +262,14 @@ export class Workers {
       error: this.secrets.scrub(error),
       restart_in_ms: delay,
     });
-    setTimeout(() => {
-      if (this.stopping) return;
+    const restart = setTimeout(() => {
+      this.restarts.delete(restart);
       this.spawn(worker).listening.promise.then(
         () => report({ level: "info", msg: "worker restarted", worker }),
         () => {},
       );
     }, delay);
+    this.restarts.add(restart);
   }
 }
 

@@ -322,6 +322,41 @@ Deno.test("workers: a thread that dies is replaced within seconds, and logged", 
   }
 });
 
+Deno.test("workers: a thread that dies as the gateway stops leaves no restart behind", async () => {
+  const upstream = await startMockUpstream();
+  const dir = await Deno.makeTempDir();
+  const flag = `${dir}/crash-once`;
+  await Deno.writeTextFile(flag, "");
+  Deno.env.set("GATEWAY_TEST_CRASH_FLAG", flag);
+  const config = await workersConfig(upstream.url);
+  const logged: string[] = [];
+  const error = console.error;
+  console.error = (line: string) => logged.push(line);
+  const workers = new Workers({
+    module: new URL("./workers/crash_once.ts", import.meta.url),
+    count: 2,
+    config,
+    load: () => config,
+    builtInConfig: false,
+  });
+  try {
+    await workers.start();
+    const started = Date.now();
+    while (!logged.some((l) => l.includes('"worker died"')) && Date.now() - started < 10_000) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.ok(logged.some((l) => l.includes('"worker died"')), logged.join("\n"));
+  } finally {
+    // Within the restart's wait (250 ms): the op sanitizer fails the test on a timer left
+    // running, a restart after the stop would leave a thread running.
+    await workers.stop();
+    console.error = error;
+    Deno.env.delete("GATEWAY_TEST_CRASH_FLAG");
+    await upstream.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("workers: a key without limits and a route that keeps nothing cost the supervisor no call", async () => {
   const upstream = await startMockUpstream();
   const config = await workersConfig(upstream.url);
