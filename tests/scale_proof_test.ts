@@ -25,6 +25,7 @@ import { spawnGateway, type WatchedGateway } from "./process.ts";
 import { nginxBinary, startNginx } from "./proxy/nginx.ts";
 import { MISSING, REDIS, redisCli } from "./redis_server.ts";
 import { startRedisCluster } from "./redis_cluster.ts";
+import { spendByWaves } from "./token_waves.ts";
 import { ClusterLink } from "../src/state/redis_cluster.ts";
 
 const NGINX = await nginxBinary();
@@ -173,42 +174,15 @@ Deno.test({
 
       await t.step(
         "tokens_per_minute: exactly u × admitted counted, past the limit by less than one answer",
-        async () => {
-          const wave = () =>
-            Promise.all(
-              Array.from(
-                { length: CLIENTS },
-                () => viaProxy("/v1/chat/completions", openaiHeaders(TPM_KEY), chat()),
-              ),
-            );
-          // An admitted request holds its reservation (its body / 4 and 4,096 output tokens, more
-          // than the limit) until it is counted, and a window reached with what is held refuses:
-          // a wave's clients run one at a time however many instances they reach, so the waves
-          // spend the window answer by answer, and pass it by less than one answer (not C·u).
-          let admitted = 0;
-          let counted = 0;
-          while (counted < TPM) {
-            const answers = await wave();
-            const passed = answers.filter((r) => r.status === 200).length;
-            assert.ok(passed > 0, "nothing held between waves: one at least runs");
-            assert.ok(answers.every((r) => r.status === 200 || r.status === 429));
-            admitted += passed;
-            counted = await used(TPM_KEY, "tokens_per_minute");
-            assert.equal(
-              counted,
-              U * admitted,
-              `every admitted answer counted once${storeErrors()}`,
-            );
-            assert.ok(counted < TPM + U, `${counted} tokens`);
-          }
-          const spent = await wave();
-          assert.deepEqual(
-            spent.map((r) => r.status),
-            Array(CLIENTS).fill(429),
-            "spent everywhere",
-          );
-          assert.equal(await used(TPM_KEY, "tokens_per_minute"), counted);
-        },
+        () =>
+          spendByWaves({
+            request: () => viaProxy("/v1/chat/completions", openaiHeaders(TPM_KEY), chat()),
+            clients: CLIENTS,
+            used: () => used(TPM_KEY, "tokens_per_minute"),
+            limit: TPM,
+            answer: U,
+            storeErrors,
+          }),
       );
 
       await t.step("a Responses chain: HTTP on A, a WebSocket on B, HTTP on C", async () => {

@@ -1,10 +1,12 @@
 /**
  * `workers: 2`: main.ts as a real process whose two gateway threads share one port, behaving as
- * one gateway without Redis — a requests_per_minute limit exact across them, Responses and
- * Interactions chains continued on the other thread (HTTP and WebSocket), a relayed long decode's
- * continuation reaching the pool key that issued its token from either thread, one `/metrics`
- * that is the exact sum, one reload (SIGHUP) reaching both and a rejected one leaving both as they
- * were, SIGTERM draining both; and a thread that dies is replaced within seconds, logged.
+ * one gateway without Redis — a requests_per_minute limit exact across them, a tokens_per_minute
+ * one counted exactly and passed by less than one answer, Responses and Interactions chains
+ * continued on the other thread (HTTP and WebSocket), a relayed long decode's continuation
+ * reaching the pool key that issued its token from either thread, one `/metrics` that is the
+ * exact sum, one reload (SIGHUP) reaching both and a rejected one leaving both as they were,
+ * SIGTERM draining both; a thread that dies is replaced within seconds, logged; and a key without
+ * limits costs the supervisor no call.
  */
 import assert from "node:assert/strict";
 import type { Config } from "../src/config/config.ts";
@@ -20,11 +22,16 @@ import {
 } from "./helpers.ts";
 import { startMockUpstream } from "./mock/upstream.ts";
 import { spawnGateway, type WatchedGateway } from "./process.ts";
+import { spendByWaves } from "./token_waves.ts";
 
 /** A key limited to LIMIT requests a minute. */
 const LIMITED_KEY = "gw-limited-key-0001";
 const LIMIT = 7;
 const CLIENTS = 64;
+/** A key limited to TPM tokens a minute; U: the tokens of one mock chat answer (11 in, 7 out). */
+const TPM_KEY = "gw-tpm-limited-0001";
+const TPM = 100;
+const U = 18;
 
 /** The thread that answered each request (its access line's `worker`). */
 async function workersOf(gw: WatchedGateway, requestIds: string[]): Promise<number[]> {
@@ -75,7 +82,10 @@ const POOL = ["gk-pool-key-zero", "gk-pool-key-one"];
 async function workersConfig(upstream: string): Promise<Config> {
   const config = await mockConfig(upstream);
   config.workers = 2;
-  config.keys.push({ name: "limited", key: LIMITED_KEY, limits: { requests_per_minute: LIMIT } });
+  config.keys.push(
+    { name: "limited", key: LIMITED_KEY, limits: { requests_per_minute: LIMIT } },
+    { name: "tpm", key: TPM_KEY, limits: { tokens_per_minute: TPM } },
+  );
   const gemini = config.providers.find((p) => p.name === "gemini")!;
   config.providers.push({ ...gemini, name: "gemini-pool", api_key: undefined, api_keys: POOL });
   config.routes.unshift({
@@ -121,6 +131,25 @@ Deno.test("workers: 2 threads on one port behave as one gateway", async (t) => {
         const workers = new Set(await workersOf(gw, answers.map((a) => a.requestId)));
         assert.deepEqual([...workers].sort(), [0, 1], "both threads answered");
       },
+    );
+
+    await t.step(
+      "tokens_per_minute across the threads: exactly u × admitted, past the limit by less than u",
+      () =>
+        spendByWaves({
+          request: () =>
+            send(`${gw.url}/v1/chat/completions`, openaiHeaders(TPM_KEY), {
+              model: "chat-text",
+              messages: [{ role: "user", content: "hi" }],
+            }),
+          clients: CLIENTS,
+          used: async () => {
+            const usage = await send(`${gw.url}/v1/gateway/usage`, openaiHeaders(TPM_KEY));
+            return (usage.json.windows as Record<string, { used: number }>).tokens_per_minute.used;
+          },
+          limit: TPM,
+          answer: U,
+        }),
     );
 
     await t.step(
@@ -281,7 +310,32 @@ Deno.test("workers: 2 threads on one port behave as one gateway", async (t) => {
   }
 });
 
-Deno.test("workers: a thread that dies is replaced within seconds, and logged", async () => {
+/**
+ * Two gateway threads of tests/workers/crash_once.ts (plain ones without its flag variable)
+ * supervised in this process, whose calls and logs the tests can see.
+ */
+function threadsOf(config: Config): Workers {
+  return new Workers({
+    module: new URL("./workers/crash_once.ts", import.meta.url),
+    count: 2,
+    config,
+    load: () => config,
+    builtInConfig: false,
+  });
+}
+
+/**
+ * Runs `body` on two threads of tests/workers/crash_once.ts, one of which throws an uncaught
+ * error at its first ping, with the supervisor's stderr lines captured; then stops them.
+ */
+async function withCrashingThread(
+  body: (
+    workers: Workers,
+    logged: string[],
+    /** Whether the supervisor logged `msg` (waited for 10 s at most). */
+    logs: (msg: string) => Promise<boolean>,
+  ) => Promise<void>,
+) {
   const upstream = await startMockUpstream();
   const dir = await Deno.makeTempDir();
   const flag = `${dir}/crash-once`;
@@ -291,82 +345,54 @@ Deno.test("workers: a thread that dies is replaced within seconds, and logged", 
   const logged: string[] = [];
   const error = console.error;
   console.error = (line: string) => logged.push(line);
-  const workers = new Workers({
-    module: new URL("./workers/crash_once.ts", import.meta.url),
-    count: 2,
-    config,
-    load: () => config,
-    builtInConfig: false,
-  });
+  const workers = threadsOf(config);
+  const logs = async (msg: string) => {
+    const started = Date.now();
+    const said = () => logged.some((l) => l.includes(`"msg":"${msg}"`));
+    while (!said() && Date.now() - started < 10_000) await new Promise((r) => setTimeout(r, 10));
+    return said();
+  };
   try {
+    await body(workers, logged, logs);
+  } finally {
+    // Right after the body: a restart still waiting must not outlive the stop (the op
+    // sanitizer fails a test that leaves its timer running).
+    await workers.stop();
+    console.error = error;
+    Deno.env.delete("GATEWAY_TEST_CRASH_FLAG");
+    await upstream.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("workers: a thread that dies is replaced within seconds, and logged", async () => {
+  await withCrashingThread(async (workers, logged, logs) => {
     const { port } = await workers.start();
     const started = Date.now();
-    while (!logged.some((l) => l.includes('"worker restarted"')) && Date.now() - started < 10_000) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    assert.ok(await logs("worker restarted"), logged.join("\n"));
+    assert.ok(Date.now() - started < 10_000);
     const died = logged.map((l) => JSON.parse(l)).find((l) => l.msg === "worker died");
     assert.equal(died?.level, "error");
     assert.match(died.error, /crash test/);
-    assert.ok(logged.some((l) => l.includes('"worker restarted"')), logged.join("\n"));
-    assert.ok(Date.now() - started < 10_000);
     const answers = await Promise.all(
       Array.from({ length: 8 }, () => send(`http://127.0.0.1:${port}/v1/models`, openaiHeaders())),
     );
     assert.deepEqual(answers.map((a) => a.status), Array(8).fill(200));
-  } finally {
-    console.error = error;
-    Deno.env.delete("GATEWAY_TEST_CRASH_FLAG");
-    await workers.stop();
-    await upstream.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("workers: a thread that dies as the gateway stops leaves no restart behind", async () => {
-  const upstream = await startMockUpstream();
-  const dir = await Deno.makeTempDir();
-  const flag = `${dir}/crash-once`;
-  await Deno.writeTextFile(flag, "");
-  Deno.env.set("GATEWAY_TEST_CRASH_FLAG", flag);
-  const config = await workersConfig(upstream.url);
-  const logged: string[] = [];
-  const error = console.error;
-  console.error = (line: string) => logged.push(line);
-  const workers = new Workers({
-    module: new URL("./workers/crash_once.ts", import.meta.url),
-    count: 2,
-    config,
-    load: () => config,
-    builtInConfig: false,
-  });
-  try {
+  await withCrashingThread(async (workers, logged, logs) => {
     await workers.start();
-    const started = Date.now();
-    while (!logged.some((l) => l.includes('"worker died"')) && Date.now() - started < 10_000) {
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    assert.ok(logged.some((l) => l.includes('"worker died"')), logged.join("\n"));
-  } finally {
-    // Within the restart's wait (250 ms): the op sanitizer fails the test on a timer left
-    // running, a restart after the stop would leave a thread running.
-    await workers.stop();
-    console.error = error;
-    Deno.env.delete("GATEWAY_TEST_CRASH_FLAG");
-    await upstream.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+    // The stop comes within the restart's wait (250 ms).
+    assert.ok(await logs("worker died"), logged.join("\n"));
+  });
 });
 
 Deno.test("workers: a key without limits and a route that keeps nothing cost the supervisor no call", async () => {
   const upstream = await startMockUpstream();
   const config = await workersConfig(upstream.url);
-  const workers = new Workers({
-    module: new URL("./workers/crash_once.ts", import.meta.url),
-    count: 2,
-    config,
-    load: () => config,
-    builtInConfig: false,
-  });
+  const workers = threadsOf(config);
   try {
     const url = `http://127.0.0.1:${(await workers.start()).port}`;
     const chat = (key: string, stream: boolean) =>
@@ -388,6 +414,8 @@ Deno.test("workers: a key without limits and a route that keeps nothing cost the
     assert.equal(workers.storeCalls, 0, "no message to the supervisor for a plain request");
     assert.equal((await chat(LIMITED_KEY, false)).status, 200);
     assert.equal(workers.storeCalls, 2, "a limited identity's request: its admission and count");
+    assert.equal((await chat(TPM_KEY, false)).status, 200);
+    assert.equal(workers.storeCalls, 5, "a token-limited one's: its admission, hold and count");
   } finally {
     await workers.stop();
     await upstream.close();
