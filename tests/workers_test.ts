@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import type { Config } from "../src/config/config.ts";
 import { Workers } from "../src/workers.ts";
 import {
+  anthropicHeaders,
   HASHED_KEY,
   KEY,
   mockConfig,
@@ -409,8 +410,26 @@ Deno.test("workers: a key without limits and a route that keeps nothing cost the
           input: "hi",
           store: false,
         })),
+      ...Array.from(
+        { length: 2 },
+        () =>
+          send(`${url}/v1beta/interactions`, { "x-goog-api-key": KEY }, {
+            model: "gem-text",
+            input: "hi",
+            store: false,
+          }),
+      ),
+      ...Array.from({ length: 2 }, () =>
+        send(`${url}/v1/messages`, anthropicHeaders(), {
+          model: "msg-text",
+          max_tokens: 16,
+          messages: [{ role: "user", content: "hi" }],
+        })),
     ]);
-    assert.deepEqual(plain.map((a) => a.status), Array(12).fill(200));
+    assert.deepEqual(plain.map((a) => a.status), Array(16).fill(200));
+    const frames = { type: "response.create", model: "msg-text", input: "hi", store: false };
+    const socket = await wsExchange(url, [frames, frames]);
+    assert.deepEqual(socket.map((r) => r.at(-1)!.type), Array(2).fill("response.completed"));
     assert.equal(workers.storeCalls, 0, "no message to the supervisor for a plain request");
     assert.equal((await chat(LIMITED_KEY, false)).status, 200);
     assert.equal(workers.storeCalls, 2, "a limited identity's request: its admission and count");
