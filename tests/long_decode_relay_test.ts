@@ -9,7 +9,6 @@
 import assert from "node:assert/strict";
 import { GoogleGenAI } from "./sdk/deps.ts";
 import { type Harness, HASHED_KEY, KEY, post, startHarness } from "./helpers.ts";
-import { interactionsRoute } from "./interactions_route.ts";
 import type { Config } from "../src/config/config.ts";
 
 const POOL = ["gk-pool-key-zero", "gk-pool-key-one"];
@@ -22,7 +21,6 @@ const WHOLE = (vendor: string) =>
  * providers (two accounts), load-balanced.
  */
 function pools(config: Config) {
-  interactionsRoute.tweak(config);
   for (const p of config.providers) {
     if (p.name === "gemini" || p.name === "gemini-int") {
       p.api_keys = POOL;
