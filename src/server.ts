@@ -45,14 +45,12 @@ export async function createGateway(
    * `builtInConfig`: the config is the built-in default (its 404 hints name vendor keys);
    * `limitStore`: where limits count instead of `config.limits_store`'s (tests shorten windows;
    * a gateway thread of `workers` counts in its supervisor's); `conversationStore`: where
-   * answers are kept instead of `config.response_store`'s (likewise); `pins`: continuation pins
-   * shared with the other threads of `workers`.
+   * answers are kept instead of `config.response_store`'s (likewise).
    */
   opts: {
     builtInConfig?: boolean;
     limitStore?: LimitStore;
     conversationStore?: ConversationStore;
-    pins?: Pins;
   } = {},
 ): Promise<Gateway> {
   const formats = plugins instanceof Formats ? plugins : new Formats(plugins);
@@ -88,7 +86,7 @@ export async function createGateway(
     ],
     metrics,
     limiter,
-    pins: opts.pins ?? new Pins(),
+    pins: new Pins(),
     draining: false,
     stopping: new Stopping(),
     closingSockets: new AbortController(),

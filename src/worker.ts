@@ -1,9 +1,8 @@
 /**
  * One gateway thread of `workers: N` (src/workers.ts starts them): a whole gateway serving the
  * shared port (`reusePort`), told its config, reloads and shutdown by the supervisor thread,
- * reporting its metrics to it, counting limits and keeping answers in the supervisor's stores
- * when no Redis is configured (src/state/shared_stores.ts), and sharing continuation pins with
- * the other threads (src/request/pins.ts).
+ * reporting its metrics to it, and counting limits and keeping answers in the supervisor's
+ * stores when no Redis is configured (src/shared_stores.ts).
  */
 import type { Formats } from "./request/formats.ts";
 import type { Config } from "./config/config.ts";
@@ -15,7 +14,6 @@ import { createGateway, createHandler } from "./server.ts";
 import { inRedis } from "./config/redis_url.ts";
 import { type Call, SharedConversationStore, SharedLimitStore } from "./state/shared_stores.ts";
 import type { FromWorker, ToWorker } from "./worker_messages.ts";
-import { Pins } from "./request/pins.ts";
 
 /** Whether this code runs in a gateway thread rather than the process's main thread. */
 export function inWorker(): boolean {
@@ -42,8 +40,6 @@ export function serveWorker(formats: Formats): void {
     post({ t: "call", id, store, op, args });
     return reply.promise;
   };
-  // Each pin remembered here goes to the other threads; theirs come back as `pin` messages.
-  const pins = new Pins(Date.now, (id, kept) => post({ t: "pin", id, kept }));
   let gw: Gateway | undefined;
   let server: Deno.HttpServer | undefined;
   /** A reload that came while the gateway was still being built. */
@@ -52,7 +48,7 @@ export function serveWorker(formats: Formats): void {
     switch (m.t) {
       case "start": {
         setLogWorker(m.index);
-        ({ gw, server } = await start(formats, m, call, pins));
+        ({ gw, server } = await start(formats, m.config, m.port, m.builtInConfig, call));
         if (gw && reloaded) swap(gw, reloaded);
         return;
       }
@@ -69,9 +65,6 @@ export function serveWorker(formats: Formats): void {
         return;
       case "metrics":
         post({ t: "metrics", id: m.id, snapshot: gw?.metrics.snapshot() ?? {} });
-        return;
-      case "pin":
-        pins.keep(m.id, m.kept);
         return;
       case "ping":
         post({ t: "pong", snapshot: gw?.config.metrics ? gw.metrics.snapshot() : undefined });
@@ -97,9 +90,10 @@ function swap(gw: Gateway, config: Config): void {
 /** The thread's gateway, listening on the shared port; `failed` told to the supervisor. */
 async function start(
   formats: Formats,
-  { config, port, builtInConfig }: Extract<ToWorker, { t: "start" }>,
+  config: Config,
+  port: number,
+  builtInConfig: boolean,
   call: Call,
-  pins: Pins,
 ) {
   // Without Redis, limits and kept answers live in the supervisor, shared by every thread.
   const gw = await createGateway(config, formats, {
@@ -108,7 +102,6 @@ async function start(
     conversationStore: config.response_store.enabled && !inRedis(config.response_store)
       ? new SharedConversationStore(call)
       : undefined,
-    pins,
   });
   const { hostname } = config.listen;
   let server: Deno.HttpServer;

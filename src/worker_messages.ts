@@ -1,7 +1,6 @@
 /** What the supervisor thread and its gateway threads (`workers`) say to each other. */
 import type { Config } from "./config/config.ts";
 import type { MetricsSnapshot } from "./ops/metrics.ts";
-import type { KeptPin } from "./request/pins.ts";
 import type { StoreCall } from "./state/shared_stores.ts";
 
 export type ToWorker =
@@ -15,17 +14,13 @@ export type ToWorker =
   | { t: "metrics"; id: number }
   /** Are you alive? */
   | { t: "ping" }
-  | { t: "reply"; id: number; value?: unknown; error?: string }
-  /** A continuation pin another thread remembered: keep it too. */
-  | { t: "pin"; id: string; kept: KeptPin };
+  | { t: "reply"; id: number; value?: unknown; error?: string };
 
 export type FromWorker =
   | { t: "listening"; hostname: string; port: number }
   /** Could not start (the port taken…): one line saying why. */
   | { t: "failed"; message: string; addrInUse: boolean }
   | StoreCall
-  /** A continuation pin remembered here: for the other threads. */
-  | { t: "pin"; id: string; kept: KeptPin }
   | { t: "metrics"; id: number; snapshot: MetricsSnapshot }
   /** Alive; with the metrics as they stand, when collected (kept should the thread die). */
   | { t: "pong"; snapshot?: MetricsSnapshot }

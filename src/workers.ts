@@ -3,9 +3,8 @@
  * the kernel spreading connections), run by this supervisor on the process's main thread so
  * that they behave as one gateway: one config (validated here once, then handed to every
  * thread), one reload, one `/metrics` (the sum over the threads), one shutdown, limits and kept
- * answers exact across threads (in Redis, or in the supervisor's memory:
- * src/state/shared_stores.ts), continuation pins passed on to every thread, and a thread that
- * dies or hangs replaced within seconds, logged. docs/scaling.md.
+ * answers exact across threads (in Redis, or in the supervisor's memory: src/shared_stores.ts),
+ * and a thread that dies or hangs replaced within seconds, logged. docs/scaling.md.
  */
 import { type Config, providerKeys } from "./config/config.ts";
 import { Metrics, type MetricsSnapshot } from "./ops/metrics.ts";
@@ -190,10 +189,6 @@ export class Workers {
           (value) => this.send(thread, { t: "reply", id: m.id, value }),
           (e) => this.send(thread, { t: "reply", id: m.id, error: String(e?.message ?? e) }),
         );
-        return;
-      case "pin":
-        // One way, no reply: the thread that remembered it serves on meanwhile.
-        for (const t of this.threads) if (t !== thread) this.send(t, m);
         return;
       case "metrics":
         thread.snapshot = m.snapshot;

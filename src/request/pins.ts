@@ -2,9 +2,7 @@
  * Requests that must reach one provider account: a pin names a provider and, in its key pool,
  * the key to send (a continuation token is good only at the account that issued it). Pins are
  * kept by what the provider issued, hashed, per gateway process, bounded in number and age; a
- * reload keeps them (one `Pins` for the gateway's life, on its snapshot). The threads of
- * `workers` each keep a copy, told every pin another one remembers (src/worker.ts), so a
- * continuation finds its pin on whichever thread its connection reaches.
+ * reload keeps them (one `Pins` for the gateway's life, on its snapshot).
  */
 import type { ProviderConfig } from "../config/config.ts";
 import type { PoolKey } from "../state/health.ts";
@@ -22,34 +20,17 @@ const MAX_PINS = 10_000;
 /** How long a pin lasts after it was last issued. */
 const PIN_TTL_MS = 60 * 60 * 1000;
 
-/** A pin as kept, by its id: until when it lasts. */
-export interface KeptPin {
-  pin: Pin;
-  until: number;
-}
-
 export class Pins {
   /** Insertion order is age order: a pin issued again moves to the end. */
-  private readonly pins = new Map<string, KeptPin>();
+  private readonly pins = new Map<string, { pin: Pin; until: number }>();
 
-  constructor(
-    private readonly now: () => number = Date.now,
-    /** Told every pin remembered here (`workers`: the supervisor, for the other threads). */
-    private readonly shared?: (id: string, kept: KeptPin) => void,
-  ) {}
+  constructor(private readonly now: () => number = Date.now) {}
 
   /** `owner`'s requests naming `issued` go where `pin` says. */
   remember(owner: string, issued: string, pin: Pin): void {
     const id = pinId(owner, issued);
-    const kept = { pin, until: this.now() + PIN_TTL_MS };
-    this.keep(id, kept);
-    this.shared?.(id, kept);
-  }
-
-  /** Keeps a pin by its id (one remembered here, or by another gateway thread). */
-  keep(id: string, kept: KeptPin): void {
     this.pins.delete(id);
-    this.pins.set(id, kept);
+    this.pins.set(id, { pin, until: this.now() + PIN_TTL_MS });
     if (this.pins.size > MAX_PINS) this.pins.delete(this.pins.keys().next().value!);
   }
 
