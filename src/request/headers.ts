@@ -126,3 +126,13 @@ export function upstreamHeaders(
   if (!secrets.found(values)) return out;
   return out.map(([name, value]) => [name, secrets.scrub(value)]);
 }
+
+/** The media type of a whole JSON body; a stream's is its format's (`text/event-stream`). */
+export const JSON_TYPE = "application/json";
+
+/** The content type of an answer that is not `mediaType` (lowercased, "" for none), if it is not. */
+export function unexpectedContentType(headers: Headers, mediaType: string): string | undefined {
+  const type = headers.get("content-type")?.toLowerCase() ?? "";
+  const ok = mediaType === JSON_TYPE ? /[/+]json\b/.test(type) : type.startsWith(mediaType);
+  return ok ? undefined : type;
+}

@@ -6,7 +6,13 @@
 import type { ProviderConfig } from "../config/config.ts";
 import { GatewayError } from "../kit/errors.ts";
 import type { OutgoingRequest, UpstreamSpec } from "../kit/format.ts";
-import { type HeaderPairs, headersFrom, pairsOf } from "./headers.ts";
+import {
+  type HeaderPairs,
+  headersFrom,
+  JSON_TYPE,
+  pairsOf,
+  unexpectedContentType,
+} from "./headers.ts";
 import { ClientGone } from "./stream_end.ts";
 import { Deadline } from "./deadline.ts";
 import type { AnyPlatform } from "../kit/platform.ts";
@@ -135,7 +141,20 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
     framing,
     reshape,
   };
-  if (res.ok) checkContentType(up, framing?.mediaType ?? JSON_TYPE);
+  const mediaType = framing?.mediaType ?? JSON_TYPE;
+  const wrongType = res.ok ? unexpectedContentType(res.headers, mediaType) : undefined;
+  if (wrongType !== undefined) {
+    // A 2xx of the wrong content type (an HTML login page, a proxy's text) is not success: the
+    // caller answers 502 instead of relaying garbage.
+    abort();
+    release();
+    throw new GatewayError(
+      502,
+      "upstream",
+      `upstream ${r.provider.name} answered ${res.status} with content type ` +
+        `${JSON.stringify(wrongType.slice(0, 100) || "(none)")}, not ${mediaType}`,
+    );
+  }
   return up;
 }
 
@@ -235,25 +254,4 @@ export function openUpstreamSocket(r: SocketRequest): Promise<WebSocket> {
     fail(new GatewayError(502, "upstream", `upstream ${r.provider.name} unreachable: ${e}`))
   );
   return promise;
-}
-
-/** The media type of a whole JSON body; a stream's is its format's (`text/event-stream`). */
-const JSON_TYPE = "application/json";
-
-/**
- * A 2xx of the wrong content type (an HTML login page, a proxy's text) is not success: the
- * caller answers 502 instead of relaying garbage.
- */
-function checkContentType(up: UpstreamResponse, mediaType: string): void {
-  const type = up.res.headers.get("content-type")?.toLowerCase() ?? "";
-  const ok = mediaType === JSON_TYPE ? /[/+]json\b/.test(type) : type.startsWith(mediaType);
-  if (ok) return;
-  up.abort();
-  up.release();
-  throw new GatewayError(
-    502,
-    "upstream",
-    `upstream ${up.provider} answered ${up.res.status} with content type ` +
-      `${JSON.stringify(type.slice(0, 100) || "(none)")}, not ${mediaType}`,
-  );
 }
