@@ -21,6 +21,7 @@ import {
   type Vendor,
 } from "./vendor.ts";
 import { untyped, type WireEvent } from "./wire.ts";
+import { geminiPrompt } from "./prompt_cache.ts";
 
 const isText = (p: Json) => !p.thought;
 
@@ -189,4 +190,10 @@ export const generateContent: Vendor = {
   headers: () => ({ server: "scaffolding on HTTPServer2" }),
   badJson: "Invalid JSON payload received. Unexpected token.",
   notFound: (method, path) => `Method not found: ${method} ${path}`,
+  prompt: (body, model) =>
+    geminiPrompt([
+      ...arrayOf(body.tools),
+      ...(body.systemInstruction ? [body.systemInstruction] : []),
+      ...arrayOf(body.contents),
+    ], model),
 };

@@ -1,4 +1,5 @@
 /** The contract each vendor module fulfils, so that one request path serves all four formats. */
+import type { Prompt } from "./prompt_cache.ts";
 import { planReply, type Reply, type Scenario, type Turn } from "./scenario.ts";
 import type { WireEvent } from "./wire.ts";
 
@@ -47,6 +48,11 @@ export interface Vendor {
   badJson: string;
   /** The vendor's 404 message for an unknown path. */
   notFound(method: string, path: string): string;
+  /**
+   * The request's prompt as the vendor's prompt cache sees it (prompt_cache.ts), or the
+   * vendor's 400 message for breakpoints it refuses; read only when the mock caches.
+   */
+  prompt?(body: Json, model: string): Prompt | string;
 }
 
 /** Items of `list` when it is an array, else none. */
