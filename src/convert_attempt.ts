@@ -21,6 +21,8 @@ import { answerUsage, readUpstreamJson, upstreamError } from "./upstream_body.ts
 import { throughPlatform } from "./platform_call.ts";
 import type { Resolved } from "./router.ts";
 import { EventReader, framingOf } from "./stream_stage.ts";
+import { cacheFor } from "./prompt_cache.ts";
+import { Session } from "./session.ts";
 
 /**
  * The client's request as IR, decoded once before any target: the client's own mistakes are
@@ -71,10 +73,12 @@ export async function converting(
 ): Promise<Attempt<Response>> {
   const req = await decodeOnce(ctx, spec);
   const large = isLarge(spec.body.raw.length);
+  const session = new Session(ctx, () => req);
   return {
     ...familyBound(ctx, r, req),
+    session: () => session.signal(),
     run: async (t, key, last) =>
-      answer(ctx, spec, await irFrom(ctx, t, key, last, req, large), req),
+      answer(ctx, spec, await irFrom(ctx, t, key, last, req, session, large), req),
   };
 }
 
@@ -87,10 +91,12 @@ export function convertingEvents(
   r: Resolved,
   req: ir.Request,
 ): Attempt<IrSource> {
+  const session = new Session(ctx, () => req);
   return {
     ...familyBound(ctx, r, req),
+    session: () => session.signal(),
     // A streaming request's answer is a stream.
-    run: (t, key, last) => irFrom(ctx, t, key, last, req) as Promise<IrSource>,
+    run: (t, key, last) => irFrom(ctx, t, key, last, req, session) as Promise<IrSource>,
   };
 }
 
@@ -104,6 +110,7 @@ async function irFrom(
   key: PoolKey | undefined,
   last: boolean,
   req: ir.Request,
+  session: Session,
   /** A large request: other requests run between encoding it and serializing it. */
   large = false,
 ): Promise<ir.Response | IrSource> {
@@ -114,7 +121,7 @@ async function irFrom(
     const { id, now } = localId(ctx);
     return req.stream ? localIr(demoStream(req, id, now)) : demoResponse(req, id, now);
   }
-  const up = await callConverted(ctx, r, key, req, large);
+  const up = await callConverted(ctx, r, key, req, session, large);
   const customTools = req.tools?.filter((t) => t.kind === "custom").map((t) => t.name);
   const dctx = { now: nowSeconds(), id: idFor(ctx), customTools };
   if (!up.framing) {
@@ -137,13 +144,16 @@ async function callConverted(
   r: Resolved,
   key: PoolKey | undefined,
   req: ir.Request,
+  session: Session,
   /** A large request: other requests run between encoding it and serializing it. */
   large = false,
 ): Promise<Called> {
   const target = ctx.gw.formats.codec(r.provider.api);
   const spec = ctx.gw.formats.upstream(r.provider.api)!;
   const dropped: string[] = [];
-  const body = target.encodeRequest(req, {
+  const policy = r.route.prompt_cache ?? r.provider.prompt_cache ?? "auto";
+  const cached = cacheFor(req, spec.promptCache?.(r.upstreamModel), policy, () => session.key());
+  const body = target.encodeRequest(cached, {
     model: r.upstreamModel,
     route: r.label,
     defaultMaxTokens: r.route.default_max_tokens ?? r.provider.default_max_tokens,

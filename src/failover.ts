@@ -56,7 +56,19 @@ export interface Attempt<T> {
   eligible?: (r: Resolved) => boolean;
   /** Why targets were left out by `eligible`, for the error when none is left. */
   bound?: string;
+  /**
+   * The request's session signal (src/session.ts), asked only where a choice is to be made
+   * (targets of equal priority, a key pool): its session then keeps to one target and key.
+   */
+  session?: () => string | undefined;
 }
+
+/** Whether a request on `r` chooses among targets of one priority or among a pool's keys. */
+const chooses = (r: Resolved) =>
+  r.targets.some((t, i) =>
+    (t.provider.api_keys?.length ?? 0) > 1 ||
+    r.targets.some((u, j) => j !== i && u.priority === t.priority)
+  );
 
 /**
  * An attempt the provider refused (its status counts), as opposed to a transport failure;
@@ -84,7 +96,8 @@ export async function failover<T>(
   const health = ctx.gw.router.health;
   const retry = r.route.retry ?? DEFAULT_RETRY;
   const cooldown = r.route.cooldown ?? ctx.gw.config.cooldown;
-  const order = health.plan(r.targets);
+  const session = chooses(r) ? attempt.session?.() : undefined;
+  const order = health.plan(r.targets, session);
   const all = order.length === 1 ? [r] : order.map((t) => retarget(r, t, r.requested));
   const queue = all.filter((t) => attempt.eligible?.(t) ?? true);
   const skipped = all.length - queue.length;
@@ -107,7 +120,7 @@ export async function failover<T>(
     // The failed attempt before this one is told now, under its own provider's name.
     if (told !== last && last) trace.attemptFailed(last.status, last.kind);
     told = last;
-    const key = health.key(t.provider);
+    const key = health.key(t.provider, session);
     trace.target(r.requested, t);
     trace.providerKey = key?.name;
     const before = trace.attempts;

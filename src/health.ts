@@ -1,8 +1,15 @@
 /**
  * What the gateway remembers of its providers between requests: smooth weighted round-robin
  * counters, target cooldowns and key cooldowns. Per gateway process; a reload keeps it.
+ *
+ * A request that names its session (src/session.ts) is not balanced but placed: among the
+ * healthy targets of a priority, and among a pool's keys not cooling, it takes the one its
+ * session ranks first (rendezvous hashing, weighted), so a session keeps one provider account
+ * and its prompt cache while that account is healthy, every instance choosing alike; when the
+ * account cools, only its own sessions move.
  */
 import type { CooldownConfig, ProviderConfig } from "./config.ts";
+import { sha256 } from "./sha256.ts";
 
 /** A provider key of a pool, named (never by value) as `<provider>#<index>`. */
 export interface PoolKey {
@@ -25,6 +32,17 @@ interface Cooling {
   until: number;
 }
 
+/** A number in (0, 1) drawn from a session and a target or key id, the same everywhere. */
+function draw(session: string, id: string): number {
+  const d = sha256(`${session}\u0000${id}`);
+  const high = (d[0] << 16) | (d[1] << 8) | d[2];
+  const low = (d[3] << 16) | (d[4] << 8) | d[5];
+  return (high * 2 ** 24 + low + 1) / (2 ** 48 + 1);
+}
+
+/** The session's rank of `id` (weighted rendezvous hashing: highest first). */
+const rank = (session: string, id: string, weight = 1) => -weight / Math.log(draw(session, id));
+
 export class Health {
   /** Smooth weighted round-robin: each target's current weight. */
   private readonly current = new Map<string, number>();
@@ -40,9 +58,10 @@ export class Health {
 
   /**
    * The order a request tries its route's targets in: by priority; within a priority the
-   * weighted round-robin pick first, the others after it; cooling targets last of all.
+   * weighted round-robin pick (or the session's) first, the others after it; cooling targets
+   * last of all.
    */
-  plan<T extends Weighted>(targets: readonly T[]): readonly T[] {
+  plan<T extends Weighted>(targets: readonly T[], session?: string): readonly T[] {
     // The common route of one target: nothing to order.
     if (targets.length === 1) return targets;
     const healthy: T[] = [];
@@ -52,15 +71,23 @@ export class Health {
     for (let i = 0; i < healthy.length;) {
       let j = i;
       while (j < healthy.length && healthy[j].priority === healthy[i].priority) j++;
-      order.push(...this.balance(healthy.slice(i, j)));
+      order.push(...this.balance(healthy.slice(i, j), session));
       i = j;
     }
     return [...order, ...cooling];
   }
 
-  /** One smooth weighted round-robin step over a priority group: the pick, then the rest. */
-  private balance<T extends Weighted>(group: T[]): T[] {
+  /**
+   * One smooth weighted round-robin step over a priority group (or the session's pick): the
+   * pick, then the rest.
+   */
+  private balance<T extends Weighted>(group: T[], session?: string): T[] {
     if (group.length === 1) return group;
+    if (session !== undefined) {
+      const ranked = group.map((t) => rank(session, t.id, t.weight));
+      const best = group[ranked.indexOf(Math.max(...ranked))];
+      return [best, ...group.filter((t) => t !== best)];
+    }
     let total = 0;
     let best = group[0];
     for (const t of group) {
@@ -87,8 +114,11 @@ export class Health {
     this.targets.set(provider, c);
   }
 
-  /** The provider's next healthy key, round-robin (undefined: it has none). */
-  key(provider: ProviderConfig): PoolKey | undefined {
+  /**
+   * The provider's next healthy key, round-robin, or the session's among the healthy ones
+   * (undefined: it has none).
+   */
+  key(provider: ProviderConfig, session?: string): PoolKey | undefined {
     const pool = provider.api_keys ?? (provider.api_key ? [provider.api_key] : []);
     if (pool.length === 0) return undefined;
     // A pool that changed size (a reload) starts its rotation afresh.
@@ -96,6 +126,10 @@ export class Health {
     const s = known?.until.length === pool.length ? known : { next: 0, until: pool.map(() => 0) };
     this.keys.set(provider.name, s);
     const now = this.now();
+    const placed = session === undefined ? -1 : this.placed(provider.name, s.until, now, session);
+    if (placed >= 0) {
+      return { value: pool[placed], name: `${provider.name}#${placed}`, index: placed };
+    }
     let index = s.next % pool.length;
     for (let k = 0; k < pool.length; k++) {
       const i = (s.next + k) % pool.length;
@@ -106,6 +140,17 @@ export class Health {
     }
     s.next = index + 1;
     return { value: pool[index], name: `${provider.name}#${index}`, index };
+  }
+
+  /** The index of the healthy key the session ranks first, or -1 when every key is cooling. */
+  private placed(provider: string, until: number[], now: number, session: string): number {
+    let best = -1;
+    let top = -Infinity;
+    until.forEach((u, i) => {
+      const r = u <= now ? rank(session, `${provider}#${i}`) : -Infinity;
+      if (r > top) [best, top] = [i, r];
+    });
+    return best;
   }
 
   /** A key the provider refused (401/403) or rate-limited: out of rotation for a while. */

@@ -8,6 +8,7 @@ import type { ProviderSocketWire, ResponseEnd } from "./contract/socket.ts";
 import type { RequestContext } from "./context.ts";
 import { Deadline } from "./deadline.ts";
 import { failover } from "./failover.ts";
+import { Session } from "./session.ts";
 import { pickHeaders } from "./http.ts";
 import { openUpstreamSocket } from "./relay.ts";
 import type { Resolved } from "./router.ts";
@@ -38,6 +39,8 @@ export async function openProviderSocket(
     // A platform addresses HTTP calls only.
     eligible: (t) => t.provider.api === wire.api && t.provider.platform === undefined,
     bound: wire.bound,
+    // The socket's session is its upgrade's (Codex names it in a header).
+    session: () => new Session(ctx, () => undefined, false).signal(),
     run: async (t, key) => {
       ctx.trace.attempt();
       const ws = await openUpstreamSocket({

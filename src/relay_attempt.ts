@@ -21,6 +21,8 @@ import {
 import { throughPlatform } from "./platform_call.ts";
 import type { Resolved } from "./router.ts";
 import { EventReader, framingOf, relayStream } from "./stream_stage.ts";
+import type * as ir from "./contract/ir.ts";
+import { Session } from "./session.ts";
 
 /** What a relayed request needs of its generation spec. */
 type Relayed = Pick<GenerationSpec, "ingress" | "body" | "stream" | "relayPath" | "framing">;
@@ -37,7 +39,17 @@ export function relaying(
     run: (t, key, last) => relayAttempt(ctx, spec, t, key, last, other),
     eligible: (t) => t.provider.api === api,
     bound: why ?? `the request is relayed as is to ${api} providers`,
+    session: () => new Session(ctx, () => readable(spec), false).signal(),
   };
+}
+
+/** The relayed body as IR, for its session's signal; undefined if the codec cannot read it. */
+function readable(spec: Relayed): ir.Request | undefined {
+  try {
+    return spec.ingress.decodeRequest(spec.body.json, String(spec.body.json.model ?? ""));
+  } catch {
+    return undefined; // relayed as is all the same; it only balances as before
+  }
 }
 
 /** One relayed attempt on one target. */
