@@ -21,7 +21,7 @@ import { answerUsage, readUpstreamJson, upstreamError } from "./upstream_body.ts
 import { throughPlatform } from "./platform_call.ts";
 import type { Resolved } from "./router.ts";
 import { EventReader, framingOf } from "./stream_stage.ts";
-import { cacheFor } from "./prompt_cache.ts";
+import { cacheFor, policyOf } from "./prompt_cache.ts";
 import { Session } from "./session.ts";
 
 /**
@@ -151,7 +151,7 @@ async function callConverted(
   const target = ctx.gw.formats.codec(r.provider.api);
   const spec = ctx.gw.formats.upstream(r.provider.api)!;
   const dropped: string[] = [];
-  const policy = r.route.prompt_cache ?? r.provider.prompt_cache ?? "auto";
+  const policy = policyOf(r.route, r.provider);
   const cached = cacheFor(req, spec.promptCache?.(r.upstreamModel), policy, () => session.key());
   const body = target.encodeRequest(cached, {
     model: r.upstreamModel,

@@ -14,6 +14,12 @@ import type * as ir from "./contract/ir.ts";
  */
 export type CachePolicy = "auto" | "client" | "off";
 
+/** The policy of a route toward one of its providers: the route's own, else the provider's. */
+export const policyOf = (
+  route: { prompt_cache?: CachePolicy },
+  provider: { prompt_cache?: CachePolicy },
+): CachePolicy => route.prompt_cache ?? provider.prompt_cache ?? "auto";
+
 /**
  * Characters per token of the gateway's estimate. Claude averages about 3.5 characters a token
  * in English prose and fewer in code and JSON; erring high places a breakpoint a little early,

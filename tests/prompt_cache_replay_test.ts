@@ -1,0 +1,215 @@
+/**
+ * The proof that a converted session costs what a native one costs (tests/cache_replay.ts):
+ * every client format against every target family, caching as the vendors document it. The
+ * cache-read share of input tokens on requests 2..12 reaches 90% of the native pair's on every
+ * Claude target with `auto` (and nothing is read without it); the OpenAI and Gemini targets
+ * keep theirs; a pool of three keys and a route of two equal targets read what one key reads;
+ * the prompt before the breakpoints serializes identically from one request to the next; the
+ * gateway's own accounting of every request agrees with what the client was told.
+ */
+import assert from "node:assert/strict";
+import {
+  type Client,
+  CLIENTS,
+  type Lab,
+  NATIVE,
+  type Policy,
+  readShare,
+  type Replay,
+  replay,
+  startLab,
+  type Target,
+  TARGETS,
+} from "./cache_replay.ts";
+import type { RecordedRequest } from "./mock/upstream.ts";
+
+type Obj = Record<string, unknown>;
+
+const clientNamed = (name: string) => CLIENTS.find((c) => c.name === name)!;
+const CLAUDE = new Set(["anthropic", "bedrock", "converse", "vertex", "pool", "pair"]);
+
+/** Without its breakpoints (`cache_control`, a `cachePoint` element): what the prefix is. */
+function bare(v: unknown): unknown {
+  if (Array.isArray(v)) {
+    return v.filter((x) => !(x && typeof x === "object" && "cachePoint" in x)).map(bare);
+  }
+  if (!v || typeof v !== "object") return v;
+  return Object.fromEntries(
+    Object.entries(v as Obj).filter(([k]) => k !== "cache_control").map(([k, x]) => [k, bare(x)]),
+  );
+}
+
+/**
+ * A provider call's prompt in its vendor's prefix order (each element serialized without its
+ * breakpoint), and every other setting of the body.
+ */
+function promptOf(target: Target, call: RecordedRequest): { elements: string[]; settings: string } {
+  const body = JSON.parse(call.body) as Obj;
+  // A content list's elements, a Converse `cachePoint` (a breakpoint, not content) left out.
+  const blocks = (content: unknown): unknown[] =>
+    typeof content === "string"
+      ? [content]
+      : ((content as Obj[]) ?? []).filter((b) =>
+        !(b && typeof b === "object" && "cachePoint" in b)
+      );
+  const turns = (messages: unknown, key: string) =>
+    ((messages as Obj[]) ?? []).flatMap((m, i) => blocks(m[key]).map((b) => [i, m.role, b]));
+  let parts: unknown[];
+  let rest: Obj;
+  if (target === "converse" || target === "llama") {
+    const { toolConfig, system, messages, ...others } = body as Obj & { toolConfig?: Obj };
+    const { tools, ...choice } = toolConfig ?? {};
+    parts = [
+      ...(tools as unknown[] ?? []),
+      ...(system as unknown[] ?? []),
+      ...turns(messages, "content"),
+    ];
+    rest = { ...others, choice };
+  } else if (target === "openai") {
+    const { tools, instructions, input, ...others } = body;
+    parts = [...(tools as unknown[] ?? []), instructions, ...blocks(input)];
+    rest = others;
+  } else if (target === "gemini") {
+    const { tools, systemInstruction, contents, ...others } = body;
+    parts = [...(tools as unknown[] ?? []), systemInstruction, ...(contents as unknown[])];
+    rest = others;
+  } else {
+    const { tools, system, messages, cache_control: _, ...others } = body;
+    parts = [...(tools as unknown[] ?? []), ...blocks(system), ...turns(messages, "content")];
+    rest = others;
+  }
+  const elements = parts.map((p) => JSON.stringify(bare(p)));
+  return { elements, settings: JSON.stringify({ path: call.path, ...rest }) };
+}
+
+/** Each call's prompt begins with the whole prompt of the call before it, settings unchanged. */
+function assertAppendOnly(r: Replay) {
+  const label = `${r.client} → ${r.target} (${r.policy})`;
+  assert.equal(r.calls.length, 12, `${label}: one provider call per request`);
+  for (let i = 1; i < r.calls.length; i++) {
+    const before = promptOf(r.target, r.calls[i - 1]);
+    const after = promptOf(r.target, r.calls[i]);
+    assert.equal(after.settings, before.settings, `${label}: call ${i + 1}'s settings`);
+    const diverged = before.elements.findIndex((e, k) => after.elements[k] !== e);
+    assert.equal(
+      diverged,
+      -1,
+      `${label}: call ${i + 1} differs from call ${i} at element ${diverged}:\n` +
+        `${before.elements[diverged]?.slice(0, 300)}\n${after.elements[diverged]?.slice(0, 300)}`,
+    );
+  }
+}
+
+/** What the gateway logged of a session's requests agrees with what its client was told. */
+function assertAccounted(lab: Lab, r: Replay, from: number) {
+  const lines = lab.logs.slice(from).filter((l) =>
+    l.status === 200 && l.cache_read_tokens !== undefined
+  );
+  // Gemini's and Interactions' dialects have no field for cache writes.
+  const told = r.usage.map((u) => [u.inputTokens, u.cacheReadTokens ?? 0, u.cacheWriteTokens]);
+  const logged = lines.map((l, i) => [
+    l.input_tokens,
+    l.cache_read_tokens,
+    r.usage[i]?.cacheWriteTokens === undefined ? undefined : l.cache_write_tokens,
+  ]);
+  assert.deepEqual(logged, told, `${r.client} → ${r.target}: the access log's counts`);
+}
+
+async function run(lab: Lab, client: Client, target: Target, policy: Policy) {
+  const from = lab.logs.length;
+  const r = await replay(lab, client, target, policy);
+  assertAccounted(lab, r, from);
+  return r;
+}
+
+Deno.test("prompt cache replay: every client format × target family reads what the native pair reads", async (t) => {
+  const lab = await startLab();
+  try {
+    const native = new Map<string, number>();
+    for (const target of TARGETS) {
+      const r = await run(lab, clientNamed(NATIVE[target]), target, "client");
+      native.set(target, readShare(r));
+    }
+    const shares: string[] = [];
+    for (const target of TARGETS) {
+      for (const client of CLIENTS) {
+        await t.step(`${client.name} → ${target}`, async () => {
+          const auto = await run(lab, client, target, "auto");
+          assertAppendOnly(auto);
+          const share = readShare(auto);
+          // Claude's native pair: Claude Code's own breakpoints on Anthropic's API.
+          const reference = native.get(CLAUDE.has(target) ? "anthropic" : target)!;
+          shares.push(
+            `${client.name} → ${target}: ${share.toFixed(3)} (native ${reference.toFixed(3)})`,
+          );
+          assert.ok(reference > 0.9, `${target}: the native pair reads ${reference}`);
+          assert.ok(
+            share >= 0.9 * reference,
+            `${client.name} → ${target}: ${share} < 90% of ${reference}`,
+          );
+          if (CLAUDE.has(target) && client.name !== NATIVE[target]) {
+            // Without the gateway's breakpoints a converted session reads nothing: the gap.
+            const plain = await run(lab, client, target, "client");
+            assert.equal(readShare(plain), 0, `${client.name} → ${target} (client)`);
+          }
+        });
+      }
+    }
+    console.log(shares.join("\n"));
+  } finally {
+    await lab.close();
+  }
+});
+
+Deno.test("prompt cache replay: a pool of three keys and two equal targets read what one key reads", async (t) => {
+  const lab = await startLab();
+  try {
+    for (const client of CLIENTS) {
+      await t.step(client.name, async () => {
+        const one = readShare(await run(lab, client, "anthropic", "auto"));
+        for (const target of ["pool", "pair"] as const) {
+          const r = await run(lab, client, target, "auto");
+          assertAppendOnly(r);
+          // As one key's, but for the session's own text (each session's is its own).
+          assert.ok(
+            Math.abs(readShare(r) - one) < 0.001,
+            `${client.name} → ${target}: ${readShare(r)} vs ${one}`,
+          );
+          // One account for the whole session.
+          const keys = new Set(r.calls.map((c) => c.headers["x-api-key"]));
+          assert.equal(keys.size, 1, `${client.name} → ${target}: keys ${[...keys]}`);
+        }
+      });
+    }
+    // Different sessions spread over the pool: each keeps its own key.
+    const used = new Set<string>();
+    for (let i = 0; i < 12; i++) {
+      const r = await replay(lab, { ...clientNamed("chat"), name: `chat${i}` }, "pool", "auto", 2);
+      used.add(r.calls[0].headers["x-api-key"]);
+      assert.equal(r.calls[1].headers["x-api-key"], r.calls[0].headers["x-api-key"]);
+    }
+    assert.equal(used.size, 3, "twelve sessions use all three keys");
+  } finally {
+    await lab.close();
+  }
+});
+
+Deno.test("prompt cache replay: off sends no breakpoint, the client's included; a Converse model without caching gets none", async () => {
+  const lab = await startLab();
+  try {
+    const messages = clientNamed("messages");
+    const off = await run(lab, messages, "anthropic", "off");
+    assert.ok(off.calls.every((c) => !c.body.includes("cache_control")), "no cache_control sent");
+    assert.equal(readShare(off), 0);
+    // Claude Code's own markers and the gateway's would reach Llama as cachePoint: Bedrock's 400.
+    for (const client of [messages, clientNamed("chat")]) {
+      const r = await run(lab, client, "llama", "auto");
+      assert.ok(
+        r.calls.every((c) => !c.body.includes("cachePoint")),
+        `${client.name}: no cachePoint`,
+      );
+    }
+  } finally {
+    await lab.close();
+  }
+});
