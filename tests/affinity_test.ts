@@ -1,11 +1,11 @@
 /**
- * Cache affinity in src/health.ts: a request naming its session keeps to one target of a
+ * Cache affinity in src/state/health.ts: a request naming its session keeps to one target of a
  * priority and one key of a pool while they are healthy (weighted rendezvous hashing); one
  * without a session is balanced as before (smooth weighted round-robin, keys in rotation).
  */
 import assert from "node:assert/strict";
-import { validateConfig } from "../src/config.ts";
-import { Health } from "../src/health.ts";
+import { validateConfig } from "../src/config/config.ts";
+import { Health } from "../src/state/health.ts";
 
 const targets = [
   { id: "0.0", provider: { name: "east" }, weight: 3, priority: 0 },

@@ -13,7 +13,7 @@
  * Used by tests/prompt_cache_replay_test.ts (the assertions) and bench/prompt_cache.ts (the
  * BENCHMARKS.md table).
  */
-import type * as ir from "../src/contract/ir.ts";
+import type * as ir from "../src/kit/ir.ts";
 import type { TestFormat } from "./formats.ts";
 import { TEST_FORMATS } from "./formats.ts";
 import { PROVIDER_KEY } from "./helpers.ts";

@@ -4,9 +4,9 @@
  * and as the client keeps it for its next turn.
  */
 import assert from "node:assert/strict";
-import type * as ir from "../src/contract/ir.ts";
-import type { SseEvent } from "../src/contract/sse.ts";
-import { sseFraming } from "../src/stream_stage.ts";
+import type * as ir from "../src/kit/ir.ts";
+import type { SseEvent } from "../src/kit/sse.ts";
+import { sseFraming } from "../src/request/stream_stage.ts";
 import type { TestFormat } from "./formats.ts";
 import { KEY, post, type WsEvent, wsExchange } from "./helpers.ts";
 

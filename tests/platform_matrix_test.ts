@@ -8,7 +8,7 @@
  * are read with each format's own codec and their content asserted.
  */
 import assert from "node:assert/strict";
-import type * as ir from "../src/contract/ir.ts";
+import type * as ir from "../src/kit/ir.ts";
 import { TEST_FORMATS, type TestFormat } from "./formats.ts";
 import { turn, wsTurn } from "./loop_turns.ts";
 import { AZURE_TEST_KEY, startMockAzure } from "./mock/azure.ts";

@@ -1,13 +1,13 @@
 /**
- * The prompt-cache policy step (src/prompt_cache.ts) on IR requests: where `auto` places
+ * The prompt-cache policy step (src/request/prompt_cache.ts) on IR requests: where `auto` places
  * breakpoints and within which limits, lifetimes, minimum lengths, what `client` and `off`
  * send, keys for keyed targets; and over the golden request cases, that `client` is the codecs'
  * own output and `auto` only adds breakpoints.
  */
 import assert from "node:assert/strict";
-import type { PromptCaching } from "../src/contract/format.ts";
-import type * as ir from "../src/contract/ir.ts";
-import { cacheFor } from "../src/prompt_cache.ts";
+import type { PromptCaching } from "../src/kit/format.ts";
+import type * as ir from "../src/kit/ir.ts";
+import { cacheFor } from "../src/request/prompt_cache.ts";
 import { converseCaching } from "../plugins/converse/caching.ts";
 import { claudeCaching, claudeMinTokens } from "../plugins/messages/caching.ts";
 import { goldenCases } from "./golden_runner.ts";

@@ -4,7 +4,7 @@
  * `cachePoint` among its tools is refused), from about 1,000 tokens; every other model refuses
  * one ("You invoked an unsupported model, or your request did not allow prompt caching").
  */
-import type { PromptCaching } from "../../src/contract/format.ts";
+import type { PromptCaching } from "../../src/kit/format.ts";
 import { claudeCaching } from "../messages/caching.ts";
 import { isClaude } from "./common.ts";
 

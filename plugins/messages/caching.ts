@@ -3,7 +3,7 @@
  * Converse, Vertex): only at the breakpoints a request marks, at most four, and a prefix shorter
  * than the model's minimum is not cached (Anthropic's prompt-caching documentation).
  */
-import type { PromptCaching } from "../../src/contract/format.ts";
+import type { PromptCaching } from "../../src/kit/format.ts";
 
 /**
  * The minimum cacheable prefix of a Claude model, by its name as any platform spells it

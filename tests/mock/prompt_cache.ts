@@ -20,7 +20,7 @@
  * ceil(characters of its JSON / 4) tokens, its JSON taken as the request sent it (key order
  * included) and without its own breakpoint; a request's input is the sum over its elements.
  */
-import { sha256 } from "../../src/sha256.ts";
+import { sha256 } from "../../src/request/sha256.ts";
 
 export type Ttl = "5m" | "1h";
 const TTL_MS: Record<Ttl, number> = { "5m": 5 * 60_000, "1h": 60 * 60_000 };
