@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import {
   type Client,
   CLIENTS,
+  filler,
   type Lab,
   NATIVE,
   type Policy,
@@ -21,6 +22,7 @@ import {
   type Target,
   TARGETS,
 } from "./cache_replay.ts";
+import { KEY } from "./helpers.ts";
 import type { RecordedRequest } from "./mock/upstream.ts";
 
 type Obj = Record<string, unknown>;
@@ -209,6 +211,49 @@ Deno.test("prompt cache replay: off sends no breakpoint, the client's included; 
         `${client.name}: no cachePoint`,
       );
     }
+  } finally {
+    await lab.close();
+  }
+});
+
+Deno.test("prompt cache replay: a turn of more blocks than Anthropic looks back over still reads the previous request", async () => {
+  const lab = await startLab();
+  try {
+    const system = { role: "system", content: filler("parallel", 3000) };
+    const tools = [{
+      type: "function",
+      function: { name: "read_file", parameters: { type: "object" } },
+    }];
+    const ask = async (messages: unknown[]) => {
+      const res = await fetch(`${lab.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "anthropic-auto", messages, tools }),
+      });
+      const json = await res.json();
+      assert.equal(res.status, 200, JSON.stringify(json));
+      return json.usage;
+    };
+    const first = [system, { role: "user", content: "Read the twelve files." }];
+    const before = await ask(first);
+    // Twelve parallel calls and their results: 24 blocks, past the 20-block look-back.
+    const calls = Array.from({ length: 12 }, (_, i) => ({
+      id: `call_${i}`,
+      type: "function",
+      function: { name: "read_file", arguments: `{"path":"f${i}"}` },
+    }));
+    const results = calls.map((c, i) => ({
+      role: "tool",
+      tool_call_id: c.id,
+      content: `file ${i}`,
+    }));
+    const after = await ask([
+      ...first,
+      { role: "assistant", content: null, tool_calls: calls },
+      ...results,
+    ]);
+    // The previous request's end carries a breakpoint of its own: read exactly.
+    assert.equal(after.prompt_tokens_details.cached_tokens, before.prompt_tokens);
   } finally {
     await lab.close();
   }
