@@ -258,3 +258,89 @@ Deno.test("prompt cache replay: a turn of more blocks than Anthropic looks back 
     await lab.close();
   }
 });
+
+/** The usage an answer reports, in the dialect's own fields, from its JSON or its stream. */
+function reported(id: string, text: string, stream: boolean): Obj {
+  const events = stream
+    ? text.split("\n").filter((l) => l.startsWith("data: {")).map((l) =>
+      JSON.parse(l.slice(6)) as Obj
+    )
+    : [JSON.parse(text) as Obj];
+  const last = <T>(pick: (e: Obj) => T | undefined) => events.map(pick).findLast((u) => u) as Obj;
+  switch (id) {
+    case "chat":
+      return last((e) => e.usage as Obj);
+    case "responses":
+      return last((e) => (stream ? (e.response as Obj | undefined)?.usage : e.usage) as Obj);
+    case "messages":
+      return last((e) => (e.type === "message_delta" || !stream ? e.usage : undefined) as Obj);
+    case "generate-content":
+      return last((e) => e.usageMetadata as Obj);
+    default:
+      return last((e) => (stream ? (e.interaction as Obj | undefined)?.usage : e.usage) as Obj);
+  }
+}
+
+Deno.test("prompt cache replay: every client dialect reports cache reads (and writes where it has the field), JSON and stream", async (t) => {
+  const lab = await startLab();
+  try {
+    for (const client of CLIENTS.filter((c) => !c.ws)) {
+      for (const stream of [false, true]) {
+        const { format } = client;
+        // Messages clients convert to Converse; the others to Anthropic.
+        const model = format.id === "messages" ? "converse-auto" : "anthropic-auto";
+        await t.step(`${client.name} (${stream ? "stream" : "JSON"})`, async () => {
+          const context = { system: filler(`usage${client.name}${stream}`, 2000) };
+          const body = format.loop!.ask(model, stream, "hello", context);
+          const send = async () => {
+            const res = await fetch(lab.url + format.client.path(model, stream), {
+              method: "POST",
+              headers: { ...format.client.headers(KEY), "content-type": "application/json" },
+              body: JSON.stringify(body),
+            });
+            const text = await res.text();
+            assert.equal(res.status, 200, text.slice(0, 300));
+            return reported(format.id, text, stream);
+          };
+          const first = await send();
+          const u = await send();
+          const label = `${client.name}: ${JSON.stringify(u)}`;
+          switch (format.id) {
+            case "chat": {
+              const written = first.prompt_tokens_details as Obj;
+              assert.ok((written.cache_write_tokens as number) > 1000, label);
+              const details = u.prompt_tokens_details as Obj;
+              assert.ok((details.cached_tokens as number) > 1000, label);
+              assert.ok((u.prompt_tokens as number) >= (details.cached_tokens as number), label);
+              break;
+            }
+            case "responses": {
+              assert.ok(((first.input_tokens_details as Obj).cache_write_tokens as number) > 1000);
+              const details = u.input_tokens_details as Obj;
+              assert.ok((details.cached_tokens as number) > 1000, label);
+              assert.equal(details.cache_write_tokens, 0, label);
+              assert.ok((u.input_tokens as number) >= (details.cached_tokens as number), label);
+              break;
+            }
+            case "messages":
+              assert.ok((first.cache_creation_input_tokens as number) > 1000);
+              assert.ok((u.cache_read_input_tokens as number) > 1000, label);
+              assert.equal(u.cache_creation_input_tokens, 0, label);
+              // The uncached rest: the question and the turn's framing.
+              assert.ok((u.input_tokens as number) < 100, label);
+              break;
+            case "generate-content":
+              assert.ok((u.cachedContentTokenCount as number) > 1000, label);
+              assert.ok((u.promptTokenCount as number) >= (u.cachedContentTokenCount as number));
+              break;
+            default:
+              assert.ok((u.total_cached_tokens as number) > 1000, label);
+              assert.ok((u.total_input_tokens as number) >= (u.total_cached_tokens as number));
+          }
+        });
+      }
+    }
+  } finally {
+    await lab.close();
+  }
+});
