@@ -17,7 +17,7 @@ import type * as ir from "../src/kit/ir.ts";
 import type { TestFormat } from "./formats.ts";
 import { TEST_FORMATS } from "./formats.ts";
 import { PROVIDER_KEY } from "./helpers.ts";
-import { turn, wsTurn } from "./loop_turns.ts";
+import { turn, WsSession } from "./loop_turns.ts";
 import { startMockBedrock } from "./mock/bedrock.ts";
 import { PromptCaches } from "./mock/prompt_cache.ts";
 import { type MockUpstream, type RecordedRequest, startMockUpstream } from "./mock/upstream.ts";
@@ -35,6 +35,11 @@ export interface Client {
   name: string;
   format: TestFormat;
   ws?: boolean;
+  /**
+   * Each request sends only what is new and names the previous answer: Codex on one WebSocket
+   * (`previous_response_id`, `store: false`), an Interactions client `previous_interaction_id`.
+   */
+  chained?: boolean;
 }
 
 const format = (id: string) => TEST_FORMATS.find((f) => f.id === id)!;
@@ -42,9 +47,11 @@ export const CLIENTS: Client[] = [
   { name: "chat", format: format("chat") },
   { name: "responses", format: format("responses") },
   { name: "responses-ws", format: format("responses"), ws: true },
+  { name: "responses-ws-chained", format: format("responses"), ws: true, chained: true },
   { name: "messages", format: format("messages") },
   { name: "gemini", format: format("generate-content") },
   { name: "interactions", format: format("interactions") },
+  { name: "interactions-chained", format: format("interactions"), chained: true },
 ];
 
 /** The native pair of each family: the client whose format the provider speaks. */
@@ -128,6 +135,17 @@ function claudeCodeMarkers(body: Body): Body {
     return { ...m, content: blocks };
   });
   return { ...body, system, messages };
+}
+
+/**
+ * A chained request: the whole one's settings, only its last input item (the tool result or the
+ * question: what the turn added), and the previous answer's id.
+ */
+function chained(format: string, whole: Body, previous: string): Body {
+  const input = [(whole.input as unknown[]).at(-1)];
+  return format === "interactions"
+    ? { ...whole, input, previous_interaction_id: previous }
+    : { ...whole, input, previous_response_id: previous };
 }
 
 /** A replayed session: per request, the usage the client was told and the provider's call. */
@@ -249,22 +267,31 @@ export async function replay(
     ...REASONING[format.id],
     ...own,
   };
+  if (client.chained && format.id === "interactions") body.store = true;
   const before = lab.calls(target).length;
   const usage: ir.Usage[] = [];
-  for (let i = 1; i <= turns; i++) {
-    const sent = messages ? claudeCodeMarkers(body) : body;
-    const { stream: _, ...frame } = sent;
-    const { answer, kept } = client.ws
-      ? await wsTurn(format, lab.url, frame)
-      : await turn(format, lab.url, model, true, sent, headers);
-    if (!answer.usage) {
-      throw new Error(`${client.name} → ${target}: request ${i} reported no usage`);
+  const socket = client.ws ? new WsSession(lab.url) : undefined;
+  let previous: string | undefined;
+  try {
+    for (let i = 1; i <= turns; i++) {
+      const whole = messages ? claudeCodeMarkers(body) : body;
+      const sent = client.chained && previous ? chained(format.id, whole, previous) : whole;
+      const { stream: _, ...frame } = sent;
+      const { answer, kept } = socket
+        ? await socket.turn(format, frame)
+        : await turn(format, lab.url, model, true, sent, headers);
+      if (!answer.usage) {
+        throw new Error(`${client.name} → ${target}: request ${i} reported no usage`);
+      }
+      usage.push(answer.usage);
+      previous = String(kept.id);
+      const call = answer.parts.find((p): p is ir.ToolCallPart => p.type === "tool_call");
+      body = call
+        ? loop.followUp(body, kept, call, `result ${i}: ${filler(`${seed}r${i}`, 150)}`)
+        : loop.say(body, kept, `question ${i / 2 + 1}`);
     }
-    usage.push(answer.usage);
-    const call = answer.parts.find((p): p is ir.ToolCallPart => p.type === "tool_call");
-    body = call
-      ? loop.followUp(body, kept, call, `result ${i}: ${filler(`${seed}r${i}`, 150)}`)
-      : loop.say(body, kept, `question ${i / 2 + 1}`);
+  } finally {
+    await socket?.close();
   }
   return { client: client.name, target, policy, usage, calls: lab.calls(target).slice(before) };
 }

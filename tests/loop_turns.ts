@@ -98,3 +98,46 @@ export async function wsTurn(format: TestFormat, url: string, body: Record<strin
   const kept = last.response as Record<string, unknown>;
   return { answer: format.plugin.codec.decodeResponse(kept, DECODE), kept };
 }
+
+/** One client WebSocket kept open over several turns, as Codex keeps its socket. */
+export class WsSession {
+  private readonly ws: WebSocket;
+  private current: WsEvent[] = [];
+  private waiting?: (events: WsEvent[]) => void;
+  private readonly opened: Promise<void>;
+  private readonly closed: Promise<void>;
+
+  constructor(url: string, headers: Record<string, string> = { authorization: `Bearer ${KEY}` }) {
+    this.ws = new WebSocket(url.replace(/^http/, "ws") + "/v1/responses", { headers });
+    this.opened = new Promise((resolve, reject) => {
+      this.ws.onopen = () => resolve();
+      this.ws.onerror = (e) => reject(e);
+    });
+    this.closed = new Promise((resolve) => (this.ws.onclose = () => resolve()));
+    this.ws.onmessage = (e) => {
+      const event = JSON.parse(e.data) as WsEvent;
+      this.current.push(event);
+      if (/^(response\.(completed|incomplete|failed)|error)$/.test(String(event.type))) {
+        const done = this.current;
+        this.current = [];
+        this.waiting?.(done);
+      }
+    };
+  }
+
+  /** One `response.create` frame, answered on this socket. */
+  async turn(format: TestFormat, body: Record<string, unknown>) {
+    await this.opened;
+    const events = new Promise<WsEvent[]>((resolve) => (this.waiting = resolve));
+    this.ws.send(JSON.stringify({ ...body, type: "response.create" }));
+    const last = (await events).at(-1)!;
+    assert.equal(last.type, "response.completed", JSON.stringify(last).slice(0, 400));
+    const kept = last.response as Record<string, unknown>;
+    return { answer: format.plugin.codec.decodeResponse(kept, DECODE), kept };
+  }
+
+  async close(): Promise<void> {
+    this.ws.close();
+    await this.closed;
+  }
+}
