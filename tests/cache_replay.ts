@@ -171,6 +171,8 @@ export interface Lab {
   url: string;
   /** The gateway's access log lines so far. */
   logs: Record<string, unknown>[];
+  /** Its metrics, in the Prometheus text format. */
+  metrics(): string;
   direct: MockUpstream;
   bedrock: MockUpstream;
   vertex: MockVertex;
@@ -178,6 +180,21 @@ export interface Lab {
   calls(target: Target): RecordedRequest[];
   close(): Promise<void>;
 }
+
+/**
+ * List prices, USD per million tokens, of the lab's upstream models (spend): Claude Sonnet 4.5
+ * (5-minute writes), GPT-5, Gemini 2.5 Pro.
+ */
+export const PRICES = [
+  {
+    models: ["claude-*", "anthropic.claude-*"],
+    input: 3,
+    output: 15,
+    cache_read: 0.3,
+    cache_write: 3.75,
+  },
+  { models: ["gpt-*", "gemini-*"], input: 1.25, output: 10, cache_read: 0.125 },
+];
 
 const POOL = ["sk-pool-key-0001", "sk-pool-key-0002", "sk-pool-key-0003"];
 
@@ -222,6 +239,7 @@ export async function startLab(): Promise<Lab> {
       { ...onVertex("vertex-claude", "messages", "us-east5", credentials), base_url: vertex.url },
     ],
     routes,
+    prices: PRICES,
   }));
   const mockOf = (target: Target) =>
     target === "bedrock" || target === "converse" || target === "llama"
@@ -232,6 +250,7 @@ export async function startLab(): Promise<Lab> {
   return {
     url: gateway.url,
     logs: gateway.logs,
+    metrics: () => gateway.gw.metrics.expose(),
     direct,
     bedrock,
     vertex,

@@ -15,6 +15,7 @@ import {
   type Lab,
   NATIVE,
   type Policy,
+  PRICES,
   readShare,
   type Replay,
   replay,
@@ -340,6 +341,39 @@ Deno.test("prompt cache replay: every client dialect reports cache reads (and wr
         });
       }
     }
+  } finally {
+    await lab.close();
+  }
+});
+
+Deno.test("prompt cache replay: spend prices cache reads and writes at their own rates, on every platform", async () => {
+  const lab = await startLab();
+  try {
+    const expected = new Map<string, number>();
+    for (const target of TARGETS) {
+      const from = lab.logs.length;
+      await run(lab, clientNamed("chat"), target, "auto");
+      for (const l of lab.logs.slice(from)) {
+        // Claude behind every platform; GPT-5 and Gemini at the second price.
+        const price = PRICES[l.provider === "openai" || l.provider === "gemini" ? 1 : 0];
+        const read = Number(l.cache_read_tokens);
+        const write = Number(l.cache_write_tokens);
+        const fresh = Number(l.input_tokens) - read - write;
+        const usd = (fresh * price.input + read * price.cache_read +
+          write * (price.cache_write ?? price.input) + Number(l.output_tokens) * price.output) /
+          1e6;
+        const provider = String(l.provider);
+        expected.set(provider, (expected.get(provider) ?? 0) + usd);
+      }
+    }
+    const metrics = lab.metrics();
+    for (const [provider, usd] of expected) {
+      const sum = [...metrics.matchAll(
+        new RegExp(`^gateway_spend_usd_total\\{[^}]*provider="${provider}"[^}]*\\} (\\S+)$`, "gm"),
+      )].reduce((n, m) => n + Number(m[1]), 0);
+      assert.ok(Math.abs(sum - usd) < 1e-9, `${provider}: spend ${sum}, expected ${usd}`);
+    }
+    assert.equal(expected.size, TARGETS.length);
   } finally {
     await lab.close();
   }
