@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import type { PromptCaching } from "../src/kit/format.ts";
 import type * as ir from "../src/kit/ir.ts";
-import { cacheFor } from "../src/request/prompt_cache.ts";
+import { cacheFor, policyOf } from "../src/request/prompt_cache.ts";
 import { converseCaching } from "../plugins/converse/caching.ts";
 import { claudeCaching, claudeMinTokens } from "../plugins/messages/caching.ts";
 import { goldenCases } from "./golden_runner.ts";
@@ -208,6 +208,12 @@ Deno.test("prompt cache: keyed targets get the client's key, else the session's"
   // Breakpoints are carried as today (the OpenAI encoders write none).
   const marked = session(1, { system: [text("s", {})] });
   assert.deepEqual(marks(cacheFor(marked, keyed, "auto", noKey)), ["system:0"]);
+});
+
+Deno.test("prompt cache: a route's policy is its own, else its provider's, else auto", () => {
+  assert.equal(policyOf({}, {}), "auto");
+  assert.equal(policyOf({}, { prompt_cache: "off" }), "off");
+  assert.equal(policyOf({ prompt_cache: "client" }, { prompt_cache: "off" }), "client");
 });
 
 // ---- over the golden request cases ----
