@@ -155,6 +155,14 @@ Deno.test("prompt cache replay: every client format × target family reads what 
             const plain = await run(lab, client, target, "client");
             assert.equal(readShare(plain), 0, `${client.name} → ${target} (client)`);
           }
+          if (target === "openai") {
+            // One key for the whole session: the client's own (Codex's thread), else the gateway's.
+            const keys = new Set(auto.calls.map((c) => JSON.parse(c.body).prompt_cache_key));
+            assert.equal(keys.size, 1, `${client.name}: keys ${[...keys]}`);
+            const [key] = keys;
+            if (client.format.id === "responses") assert.match(key, /^thread-/);
+            else assert.match(key, /^gw-[0-9a-f]{32}$/, `${client.name}: ${key}`);
+          }
         });
       }
     }
