@@ -78,6 +78,8 @@ interface Spot {
  * back over), each only where the prefix reaches the model's minimum.
  */
 function withBreakpoints(req: ir.Request, caching: Breakpoints) {
+  // Most requests of a short exchange are below every minimum: nothing to place, nothing built.
+  if (promptTokens(req) < caching.minTokens) return req;
   const spots = spotsOf(req, caching);
   const taken = spots.filter((s) => s.cache).length + (req.cache ? 1 : 0);
   let free = caching.max - taken;
@@ -169,6 +171,15 @@ function spotsOf(req: ir.Request, caching: Breakpoints): Spot[] {
     )
   );
   return spots;
+}
+
+/** The estimated tokens of the whole prompt. */
+function promptTokens(req: ir.Request): number {
+  let n = 0;
+  for (const t of req.tools ?? []) n += toolTokens(t);
+  for (const p of req.system) n += textTokens(p.text);
+  for (const m of req.messages) for (const p of m.parts) n += partTokens(p);
+  return n;
 }
 
 const cacheOf = (p: ir.Part) => ("cache" in p ? p.cache : undefined);
