@@ -6,9 +6,12 @@ import { createGateway } from "../src/server.ts";
 import { FORMATS, KEY, serveGateway } from "./helpers.ts";
 import { BEDROCK_TEST_CREDENTIALS } from "./mock/bedrock.ts";
 
-/** `providers` and `routes` with the test client key and metrics on, validated and checked. */
+/**
+ * `providers` and `routes` (and any other fields) with the test client key and metrics on,
+ * validated and checked.
+ */
 export function platformConfig(
-  doc: { providers: unknown[]; routes: unknown[] },
+  doc: { providers: unknown[]; routes: unknown[]; [field: string]: unknown },
   formats: Formats = FORMATS,
 ): Config {
   const config = validateConfig({

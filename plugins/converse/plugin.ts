@@ -4,6 +4,7 @@
  */
 import type { FormatPlugin } from "../../src/kit/format.ts";
 import type { HandlerContext } from "../../src/kit/handler.ts";
+import { converseCaching } from "./caching.ts";
 import { converseCodec } from "./codec.ts";
 import { FAMILY } from "./common.ts";
 import { bedrockException, unsafeModelName } from "../platforms/bedrock_wire.ts";
@@ -33,5 +34,6 @@ export const conversePlugin: FormatPlugin<HandlerContext> = {
     },
     responseHeaders: ["x-amzn-requestid"],
     unsafeModel: unsafeModelName,
+    promptCache: converseCaching,
   },
 };

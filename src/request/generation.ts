@@ -11,6 +11,7 @@ import type { RequestContext } from "./context.ts";
 import { compactionBounded, converting, convertingEvents } from "./convert_attempt.ts";
 import { type Attempt, failover, ProviderFailure } from "./failover.ts";
 import { checkModelName } from "../kit/http.ts";
+import { policyOf } from "./prompt_cache.ts";
 import { relaying } from "./relay_attempt.ts";
 import type { Resolved, Target } from "./router.ts";
 import { DEFAULT_OUTPUT_TOKENS, tokensFor } from "../ops/estimate.ts";
@@ -52,8 +53,10 @@ function reserve(ctx: RequestContext, { body, ingress }: Pick<GenerationSpec, "b
 function run(ctx: RequestContext, spec: GenerationSpec, r: Resolved): Promise<Response> {
   const via = spec.via ?? "auto";
   const relayOnly = typeof via === "object" ? via.relayOnly : undefined;
+  // `prompt_cache: off` removes the client's own breakpoints too: such a target converts.
   const relays = (t: Pick<Target, "provider">) =>
-    via === "auto" && t.provider.api === spec.ingress.api;
+    via === "auto" && t.provider.api === spec.ingress.api &&
+    policyOf(r.route, t.provider) !== "off";
   const relayed = relaying(ctx, spec, relayOnly);
   if (relayOnly !== undefined || r.targets.every(relays)) return attempt(ctx, r, relayed);
   return converting(ctx, spec, r).then((converted) =>

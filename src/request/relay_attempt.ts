@@ -22,6 +22,8 @@ import {
 import { throughPlatform } from "./platform_call.ts";
 import type { Resolved } from "./router.ts";
 import { EventReader, framingOf, relayStream } from "./stream_stage.ts";
+import type * as ir from "../kit/ir.ts";
+import { Session } from "./session.ts";
 
 /** What a relayed request needs of its generation spec. */
 type Relayed = Pick<
@@ -44,6 +46,7 @@ export function relaying(
     bound: why ?? `the request is relayed as is to ${api} providers`,
     // A continuation goes to the account that issued its token.
     pin: token === undefined ? undefined : ctx.gw.pins.get(owner(ctx), token),
+    session: () => new Session(ctx, () => readable(spec), false).signal(),
   };
 }
 
@@ -91,6 +94,15 @@ function issuing(
     usage: () => watch.usage(),
     output: () => watch.output(),
   };
+}
+
+/** The relayed body as IR, for its session's signal; undefined if the codec cannot read it. */
+function readable(spec: Relayed): ir.Request | undefined {
+  try {
+    return spec.ingress.decodeRequest(spec.body.json, String(spec.body.json.model ?? ""));
+  } catch {
+    return undefined; // relayed as is all the same; it only balances as before
+  }
 }
 
 /** One relayed attempt on one target. */

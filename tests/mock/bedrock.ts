@@ -12,6 +12,7 @@
  * connection reset mid-stream, `echo` quotes the request's credentials back.
  */
 import { anthropicVersionProblem } from "./claude_body.ts";
+import type { PromptCaches } from "./prompt_cache.ts";
 import type { Reply } from "./scenario.ts";
 import { converseFormat } from "./converse.ts";
 import { eventFrame, exceptionFrame } from "./eventstream.ts";
@@ -262,6 +263,8 @@ export interface BedrockOptions {
   credentials?: AwsCredentials;
   /** A Bedrock API key accepted as `Authorization: Bearer`. */
   apiKey?: string;
+  /** Prompt caching as Bedrock does it (upstream.ts `MockOptions.caching`). */
+  caching?: PromptCaches;
 }
 
 export const BEDROCK_TEST_CREDENTIALS: Required<AwsCredentials> = {
@@ -285,6 +288,11 @@ export function bedrockPlatform(options: BedrockOptions = {}): MockPlatform {
     fallback: converse,
     credential: (h) =>
       [h.get("authorization"), h.get("x-amz-security-token")].filter(Boolean).join(" "),
+    // The signing key's access key id (its signature changes with every request), or the API key.
+    account: (h) => {
+      const auth = h.get("authorization") ?? "";
+      return auth.match(/Credential=([^/]+)\//)?.[1] ?? auth;
+    },
     async intercept(req, url, text) {
       const bearer = req.headers.get("authorization")?.match(/^Bearer (.+)$/)?.[1];
       if (bearer !== undefined) {
@@ -308,5 +316,5 @@ export function bedrockPlatform(options: BedrockOptions = {}): MockPlatform {
 
 /** A Bedrock Runtime on loopback (`url` is its endpoint, e.g. for `BedrockRuntimeClient`). */
 export function startMockBedrock(options: BedrockOptions = {}): Promise<MockUpstream> {
-  return startMockUpstream({ platform: bedrockPlatform(options) });
+  return startMockUpstream({ platform: bedrockPlatform(options), caching: options.caching });
 }

@@ -10,6 +10,7 @@
  * Content, scenarios and faults are upstream.ts's (the model name picks them).
  */
 import { anthropicVersionProblem } from "./claude_body.ts";
+import type { PromptCaches } from "./prompt_cache.ts";
 import { generateContent } from "./generate-content.ts";
 import { messages } from "./messages.ts";
 import { createServiceAccount, RS256, type ServiceAccountJson } from "./service_account.ts";
@@ -48,6 +49,8 @@ export interface MockVertex extends MockUpstream {
 export interface VertexOptions {
   /** Lifetime of issued access tokens, in seconds (Google's is 3599). */
   expiresIn?: number;
+  /** Prompt caching as Vertex does it (upstream.ts `MockOptions.caching`). */
+  caching?: PromptCaches;
 }
 
 const vertexClaude: Vendor = {
@@ -226,8 +229,10 @@ export async function startMockVertex(options: VertexOptions = {}): Promise<Mock
       }
       return authority.check(req.headers.get("authorization"), vertex.refuseTokens);
     },
+    // Its access tokens come and go: the project is the account.
+    account: (_, url) => url.pathname.match(/\/projects\/([^/]+)\//)?.[1] ?? "",
   };
-  const upstream = await startMockUpstream({ platform });
+  const upstream = await startMockUpstream({ platform, caching: options.caching });
   account.json.token_uri = `${upstream.url}/token`;
   const vertex: MockVertex = Object.assign(upstream, {
     serviceAccount: account.json,
