@@ -5,6 +5,7 @@
  * and read with. A provider without a platform never comes here.
  */
 import { type Issue, type KnownPlatforms, providerBlocks, type ProviderConfig } from "./config.ts";
+import type { EmbeddingWire } from "./contract/embeddings.ts";
 import { GatewayError } from "./contract/errors.ts";
 import type {
   AnyPlatform,
@@ -109,6 +110,11 @@ export class Platforms implements KnownPlatforms {
     binding = { platform, provider, credential };
     this.bindings.set(p, binding);
     return binding;
+  }
+
+  /** The embeddings wire of `model` on `p`'s platform, where the platform has its own. */
+  embeddings(p: ProviderConfig, model: string): EmbeddingWire | undefined {
+    return p.platform === undefined ? undefined : this.byId.get(p.platform)?.embeddings?.(model);
   }
 
   /** Who reads the signatures of `model` on `p`'s platform, where the platform says. */
