@@ -1,13 +1,15 @@
 /**
  * Google Vertex AI as a platform: the `gcp` config block, the service-account file, the URLs of
- * Gemini (generateContent) and Claude (rawPredict) models on Vertex, the Claude body Vertex
- * wants, and the OAuth2 access token every call carries (google_token.ts).
+ * Gemini (generateContent) and Claude (rawPredict) models on Vertex and of its embeddings models
+ * (vertex_embeddings.ts), the Claude body Vertex wants, and the OAuth2 access token every call
+ * carries (google_token.ts).
  */
 import { z } from "zod";
 import type { OutgoingRequest } from "../../src/contract/format.ts";
 import type { Operation, Platform } from "../../src/contract/platform.ts";
 import { unsafeSegmentReason } from "../../src/model_segment.ts";
 import { GoogleTokenSource, type ServiceAccountKey } from "./google_token.ts";
+import { vertexEmbeddings } from "./vertex_embeddings.ts";
 
 /** The `anthropic_version` Vertex's Claude endpoints take in the body. */
 export const VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16";
@@ -61,6 +63,10 @@ const PUBLISHERS: Record<string, string> = {
   messages: "anthropic",
 };
 
+/** Where a publisher's models are: `/v1/projects/{project}/locations/{location}/…/models/`. */
+const modelsAt = (gcp: Pick<GcpConfig, "project" | "location">, publisher: string) =>
+  `/v1/projects/${gcp.project}/locations/${gcp.location}/publishers/${publisher}/models/`;
+
 /**
  * The path of a call, from the model's segment (already checked to be one safe segment):
  * Gemini's `:generateContent` / `:streamGenerateContent` (`?alt=sse` unless `alt` says
@@ -77,8 +83,7 @@ export function vertexPath(
 ): string {
   const publisher = PUBLISHERS[api];
   if (!publisher) throw new Error(`Vertex AI serves no ${api} models`);
-  const at =
-    `/v1/projects/${gcp.project}/locations/${gcp.location}/publishers/${publisher}/models/`;
+  const at = modelsAt(gcp, publisher);
   // Claude's model ids carry their date after an `@`, which Vertex takes as is.
   const id = encodeURIComponent(model).replaceAll("%40", "@");
   if (publisher === "google") {
@@ -189,12 +194,18 @@ export const gcpVertexPlatform: Platform<GcpConfig> = {
   apis: Object.keys(PUBLISHERS),
   settings: { key: "gcp", schema: gcpSchema },
   defaultBaseUrl: (gcp) => vertexBaseUrl(gcp.location),
+  // Embeddings are Google's models whatever the api (vertex_embeddings.ts has their paths).
   url: ({ base_url, settings, api }, call) =>
     base_url +
-    vertexPath(settings, api, call.model, call.operation, call.stream, queryOf(call.path)),
+    (call.operation === "embeddings"
+      ? modelsAt(settings, "google") + call.path
+      : vertexPath(settings, api, call.model, call.operation, call.stream, queryOf(call.path))),
   credential: (provider, ctx) => new VertexCredential(provider.settings.account, ctx.secret),
   adjust: (body, _headers, call, provider) =>
-    vertexBody(provider.api, body, call.operation, call.model),
+    call.operation === "embeddings"
+      ? body
+      : vertexBody(provider.api, body, call.operation, call.model),
+  embeddings: vertexEmbeddings,
   // The model is a path segment followed by `:action`.
   unsafeModel: (model) => unsafeSegmentReason(model, true),
 };
