@@ -6,12 +6,12 @@
  * (`base64`, what the OpenAI SDK asks for by default and decodes).
  */
 import { z } from "zod";
-import type { EmbeddingInput, EmbeddingWire, WireAnswer } from "../src/contract/embeddings.ts";
-import type { EmbeddingSpec } from "../src/contract/generation.ts";
-import { badRequest, GatewayError } from "../src/contract/errors.ts";
-import type { PluginHandler } from "../src/contract/handler.ts";
-import { modelOf, readJsonBody } from "../src/http.ts";
-import { parseBody } from "../src/validate.ts";
+import type { EmbeddingInput, EmbeddingWire, WireAnswer } from "../src/kit/embeddings.ts";
+import type { EmbeddingSpec } from "../src/kit/generation.ts";
+import { badRequest, GatewayError } from "../src/kit/errors.ts";
+import type { PluginHandler } from "../src/kit/handler.ts";
+import { modelOf, readJsonBody } from "../src/kit/http.ts";
+import { parseBody } from "../src/kit/validate.ts";
 
 /** The most inputs one call takes. */
 const MAX_INPUTS = 2048;

@@ -7,7 +7,7 @@
  * endpoints keep refusing the embeddings actions.
  */
 import assert from "node:assert/strict";
-import { CONCURRENT_CALLS } from "../src/embeddings.ts";
+import { CONCURRENT_CALLS } from "../src/request/embeddings.ts";
 import { KEY, openaiHeaders, post } from "./helpers.ts";
 import {
   embeddingCalls,

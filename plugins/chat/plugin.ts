@@ -2,8 +2,8 @@
  * OpenAI Chat Completions (`/v1/chat/completions`), OpenAI's embeddings endpoint
  * (`/v1/embeddings`, plugins/openai_embeddings.ts) and OpenAI's model list.
  */
-import type { FormatPlugin } from "../../src/contract/format.ts";
-import type { HandlerContext } from "../../src/contract/handler.ts";
+import type { FormatPlugin } from "../../src/kit/format.ts";
+import type { HandlerContext } from "../../src/kit/handler.ts";
 import { OPENAI_FORWARD_HEADERS, openAiDialect, openAiModel, openAiUpstream } from "../openai.ts";
 import { embeddingsEndpoint, openAiEmbeddings } from "../openai_embeddings.ts";
 import { chatCodec } from "./codec.ts";

@@ -3,7 +3,7 @@
  * API only. No client speaks Converse to the gateway, so its ingress half refuses (it is
  * never reached: the plugin serves no endpoint).
  */
-import type { Codec, StreamWatch } from "../../src/contract/codec.ts";
+import type { Codec, StreamWatch } from "../../src/kit/codec.ts";
 import { modelIdSegment } from "../platforms/bedrock_wire.ts";
 import { decodeResponse, usageOf } from "./response.ts";
 import { decodeStream } from "./decode_stream.ts";

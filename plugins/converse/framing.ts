@@ -5,8 +5,8 @@
  * turns into an error. A frame that fails its checksum (or has an impossible length) ends the stream as a malformed
  * event.
  */
-import type { SseEvent } from "../../src/contract/sse.ts";
-import type { UpstreamFraming } from "../../src/contract/framing.ts";
+import type { SseEvent } from "../../src/kit/sse.ts";
+import type { UpstreamFraming } from "../../src/kit/framing.ts";
 import { cutFrames, type EventStreamFrame } from "../platforms/event_stream.ts";
 
 export const EVENT_STREAM_TYPE = "application/vnd.amazon.eventstream";

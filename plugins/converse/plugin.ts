@@ -2,8 +2,8 @@
  * Amazon Bedrock Converse / ConverseStream, as a provider API only: no client speaks it to
  * the gateway, so it has no dialect, paths or endpoints (docs/providers.md).
  */
-import type { FormatPlugin } from "../../src/contract/format.ts";
-import type { HandlerContext } from "../../src/contract/handler.ts";
+import type { FormatPlugin } from "../../src/kit/format.ts";
+import type { HandlerContext } from "../../src/kit/handler.ts";
 import { converseCodec } from "./codec.ts";
 import { FAMILY } from "./common.ts";
 import { bedrockException, unsafeModelName } from "../platforms/bedrock_wire.ts";

@@ -1,6 +1,6 @@
 /** Upstream: a Bedrock Converse JSON response to the IR. */
-import type * as ir from "../../src/contract/ir.ts";
-import type { DecodeContext } from "../../src/contract/codec.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { DecodeContext } from "../../src/kit/codec.ts";
 import { CUSTOM_INPUT_KEY } from "../shared.ts";
 import {
   FAMILY,

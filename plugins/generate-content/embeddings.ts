@@ -4,9 +4,9 @@
  * request naming the model again. `dimensions` is `outputDimensionality`. Its answers count no
  * tokens (unless a `usageMetadata` comes along): the core estimates them then.
  */
-import type { EmbeddingWire, WireAnswer } from "../../src/contract/embeddings.ts";
-import { GatewayError } from "../../src/contract/errors.ts";
-import { modelSegment } from "../../src/model_segment.ts";
+import type { EmbeddingWire, WireAnswer } from "../../src/kit/embeddings.ts";
+import { GatewayError } from "../../src/kit/errors.ts";
+import { modelSegment } from "../../src/kit/model_segment.ts";
 
 /** The most requests one `batchEmbedContents` takes. */
 const MAX_BATCH = 100;

@@ -14,8 +14,8 @@ import {
   checkDimensions,
   type EmbeddingWire,
   type WireAnswer,
-} from "../../src/contract/embeddings.ts";
-import { badRequest, GatewayError } from "../../src/contract/errors.ts";
+} from "../../src/kit/embeddings.ts";
+import { badRequest, GatewayError } from "../../src/kit/errors.ts";
 import { modelIdSegment } from "./bedrock_wire.ts";
 
 const notAnswer = (why: string) =>

@@ -5,9 +5,9 @@
  * carries (google_token.ts).
  */
 import { z } from "zod";
-import type { OutgoingRequest } from "../../src/contract/format.ts";
-import type { Operation, Platform } from "../../src/contract/platform.ts";
-import { unsafeSegmentReason } from "../../src/model_segment.ts";
+import type { OutgoingRequest } from "../../src/kit/format.ts";
+import type { Operation, Platform } from "../../src/kit/platform.ts";
+import { unsafeSegmentReason } from "../../src/kit/model_segment.ts";
 import { GoogleTokenSource, type ServiceAccountKey } from "./google_token.ts";
 import { vertexEmbeddings } from "./vertex_embeddings.ts";
 

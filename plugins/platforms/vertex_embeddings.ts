@@ -7,8 +7,8 @@
  * 20,000 tokens). Paths are relative to `…/publishers/google/models/`, whatever the provider's
  * `api` (gcp_vertex.ts puts the prefix).
  */
-import type { EmbeddingWire, WireAnswer } from "../../src/contract/embeddings.ts";
-import { modelSegment } from "../../src/model_segment.ts";
+import type { EmbeddingWire, WireAnswer } from "../../src/kit/embeddings.ts";
+import { modelSegment } from "../../src/kit/model_segment.ts";
 import {
   notAnswer,
   promptTokenCount,

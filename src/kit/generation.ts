@@ -1,0 +1,78 @@
+/**
+ * What a generation endpoint declares, for the core to run: the request, how it may reach
+ * providers and how the client is answered. The core owns the sequence
+ * (src/request/generation.ts). An embeddings endpoint declares an `EmbeddingSpec` alike
+ * (src/request/embeddings.ts).
+ */
+import type { ClientContext, Codec } from "./codec.ts";
+import type { EmbeddingRequest, Embeddings, EmbeddingWire } from "./embeddings.ts";
+import type { UpstreamFraming } from "./framing.ts";
+import type { Usage } from "./ir.ts";
+import type { Operation } from "./platform.ts";
+
+/** A request body as received. */
+export interface JsonBody {
+  json: Record<string, unknown>;
+  /** The exact text received, relayed untouched on passthrough routes. */
+  raw: string;
+}
+
+/**
+ * How a generation reaches providers. `auto`: relayed as is to providers of the client's
+ * format, converted through the IR for the others. `convert`: through the IR everywhere (the
+ * answer is built here). `{ relayOnly }`: relayed, to providers of the client's format only;
+ * `relayOnly` says why (state only they keep, such as a previous response id).
+ */
+export type Via = "auto" | "convert" | { relayOnly: string };
+
+/** A client stream's framing when it is not server-sent events (a relayed upstream's alike). */
+export interface StreamFraming {
+  /** The content type of a converted stream sent in it. */
+  contentType: string;
+  /** A framing for one response (framings keep state). */
+  open(): UpstreamFraming;
+}
+
+export interface GenerationSpec {
+  ingress: Codec;
+  body: JsonBody;
+  model: string;
+  stream: boolean;
+  /** Default: `auto`. */
+  via?: Via;
+  /** A relayed request's upstream path when it is not `ingress.path()` (another framing). */
+  relayPath?(upstreamModel: string): string;
+  /** Default: server-sent events. */
+  framing?: StreamFraming;
+  /** Client-encoder context from the endpoint (e.g. chat `streamUsage`). */
+  client?: Omit<ClientContext, "model">;
+}
+
+/** A non-generation endpoint of a provider's API (compact, count_tokens), relayed as JSON. */
+export interface OtherEndpoint {
+  ingress: Codec;
+  body: JsonBody;
+  path: string;
+  /** What it does on a platform; absent: platforms do not serve it. */
+  operation?: Operation;
+  /** Why only providers of the client's API may answer; default: it is relayed as is. */
+  why?: string;
+  /** The tokens its answer reports (for metrics and the access log). */
+  usage(json: Record<string, unknown>): Usage | undefined;
+}
+
+/** What an embeddings endpoint declares, for the core to run. */
+export interface EmbeddingSpec {
+  /**
+   * The client's own wire: a target of it gets the client's body as is (the model renamed,
+   * if the route renames) when one call takes every input, and its answer back as is.
+   */
+  wire: EmbeddingWire;
+  body: JsonBody;
+  model: string;
+  request: EmbeddingRequest;
+  /** The client's answer: `model` is the one that made the vectors (after a route's rename). */
+  answer(result: Embeddings, model: string): unknown;
+  /** The tokens a relayed answer reports. */
+  usage(json: Record<string, unknown>): Usage | undefined;
+}
