@@ -10,11 +10,7 @@
  *   `embedding_types`; v3 makes 1024 dimensions only, v4 takes `output_dimension` 256, 512,
  *   1024 or 1536. Its body counts nothing: Bedrock's `x-amzn-bedrock-input-token-count` does.
  */
-import {
-  checkDimensions,
-  type EmbeddingWire,
-  type WireAnswer,
-} from "../../src/kit/embeddings.ts";
+import { checkDimensions, type EmbeddingWire, type WireAnswer } from "../../src/kit/embeddings.ts";
 import { badRequest, GatewayError } from "../../src/kit/errors.ts";
 import { modelIdSegment } from "./bedrock_wire.ts";
 

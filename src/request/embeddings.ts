@@ -9,12 +9,7 @@
  */
 import { DEMO_API } from "../config/config.ts";
 import type { RequestContext } from "./context.ts";
-import type {
-  BatchLimit,
-  EmbeddingInput,
-  EmbeddingWire,
-  WireAnswer,
-} from "../kit/embeddings.ts";
+import type { BatchLimit, EmbeddingInput, EmbeddingWire, WireAnswer } from "../kit/embeddings.ts";
 import type { EmbeddingSpec } from "../kit/generation.ts";
 import { badRequest } from "../kit/errors.ts";
 import { demoVector } from "./demo.ts";
