@@ -290,6 +290,23 @@ Deno.test("embeddings: one failed call fails the request with the provider's err
   }
 });
 
+Deno.test("embeddings: the first failed call stops the fan-out: no call starts after it", async () => {
+  const h = await startEmbeddingsGateway();
+  try {
+    // 64 calls held 300 ms each, 8 at a time; the first fails at once (Bedrock's 400).
+    const inputs = ["#err400", ...texts(63, "#slow300")];
+    const before = embeddingCalls(h.bedrock).length;
+    const res = await embed(h, { model: "bedrock-titan", input: inputs });
+    assert.equal(res.status, 400);
+    assert.match((await res.json()).error.message, /^ValidationException: /);
+    await new Promise((r) => setTimeout(r, 700));
+    const sent = embeddingCalls(h.bedrock).length - before;
+    assert.ok(sent <= CONCURRENT_CALLS, `${sent} calls`);
+  } finally {
+    await h.close();
+  }
+});
+
 Deno.test("embeddings: the Gemini endpoints keep answering `unsupported vendor2 action`", async () => {
   const h = await startEmbeddingsGateway();
   try {

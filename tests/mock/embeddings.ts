@@ -9,7 +9,8 @@
  *
  * Faults, besides the model-name scenarios of upstream.ts: an input containing `#errNNN` fails
  * the call that carries it with that status in the vendor's envelope; one containing `#slow`
- * holds its call SLOW_CALL_MS (CALLS tracks how many calls are in flight at most).
+ * holds its call SLOW_CALL_MS, `#slowNNN` NNN ms (CALLS tracks how many calls are in flight at
+ * most).
  */
 import type { Call, Endpoint } from "./upstream.ts";
 import type { ErrorReply, Json, Vendor } from "./vendor.ts";
@@ -81,7 +82,8 @@ function embeddingsEndpoint(path: RegExp, vendor: Vendor, wire: Wire, model?: En
       CALLS.inFlight++;
       CALLS.max = Math.max(CALLS.max, CALLS.inFlight);
       try {
-        if (texts.some((t) => t.includes("#slow"))) await sleep(SLOW_CALL_MS);
+        const slow = texts.map((t) => t.match(/#slow(\d*)/)).find((m) => m);
+        if (slow) await sleep(Number(slow[1] || SLOW_CALL_MS));
       } finally {
         CALLS.inFlight--;
       }
