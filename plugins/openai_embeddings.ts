@@ -78,6 +78,7 @@ const notAnswer = (why: string) =>
 export const openAiEmbeddings: EmbeddingWire = {
   id: "openai",
   tokenIds: true,
+  user: true,
   batch: () => ({ inputs: MAX_INPUTS }),
   path: () => "/embeddings",
   encode: ({ inputs, dimensions, user }, model) => ({

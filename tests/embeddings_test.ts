@@ -97,6 +97,21 @@ Deno.test("embeddings: relayed to OpenAI-wire providers, converted to every othe
       });
     }
 
+    await t.step("user goes to OpenAI's wire; elsewhere it is dropped and reported", async () => {
+      const relayed = await embed(h, { model: "openai-emb", input: "x", user: "u-42" });
+      assert.equal(relayed.headers.get("x-gateway-dropped-params"), null);
+      await relayed.body?.cancel();
+      assert.equal(h.vendor.requests.at(-1)!.json.user, "u-42");
+      const split = await embed(h, { model: "openai-emb", input: texts(2049), user: "u-42" });
+      assert.equal(split.headers.get("x-gateway-dropped-params"), null);
+      await split.body?.cancel();
+      assert.equal(h.vendor.requests.at(-1)!.json.user, "u-42");
+      const converted = await embed(h, { model: "gemini-emb", input: "x", user: "u-42" });
+      assert.equal(converted.headers.get("x-gateway-dropped-params"), "user");
+      await converted.body?.cancel();
+      assert.deepEqual(h.logs.at(-1)!.dropped, ["user"]);
+    });
+
     await t.step("Gemini API: one input is :embedContent, more :batchEmbedContents", async () => {
       const at = h.vendor.requests.length;
       await embedded(h, { model: "gemini-emb", input: "one", dimensions: 4 }, 4);

@@ -49,6 +49,8 @@ export interface EmbeddingWire {
   id: string;
   /** Whether it takes token-id inputs (else such a request is a 400 naming `input`). */
   tokenIds?: boolean;
+  /** Whether it carries the end user (`user`); else a request's is dropped, and reported. */
+  user?: boolean;
   batch(model: string): BatchLimit;
   /**
    * The path of a call carrying `count` inputs on the vendor's own API (Gemini's

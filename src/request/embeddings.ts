@@ -53,7 +53,7 @@ function embedOn(
   last: boolean,
   tokenIds: boolean,
 ): Promise<Response> {
-  if (r.provider.api === DEMO_API) return Promise.resolve(answerLocally(ctx, spec));
+  if (r.provider.api === DEMO_API) return Promise.resolve(answerLocally(ctx, spec, r));
   const model = r.upstreamModel;
   const wire = ctx.gw.formats.embeddings(r.provider, model);
   if (tokenIds && !wire.tokenIds) {
@@ -116,6 +116,8 @@ async function convert(
   const model = r.upstreamModel;
   const { dimensions, user } = spec.request;
   const bodies = calls.map((inputs) => wire.encode({ inputs, dimensions, user }, model));
+  // An earlier attempt's report is not this one's.
+  ctx.trace.dropped = user !== undefined && !wire.user ? ["user"] : undefined;
   ctx.trace.routed("convert");
   ctx.trace.attempt();
   const answers = await inOrder(
@@ -128,7 +130,9 @@ async function convert(
   const vectors = answers.flatMap((a) => a.vectors);
   ctx.trace.reportUsage({ inputTokens, outputTokens: 0 });
   // The model that made them, as a relayed answer names it.
-  return Response.json(spec.answer({ vectors, inputTokens }, model));
+  const res = Response.json(spec.answer({ vectors, inputTokens }, model));
+  if (ctx.trace.dropped) res.headers.set("x-gateway-dropped-params", ctx.trace.dropped.join(","));
+  return res;
 }
 
 /** One call of a converted attempt; a provider's error is thrown as its failure. */
@@ -194,13 +198,13 @@ async function inOrder<T, R>(
 }
 
 /** The demo provider's answer: vectors made here from each input. */
-function answerLocally(ctx: RequestContext, spec: EmbeddingSpec): Response {
+function answerLocally(ctx: RequestContext, spec: EmbeddingSpec, r: Resolved): Response {
   ctx.trace.routed("local");
   const { inputs, dimensions } = spec.request;
   const inputTokens = estimate(inputs);
   ctx.trace.reportUsage({ inputTokens, outputTokens: 0 });
   const vectors = inputs.map((input) => demoVector(input, dimensions));
-  return Response.json(spec.answer({ vectors, inputTokens }, spec.model));
+  return Response.json(spec.answer({ vectors, inputTokens }, r.upstreamModel));
 }
 
 /** The input tokens of a call whose provider reports none: an estimate (docs/conversion.md). */
