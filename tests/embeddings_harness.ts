@@ -2,8 +2,8 @@
  * A gateway in front of every embeddings wire's mock (tests/mock/embeddings.ts): the vendor mock
  * as OpenAI (chat and Responses providers), the Gemini API and Anthropic; the Azure, Vertex and
  * Bedrock mocks (Bedrock signing SigV4 with an `api: messages` provider: a platform serves its
- * own embeddings models whatever the api). One route per wire and model family, named as
- * `WIRES` lists them.
+ * own embeddings models whatever the api; and Bedrock's own API as `api: converse` with an API
+ * key). One route per wire and model family, named as `WIRES` lists them.
  */
 import { AZURE_TEST_KEY, startMockAzure } from "./mock/azure.ts";
 import { GEMINI_DIMENSIONS, OPENAI_DIMENSIONS } from "./mock/embeddings.ts";
@@ -89,6 +89,14 @@ export const WIRES: WireRoute[] = [
     other: 256,
   },
   {
+    // Bedrock's own API with a Bedrock API key (no platform): InvokeModel all the same.
+    model: "bedrock-key-titan",
+    provider: "bedrock-key",
+    upstream: "amazon.titan-embed-text-v2:0",
+    native: 1024,
+    other: 512,
+  },
+  {
     model: "bedrock-cohere-v3",
     provider: "bedrock",
     upstream: "cohere.embed-english-v3",
@@ -103,6 +111,9 @@ export const WIRES: WireRoute[] = [
     other: 512,
   },
 ];
+
+/** A Bedrock API key the Bedrock mock accepts as a Bearer. */
+const BEDROCK_API_KEY = "bedrock-api-key-for-embeddings";
 
 export const wire = (model: string) => WIRES.find((w) => w.model === model)!;
 
@@ -121,7 +132,7 @@ export async function startEmbeddingsGateway(
   const vendor = await startMockUpstream();
   const azure = await startMockAzure();
   const vertex = await startMockVertex();
-  const bedrock = await startMockBedrock();
+  const bedrock = await startMockBedrock({ apiKey: BEDROCK_API_KEY });
   const credentials = await Deno.makeTempFile({ suffix: ".json" });
   await Deno.writeTextFile(credentials, JSON.stringify(vertex.serviceAccount));
   const keyed = (name: string, api: string, base_url: string) => ({
@@ -148,6 +159,7 @@ export async function startEmbeddingsGateway(
         base_url: vertex.url,
       },
       bedrockProvider("bedrock", bedrock.url),
+      { name: "bedrock-key", api: "converse", base_url: bedrock.url, api_key: BEDROCK_API_KEY },
       { name: "demo", api: "demo" },
     ],
     routes: [
@@ -177,7 +189,7 @@ export async function startEmbeddingsGateway(
 export function mockOf(h: EmbeddingsHarness, w: WireRoute): MockUpstream {
   if (w.provider === "azure") return h.azure;
   if (w.provider === "vertex") return h.vertex;
-  if (w.provider === "bedrock") return h.bedrock;
+  if (w.provider.startsWith("bedrock")) return h.bedrock;
   return h.vendor;
 }
 
