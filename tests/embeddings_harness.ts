@@ -61,6 +61,14 @@ export const WIRES: WireRoute[] = [
     other: 4,
   },
   {
+    // An Interactions provider is the Gemini API too.
+    model: "interactions-emb",
+    provider: "gemini-interactions",
+    upstream: "text-embedding-004",
+    native: GEMINI_DIMENSIONS,
+    other: 5,
+  },
+  {
     model: "vertex-predict",
     provider: "vertex",
     upstream: "text-embedding-005",
@@ -146,6 +154,7 @@ export async function startEmbeddingsGateway(
       keyed("openai", "chat", `${vendor.url}/v1`),
       keyed("openai-responses", "responses", `${vendor.url}/v1`),
       keyed("gemini", "generate-content", vendor.url),
+      keyed("gemini-interactions", "interactions", vendor.url),
       keyed("anthropic", "messages", vendor.url),
       {
         name: "azure",
