@@ -6,9 +6,14 @@
  * (`base64`, what the OpenAI SDK asks for by default and decodes).
  */
 import { z } from "zod";
-import type { EmbeddingInput, EmbeddingWire, WireAnswer } from "../src/kit/embeddings.ts";
+import {
+  type EmbeddingInput,
+  type EmbeddingWire,
+  unreadableAnswer,
+  type WireAnswer,
+} from "../src/kit/embeddings.ts";
 import type { EmbeddingSpec } from "../src/kit/generation.ts";
-import { badRequest, GatewayError } from "../src/kit/errors.ts";
+import { badRequest } from "../src/kit/errors.ts";
 import type { PluginHandler } from "../src/kit/handler.ts";
 import { modelOf, readJsonBody } from "../src/kit/http.ts";
 import { parseBody } from "../src/kit/validate.ts";
@@ -40,7 +45,7 @@ function inputsOf(input: z.infer<typeof requestSchema>["input"]): EmbeddingInput
 }
 
 /** A vector as base64 of its little-endian float32 values. */
-export function float32Base64(vector: ArrayLike<number>): string {
+function float32Base64(vector: ArrayLike<number>): string {
   const bytes = new Uint8Array(vector.length * 4);
   const view = new DataView(bytes.buffer);
   for (let i = 0; i < vector.length; i++) view.setFloat32(i * 4, vector[i], true);
@@ -68,9 +73,6 @@ function promptTokens(json: Record<string, unknown>): number | undefined {
   return typeof n === "number" && n >= 0 ? n : undefined;
 }
 
-const notAnswer = (why: string) =>
-  new GatewayError(502, "upstream", `the embeddings answer ${why}`);
-
 /**
  * OpenAI's wire. Converted calls ask for base64 (exact float32, a third of the bytes); an
  * OpenAI-compatible server that answers numbers anyway is read as well.
@@ -91,7 +93,7 @@ export const openAiEmbeddings: EmbeddingWire = {
   decode(json, _headers, count): WireAnswer {
     const data = json.data;
     if (!Array.isArray(data) || data.length !== count) {
-      throw notAnswer(`has not ${count} embeddings in data`);
+      throw unreadableAnswer(`has not ${count} embeddings in data`);
     }
     const vectors = new Array<ArrayLike<number>>(count);
     for (const [at, item] of data.entries()) {
@@ -99,7 +101,7 @@ export const openAiEmbeddings: EmbeddingWire = {
       const e = item?.embedding;
       const vector = typeof e === "string" ? base64Float32(e) : Array.isArray(e) ? e : undefined;
       if (!vector || !(index >= 0 && index < count) || vectors[index]) {
-        throw notAnswer(`has an unreadable embedding at data[${at}]`);
+        throw unreadableAnswer(`has an unreadable embedding at data[${at}]`);
       }
       vectors[index] = vector;
     }

@@ -4,8 +4,7 @@
  * request naming the model again. `dimensions` is `outputDimensionality`. Its answers count no
  * tokens (unless a `usageMetadata` comes along): the core estimates them then.
  */
-import type { EmbeddingWire, WireAnswer } from "../../src/kit/embeddings.ts";
-import { GatewayError } from "../../src/kit/errors.ts";
+import { type EmbeddingWire, unreadableAnswer, type WireAnswer } from "../../src/kit/embeddings.ts";
 import { modelSegment } from "../../src/kit/model_segment.ts";
 
 /** The most requests one `batchEmbedContents` takes. */
@@ -25,9 +24,6 @@ export function promptTokenCount(json: Record<string, unknown>): number | undefi
   const n = (json.usageMetadata as { promptTokenCount?: unknown } | undefined)?.promptTokenCount;
   return typeof n === "number" && n >= 0 ? n : undefined;
 }
-
-export const notAnswer = (why: string) =>
-  new GatewayError(502, "upstream", `the embeddings answer ${why}`);
 
 export const geminiEmbeddings: EmbeddingWire = {
   id: "gemini",
@@ -54,7 +50,7 @@ export const geminiEmbeddings: EmbeddingWire = {
       ? json.embeddings.map(valuesOf)
       : [];
     if (vectors.length !== count || vectors.some((v) => v === undefined)) {
-      throw notAnswer(`has not ${count} embeddings with values`);
+      throw unreadableAnswer(`has not ${count} embeddings with values`);
     }
     return { vectors: vectors as number[][], inputTokens: promptTokenCount(json) };
   },

@@ -10,12 +10,14 @@
  *   `embedding_types`; v3 makes 1024 dimensions only, v4 takes `output_dimension` 256, 512,
  *   1024 or 1536. Its body counts nothing: Bedrock's `x-amzn-bedrock-input-token-count` does.
  */
-import { checkDimensions, type EmbeddingWire, type WireAnswer } from "../../src/kit/embeddings.ts";
-import { badRequest, GatewayError } from "../../src/kit/errors.ts";
+import {
+  checkDimensions,
+  type EmbeddingWire,
+  unreadableAnswer,
+  type WireAnswer,
+} from "../../src/kit/embeddings.ts";
+import { badRequest } from "../../src/kit/errors.ts";
 import { modelIdSegment } from "./bedrock_wire.ts";
-
-const notAnswer = (why: string) =>
-  new GatewayError(502, "upstream", `the embeddings answer ${why}`);
 
 const invoke = (model: string) => `/model/${modelIdSegment(model)}/invoke`;
 
@@ -40,7 +42,7 @@ function titan(version: string, sizes?: readonly number[]): EmbeddingWire {
       return { inputText: text, ...dimensions !== undefined && { dimensions }, normalize: true };
     },
     decode(json, headers): WireAnswer {
-      if (!isVector(json.embedding)) throw notAnswer("has no embedding");
+      if (!isVector(json.embedding)) throw unreadableAnswer("has no embedding");
       const count = json.inputTextTokenCount;
       const inputTokens = typeof count === "number" && count >= 0
         ? count
@@ -70,7 +72,7 @@ function cohere(version: string, sizes?: readonly number[]): EmbeddingWire {
       const e = json.embeddings as { float?: unknown } | unknown[] | undefined;
       const vectors = Array.isArray(e) ? e : e?.float;
       if (!Array.isArray(vectors) || vectors.length !== count || !vectors.every(isVector)) {
-        throw notAnswer(`has not ${count} float embeddings`);
+        throw unreadableAnswer(`has not ${count} float embeddings`);
       }
       return { vectors, inputTokens: inputTokenHeader(headers) };
     },

@@ -7,14 +7,9 @@
  * 20,000 tokens). Paths are relative to `…/publishers/google/models/`, whatever the provider's
  * `api` (gcp_vertex.ts puts the prefix).
  */
-import type { EmbeddingWire, WireAnswer } from "../../src/kit/embeddings.ts";
+import { type EmbeddingWire, unreadableAnswer, type WireAnswer } from "../../src/kit/embeddings.ts";
 import { modelSegment } from "../../src/kit/model_segment.ts";
-import {
-  notAnswer,
-  promptTokenCount,
-  textContent,
-  valuesOf,
-} from "../generate-content/embeddings.ts";
+import { promptTokenCount, textContent, valuesOf } from "../generate-content/embeddings.ts";
 
 /** What `:predict` takes in one call, except from `gemini-embedding-001` (one instance). */
 const PREDICT_INSTANCES = 250;
@@ -45,7 +40,7 @@ const predict: EmbeddingWire = {
     const embeddings = predictions.map((p) => p?.embeddings);
     const vectors = embeddings.map(valuesOf);
     if (vectors.length !== count || vectors.some((v) => v === undefined)) {
-      throw notAnswer(`has not ${count} predictions with embeddings`);
+      throw unreadableAnswer(`has not ${count} predictions with embeddings`);
     }
     const counts = embeddings.map((e) => e?.statistics?.token_count);
     const counted = counts.every((n) => typeof n === "number" && n >= 0);
@@ -68,7 +63,7 @@ const embedContent: EmbeddingWire = {
   },
   decode(json): WireAnswer {
     const vector = valuesOf(json.embedding);
-    if (!vector) throw notAnswer("has no embedding with values");
+    if (!vector) throw unreadableAnswer("has no embedding with values");
     return { vectors: [vector], inputTokens: promptTokenCount(json) };
   },
 };

@@ -5,7 +5,7 @@
  * The core routes, fails over, splits the inputs into the calls a wire takes and puts the
  * vectors back in input order (src/request/embeddings.ts); each wire's plugin encodes and decodes.
  */
-import { badRequest } from "./errors.ts";
+import { badRequest, GatewayError } from "./errors.ts";
 
 /** One input: a text, or token ids (of the model's own tokenizer). */
 export type EmbeddingInput = string | readonly number[];
@@ -83,3 +83,7 @@ export function checkDimensions(
   const can = sizes ? `${sizes.join(", ")}` : `${native} only`;
   throw badRequest(`dimensions: ${what} makes vectors of ${can}, not ${dimensions}`, "dimensions");
 }
+
+/** A 502 for a successful answer a wire cannot read (`why`: what it lacks). */
+export const unreadableAnswer = (why: string) =>
+  new GatewayError(502, "upstream", `the embeddings answer ${why}`);
