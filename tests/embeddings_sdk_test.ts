@@ -29,7 +29,7 @@ const vectors = (inputs: string[], dimensions: number) =>
 
 /**
  * The input tokens an answer reports: the provider's count, or where it reports none (the Gemini
- * API) the gateway's estimate, UTF-8 bytes / 4 — for these ASCII texts the mock's own count.
+ * API) the gateway's estimate, 4 characters a token: the mock's own count.
  */
 const tokens = (inputs: string[]) => inputs.reduce((n, i) => n + mockTokens(i), 0);
 

@@ -151,11 +151,12 @@ Deno.test("embeddings: relayed to OpenAI-wire providers, converted to every othe
         );
         // Calls run side by side: they may arrive in any order.
         assert.deepEqual(carried.sort((a, b) => b - a), sizes, `${model}: inputs per call`);
-        // Gemini counts nothing: the gateway's estimate (UTF-8 bytes / 4) stands in.
+        // Gemini counts nothing: the gateway's estimate (4 characters a token) stands in.
         const tokens = model === "gemini-emb"
           ? inputs.reduce((s, i) => s + Math.ceil(i.length / 4), 0)
           : inputs.reduce((s, i) => s + mockTokens(i), 0);
         assert.deepEqual(json.usage, { prompt_tokens: tokens, total_tokens: tokens }, model);
+        assert.equal(h.logs.at(-1)!.usage_estimated, model === "gemini-emb" || undefined, model);
       }
       // Split, the OpenAI wire is converted: base64 asked upstream, floats answered.
       const split = embeddingCalls(h.vendor).at(-1)!;

@@ -16,6 +16,7 @@ import { demoVector } from "./demo.ts";
 import { ProviderFailure } from "./failover.ts";
 import { attempt, route } from "./generation.ts";
 import type { PoolKey } from "../state/health.ts";
+import { tokensFor } from "../ops/estimate.ts";
 import { throughPlatform } from "./platform_call.ts";
 import { callUpstream } from "./relay.ts";
 import { relaying } from "./relay_attempt.ts";
@@ -26,12 +27,11 @@ import { readUpstreamJson, upstreamError } from "./upstream_body.ts";
 export const CONCURRENT_CALLS = 8;
 
 /**
- * Bytes of UTF-8 a token is taken to be: for a wire's token budget per call, few (a call split
- * too early costs a call; one split too late is the provider's 400); for usage a provider does
- * not report, the typical English figure.
+ * Bytes of UTF-8 a token is taken to be against a wire's token budget per call: few, so a call
+ * is split too early (a call more) rather than too late (the provider's 400). Usage a provider
+ * does not report is the gateway's one estimate instead (src/ops/estimate.ts).
  */
 const BUDGET_BYTES_PER_TOKEN = 3;
-const USAGE_BYTES_PER_TOKEN = 4;
 
 /** Runs an embeddings request on the route of its model. */
 export function embed(ctx: RequestContext, spec: EmbeddingSpec): Promise<Response> {
@@ -91,7 +91,7 @@ function split(inputs: readonly EmbeddingInput[], limit: BatchLimit): EmbeddingI
   let call: EmbeddingInput[] = [];
   let tokens = 0;
   for (const input of inputs) {
-    const n = budget === Infinity ? 0 : estimatedTokens(input, BUDGET_BYTES_PER_TOKEN);
+    const n = budget === Infinity ? 0 : budgetTokens(input);
     if (call.length > 0 && (call.length >= limit.inputs || tokens + n > budget)) {
       calls.push(call);
       call = [];
@@ -126,7 +126,7 @@ async function convert(
     (body, i, signal) => callWire(ctx, r, key, wire, body, calls[i].length, signal),
   );
   let inputTokens = 0;
-  for (const [i, a] of answers.entries()) inputTokens += a.inputTokens ?? estimate(calls[i]);
+  for (const [i, a] of answers.entries()) inputTokens += a.inputTokens ?? estimate(ctx, calls[i]);
   const vectors = answers.flatMap((a) => a.vectors);
   ctx.trace.reportUsage({ inputTokens, outputTokens: 0 });
   // The model that made them, as a relayed answer names it.
@@ -201,22 +201,30 @@ async function inOrder<T, R>(
 function answerLocally(ctx: RequestContext, spec: EmbeddingSpec, r: Resolved): Response {
   ctx.trace.routed("local");
   const { inputs, dimensions } = spec.request;
-  const inputTokens = estimate(inputs);
+  const inputTokens = estimate(ctx, inputs);
   ctx.trace.reportUsage({ inputTokens, outputTokens: 0 });
   const vectors = inputs.map((input) => demoVector(input, dimensions));
   return Response.json(spec.answer({ vectors, inputTokens }, r.upstreamModel));
 }
 
-/** The input tokens of a call whose provider reports none: an estimate (docs/conversion.md). */
-function estimate(inputs: readonly EmbeddingInput[]): number {
+/**
+ * The input tokens of a call whose provider reports none, estimated (token ids count as
+ * themselves); the access log says the usage holds an estimate.
+ */
+function estimate(ctx: RequestContext, inputs: readonly EmbeddingInput[]): number {
+  ctx.trace.estimated = true;
   let n = 0;
-  for (const input of inputs) n += estimatedTokens(input, USAGE_BYTES_PER_TOKEN);
+  for (const input of inputs) {
+    n += typeof input === "string" ? tokensFor(input.length) : input.length;
+  }
   return n;
 }
 
-/** Token ids count as themselves; a text as its UTF-8 bytes over `bytesPerToken`. */
-function estimatedTokens(input: EmbeddingInput, bytesPerToken: number): number {
-  return typeof input === "string" ? Math.ceil(utf8Length(input) / bytesPerToken) : input.length;
+/** A text's tokens against a budget (UTF-8 bytes / BUDGET_BYTES_PER_TOKEN); token ids their own. */
+function budgetTokens(input: EmbeddingInput): number {
+  return typeof input === "string"
+    ? Math.ceil(utf8Length(input) / BUDGET_BYTES_PER_TOKEN)
+    : input.length;
 }
 
 /** The UTF-8 length of a text, without encoding it. */
