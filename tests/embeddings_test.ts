@@ -195,6 +195,7 @@ Deno.test("embeddings: what a target cannot take is a 400 before any upstream ca
     routes: [
       { models: ["mixed"], targets: [{ provider: "anthropic" }, { provider: "gemini" }] },
       { models: ["bedrock-claude"], provider: "bedrock", model: "anthropic.claude-v2" },
+      { models: ["gem*"], provider: "gemini" },
       {
         models: ["ids-anywhere"],
         targets: [
@@ -254,6 +255,20 @@ Deno.test("embeddings: what a target cannot take is a 400 before any upstream ca
         /256, 512, 1024, 1536/,
       );
     });
+    await t.step(
+      "a model name its provider's URL cannot carry is refused, no attempt counted",
+      async () => {
+        await refused(
+          { model: "gemx/../../v1beta/files?", input: ["a", "b"] },
+          "model",
+          /cannot be sent in the upstream URL/,
+        );
+        const res = await embed(h, { model: "gem:countTokens", input: "a" });
+        assert.equal(res.status, 400);
+        assert.equal(res.headers.get("x-gateway-attempts"), "0");
+        await res.body?.cancel();
+      },
+    );
     await t.step("a Bedrock model that does not embed is named", async () => {
       await refused(
         { model: "bedrock-claude", input: "hi" },

@@ -104,7 +104,7 @@ function split(inputs: readonly EmbeddingInput[], limit: BatchLimit): EmbeddingI
   return calls;
 }
 
-/** Every call encoded (a 400 before any is sent), sent, and the answers joined in order. */
+/** Every call made (a 400 before any is sent), sent, and the answers joined in order. */
 async function convert(
   ctx: RequestContext,
   spec: EmbeddingSpec,
@@ -115,15 +115,20 @@ async function convert(
 ): Promise<Response> {
   const model = r.upstreamModel;
   const { dimensions, user } = spec.request;
-  const bodies = calls.map((inputs) => wire.encode({ inputs, dimensions, user }, model));
+  // Every call made first: what the wire refuses (a size, a model its URL cannot carry) is a 400.
+  const requests = calls.map((inputs) => ({
+    body: wire.encode({ inputs, dimensions, user }, model),
+    path: wire.path(model, inputs.length),
+    count: inputs.length,
+  }));
   // An earlier attempt's report is not this one's.
   ctx.trace.dropped = user !== undefined && !wire.user ? ["user"] : undefined;
   ctx.trace.routed("convert");
   ctx.trace.attempt();
   const answers = await inOrder(
-    bodies,
+    requests,
     ctx.req.signal,
-    (body, i, signal) => callWire(ctx, r, key, wire, body, calls[i].length, signal),
+    (request, signal) => callWire(ctx, r, key, wire, request, signal),
   );
   let inputTokens = 0;
   for (const [i, a] of answers.entries()) inputTokens += a.inputTokens ?? estimate(ctx, calls[i]);
@@ -141,12 +146,10 @@ async function callWire(
   r: Resolved,
   key: PoolKey | undefined,
   wire: EmbeddingWire,
-  body: Record<string, unknown>,
-  count: number,
+  { body, path, count }: { body: Record<string, unknown>; path: string; count: number },
   signal: AbortSignal,
 ): Promise<WireAnswer> {
   const spec = ctx.gw.formats.upstream(r.provider.api)!;
-  const path = wire.path(r.upstreamModel, count);
   const up = await callUpstream({
     provider: r.provider,
     spec,
@@ -171,9 +174,9 @@ async function callWire(
 async function inOrder<T, R>(
   items: readonly T[],
   client: AbortSignal,
-  run: (item: T, index: number, signal: AbortSignal) => Promise<R>,
+  run: (item: T, signal: AbortSignal) => Promise<R>,
 ): Promise<R[]> {
-  if (items.length === 1) return [await run(items[0], 0, client)];
+  if (items.length === 1) return [await run(items[0], client)];
   const stop = new AbortController();
   const signal = AbortSignal.any([client, stop.signal]);
   const out = new Array<R>(items.length);
@@ -183,7 +186,7 @@ async function inOrder<T, R>(
     while (!failure && next < items.length) {
       const i = next++;
       try {
-        out[i] = await run(items[i], i, signal);
+        out[i] = await run(items[i], signal);
       } catch (error) {
         if (failure) continue;
         failure = { error };
