@@ -1,10 +1,10 @@
 /**
  * Azure OpenAI through its v1 API: `<base_url>/chat/completions`, `<base_url>/responses` and
- * `<base_url>/embeddings`,
- * `base_url` being the resource's `https://<resource>.openai.azure.com/openai/v1` and the model
- * field naming the deployment. The provider key goes in `api-key`; without one, an Entra ID
- * access token read from `azure.bearer_token_file` (at every load: a reload picks up a renewed
- * token) goes as `Authorization: Bearer`.
+ * `<base_url>/embeddings`, `base_url` being the resource's
+ * `https://<resource>.openai.azure.com/openai/v1` and the model field naming the deployment.
+ * The provider key goes in `api-key`; without one, an Entra ID access token read from
+ * `azure.bearer_token_file` (at every load: a reload picks up a renewed token) goes as
+ * `Authorization: Bearer`.
  */
 import { z } from "zod";
 import type { Platform } from "../../src/kit/platform.ts";
