@@ -157,6 +157,7 @@ Deno.test("model names: none steers an upstream URL, on any endpoint or route ki
           post(`${h.url}/v1/chat/completions`, openaiHeaders(), bodies.chat(model, true)),
           post(`${h.url}/v1/responses`, openaiHeaders(), bodies.responses(model)),
           post(`${h.url}/v1/messages`, anthropicHeaders(), bodies.messages(model, true)),
+          post(`${h.url}/v1/embeddings`, openaiHeaders(), { model, input: ["hi", "there"] }),
         ];
         for (const res of await Promise.all(calls)) {
           const body = await res.json();

@@ -9,6 +9,7 @@ import { converseCodec } from "./codec.ts";
 import { FAMILY } from "./common.ts";
 import { bedrockException, unsafeModelName } from "../platforms/bedrock_wire.ts";
 import { converseFraming } from "./framing.ts";
+import { bedrockEmbeddings } from "../platforms/bedrock_embeddings.ts";
 
 export const conversePlugin: FormatPlugin<HandlerContext> = {
   id: "converse",
@@ -36,4 +37,6 @@ export const conversePlugin: FormatPlugin<HandlerContext> = {
     unsafeModel: unsafeModelName,
     promptCache: converseCaching,
   },
+  // Bedrock's own API serves its embeddings models through InvokeModel.
+  embeddings: bedrockEmbeddings,
 };

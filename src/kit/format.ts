@@ -7,6 +7,7 @@
  * vendor traces left in the core are listed in docs/design.md#format-plugins.
  */
 import type { Codec } from "./codec.ts";
+import type { EmbeddingWire } from "./embeddings.ts";
 import type { GatewayError, ProviderErrors } from "./errors.ts";
 import type { UpstreamFraming } from "./framing.ts";
 
@@ -205,6 +206,11 @@ export interface FormatPlugin<C> {
   defaultVendor?: DefaultVendor;
   /** Routes to this format's providers may set `passthrough: true`. */
   passthroughRoutes?: boolean;
+  /**
+   * The embeddings wire of its providers' API for `model` (OpenAI's `/embeddings`); throws a
+   * 400 for a model that has none. Absent: its providers serve no embeddings.
+   */
+  embeddings?(model: string): EmbeddingWire;
 }
 
 /** A model as the model lists show it; each dialect renders it in its own shape. */

@@ -7,7 +7,7 @@
 import type { IrSource } from "./codec.ts";
 import type { Conversations } from "./conversations.ts";
 import type { Handler } from "./format.ts";
-import type { GenerationSpec, OtherEndpoint } from "./generation.ts";
+import type { EmbeddingSpec, GenerationSpec, OtherEndpoint } from "./generation.ts";
 import type * as ir from "./ir.ts";
 import type { Route } from "./route.ts";
 import type { SocketWire } from "./socket.ts";
@@ -29,6 +29,12 @@ export interface HandlerContext {
    * each relayed or converted, and answers in the spec's format.
    */
   generate(spec: GenerationSpec, route?: Route): Promise<Response>;
+  /**
+   * Runs an embeddings request: routes the model, tries the route's targets, each relayed or
+   * converted (its inputs split into the calls the target's wire takes), and answers with
+   * the spec's answer.
+   */
+  embed(spec: EmbeddingSpec): Promise<Response>;
   /** Relays a non-generation endpoint of the client's API to the route's providers of it. */
   relay(other: OtherEndpoint, route: Route): Promise<Response>;
   /**

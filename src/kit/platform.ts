@@ -7,13 +7,14 @@
  * imports the rest of `src/`.
  */
 import type { z } from "zod";
+import type { EmbeddingWire } from "./embeddings.ts";
 import type { ErrorKind } from "./errors.ts";
 import type { Usage } from "./ir.ts";
 import type { OutgoingRequest } from "./format.ts";
 import type { UpstreamFraming } from "./framing.ts";
 
-/** What an upstream call does: generate (one answer, or a stream), or count tokens. */
-export type Operation = "generate" | "count_tokens";
+/** What an upstream call does: generate (one answer, or a stream), count tokens, or embed. */
+export type Operation = "generate" | "count_tokens" | "embeddings";
 
 /** A provider as its platform sees it. */
 export interface PlatformProvider<S> {
@@ -153,6 +154,11 @@ export interface Platform<S = unknown> {
   family?(model: string, api: string): string | undefined;
   /** Why a model name cannot be sent through this platform (e.g. it is not one path segment). */
   unsafeModel?(model: string): string | undefined;
+  /**
+   * The embeddings wire of `model` on this platform, whatever the provider's `api` (Bedrock's
+   * Titan and Cohere bodies); throws a 400 for a model that has none. Absent: the format's.
+   */
+  embeddings?(model: string): EmbeddingWire;
 }
 
 /** A platform of any settings type, as lists of platforms hold them. */

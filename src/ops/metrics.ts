@@ -405,8 +405,8 @@ export class Metrics implements Observer {
     const key = t.key ?? "";
     const route = t.routeName ?? "";
     const billable = String(t.billable);
-    // Counting tokens produces none.
-    const counted = operation === "count_tokens"
+    // Counting tokens and embedding produce none.
+    const counted = operation === "count_tokens" || operation === "embeddings"
       ? [["input", u.inputTokens]] as const
       : [["input", u.inputTokens], ["output", u.outputTokens]] as const;
     for (const [type, n] of counted) {

@@ -82,7 +82,11 @@ export function relayed(ctx: RequestContext, other: OtherEndpoint, r: Resolved):
  * The route's targets tried in turn; the first success answers, else the last target's own
  * error when it was relayed (a provider's JSON error body), else the gateway's.
  */
-function attempt(ctx: RequestContext, r: Resolved, each: Attempt<Response>): Promise<Response> {
+export function attempt(
+  ctx: RequestContext,
+  r: Resolved,
+  each: Attempt<Response>,
+): Promise<Response> {
   return answering(ctx, failover(ctx, r, each));
 }
 

@@ -23,7 +23,7 @@ export function throughPlatform(
 ): PlatformRequest | undefined {
   const { platform } = r.provider;
   if (platform === undefined) return undefined;
-  if (operation !== "generate" && operation !== "count_tokens") {
+  if (operation !== "generate" && operation !== "count_tokens" && operation !== "embeddings") {
     throw badRequest(`${operation} is not served through platform ${platform} (${r.label})`);
   }
   const binding = ctx.gw.formats.platforms.bind(r.provider, ctx.gw.secrets);

@@ -10,6 +10,7 @@ import {
   providerBlocks,
   type ProviderConfig,
 } from "../config/config.ts";
+import type { EmbeddingWire } from "../kit/embeddings.ts";
 import { GatewayError } from "../kit/errors.ts";
 import type {
   AnyPlatform,
@@ -114,6 +115,11 @@ export class Platforms implements KnownPlatforms {
     binding = { platform, provider, credential };
     this.bindings.set(p, binding);
     return binding;
+  }
+
+  /** The embeddings wire of `model` on `p`'s platform, where the platform has its own. */
+  embeddings(p: ProviderConfig, model: string): EmbeddingWire | undefined {
+    return p.platform === undefined ? undefined : this.byId.get(p.platform)?.embeddings?.(model);
   }
 
   /** Who reads the signatures of `model` on `p`'s platform, where the platform says. */

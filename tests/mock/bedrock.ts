@@ -1,6 +1,7 @@
 /**
  * A loopback Amazon Bedrock Runtime: Converse / ConverseStream and InvokeModel /
- * InvokeModelWithResponseStream with Anthropic's body, streams as binary AWS event-stream
+ * InvokeModelWithResponseStream with Anthropic's body (InvokeModel of Titan and Cohere
+ * embeddings models with theirs, embeddings.ts), streams as binary AWS event-stream
  * frames (eventstream.ts). Every request must carry a SigV4 signature for service `bedrock`
  * that an independent verifier (sigv4.ts) accepts, with the session token when one is
  * configured, or a Bedrock API key as `Authorization: Bearer`. Errors are Bedrock's: status,
@@ -15,6 +16,7 @@ import { anthropicVersionProblem } from "./claude_body.ts";
 import type { PromptCaches } from "./prompt_cache.ts";
 import type { Reply } from "./scenario.ts";
 import { converseFormat } from "./converse.ts";
+import { bedrockEmbeddingsEndpoints } from "./embeddings.ts";
 import { eventFrame, exceptionFrame } from "./eventstream.ts";
 import { messages } from "./messages.ts";
 import { type AwsCredentials, verifySigV4 } from "./sigv4.ts";
@@ -241,6 +243,7 @@ const modelOf = (m: RegExpMatchArray) => decodeURIComponent(m[1]);
 const operation = (name: string) => new RegExp(`^/model/([^/]+)/${name}$`);
 
 const ENDPOINTS: Endpoint[] = [
+  ...bedrockEmbeddingsEndpoints(converse),
   { path: operation("converse"), vendor: converse, model: modelOf, framing: () => undefined },
   {
     path: operation("converse-stream"),

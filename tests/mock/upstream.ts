@@ -14,11 +14,13 @@
  * - POST /v1/responses/compact | /input_tokens
  * - POST /v1/messages | /v1/messages/count_tokens     Anthropic (JSON or `event:` SSE)
  * - POST /v1beta/models/{model}:generateContent | :streamGenerateContent[?alt=sse] | :countTokens
+ * - POST /v1/embeddings, /v1beta/models/{model}:embedContent | :batchEmbedContents (embeddings.ts)
  * - GET  /v1/models (OpenAI's, or Anthropic's with x-api-key), GET /v1beta/models: model_lists.ts
  * - POST /v1beta/interactions                         Gemini Interactions (JSON or `event:` SSE)
  * - GET|DELETE /v1beta/interactions/{id}              an interaction the mock answered
  */
 import { chat } from "./chat.ts";
+import { geminiEmbeddingsEndpoints, openAiEmbeddingsEndpoint } from "./embeddings.ts";
 import { generateContent } from "./generate-content.ts";
 import { interactionResource, interactions } from "./interactions.ts";
 import { messages } from "./messages.ts";
@@ -147,7 +149,9 @@ function rawError(status: number, kind: "html" | "text", echo: string): Response
  */
 export type Endpoint =
   & { path: RegExp; vendor: Vendor; model?: (match: RegExpMatchArray) => string }
-  & ({ framing: (call: Call) => Framing | undefined } | { answer: (call: Call) => unknown });
+  & ({ framing: (call: Call) => Framing | undefined } | {
+    answer: (call: Call) => unknown | Promise<unknown>;
+  });
 
 export const bodyStream = (framing: Framing) => (call: Call) =>
   call.body.stream === true ? framing : undefined;
@@ -181,6 +185,8 @@ const ENDPOINTS: Endpoint[] = [
     framing: (c) => c.url.searchParams.get("alt") === "sse" ? GEMINI_SSE : GEMINI_ARRAY,
   },
   { path: /^\/v1beta\/interactions$/, vendor: interactions, framing: bodyStream(TYPED_SSE) },
+  openAiEmbeddingsEndpoint(/^\/v1\/embeddings$/, chat),
+  ...geminiEmbeddingsEndpoints(generateContent),
   {
     path: /^\/v1beta\/models\/([^/:]+):countTokens$/,
     vendor: generateContent,
@@ -343,7 +349,7 @@ class Upstream implements MockUpstream {
       return new Response(page, { headers: { "content-type": "text/html; charset=utf-8" } });
     }
     if ("answer" in endpoint) {
-      const answer = endpoint.answer(call);
+      const answer = await endpoint.answer(call);
       return answer instanceof Response ? answer : jsonResponse(vendor, answer);
     }
     const invalid = vendor.validate(call.body);

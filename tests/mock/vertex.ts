@@ -6,10 +6,12 @@
  * - …/publishers/google/models/{model}:generateContent | :streamGenerateContent[?alt=sse]
  * - …/publishers/anthropic/models/{model}:rawPredict | :streamRawPredict (Anthropic's body
  *   with `anthropic_version` and no `model`), …/anthropic/models/count-tokens:rawPredict
+ * - …/publishers/google/models/{model}:predict | :embedContent (embeddings, embeddings.ts)
  * where … is /v1/projects/{project}/locations/{location} (v1beta1 too, as @google/genai uses).
  * Content, scenarios and faults are upstream.ts's (the model name picks them).
  */
 import { anthropicVersionProblem } from "./claude_body.ts";
+import { vertexEmbeddingsEndpoints } from "./embeddings.ts";
 import type { PromptCaches } from "./prompt_cache.ts";
 import { generateContent } from "./generate-content.ts";
 import { messages } from "./messages.ts";
@@ -95,6 +97,7 @@ const ENDPOINTS: Endpoint[] = [
     model: modelOf,
     framing: bodyStream(TYPED_SSE),
   },
+  ...vertexEmbeddingsEndpoints(generateContent, at),
 ];
 
 const json = (body: unknown, status: number, headers: Record<string, string> = {}) =>
