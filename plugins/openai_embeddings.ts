@@ -134,8 +134,8 @@ export const embeddingsEndpoint: PluginHandler = async (ctx) => {
       model,
       usage: { prompt_tokens: inputTokens, total_tokens: inputTokens },
     }),
-    usage: (json) => {
-      const inputTokens = promptTokens(json);
+    usage: ({ json: [answer] }) => {
+      const inputTokens = answer && promptTokens(answer);
       return inputTokens === undefined ? undefined : { inputTokens, outputTokens: 0 };
     },
   };

@@ -144,7 +144,7 @@ export const TOOL_ERROR_PREFIX = "Error: ";
  * - `attached:` — the signature of the text or tool call just before the carrier;
  * - `redacted:` — redacted thinking's data (not a signature).
  */
-export type Marker = "attached:" | "redacted:";
+type Marker = "attached:" | "redacted:";
 export const ATTACHED: Marker = "attached:";
 export const REDACTED: Marker = "redacted:";
 
@@ -256,19 +256,16 @@ export function openAiErrorStatus(type: unknown, code: unknown): number {
 export const ERROR_PAYLOAD = /^\s*\{\s*"error"\s*:/;
 
 /**
- * The usage of a relayed stream: the last event text that carries it, parsed once at the end
- * by `read` (undefined if it cannot be read; only the access log lacks it then).
+ * A relayed stream whose last event that carries usage is the one that counts: that event's
+ * text is kept (`keep`), for the codec's `usage` to read at the end (`usageEvents`).
  */
-export function lastUsage(read: (json: Record<string, unknown>) => ir.Usage | undefined) {
+export function lastUsageEvent() {
   let text: string | undefined;
   return {
     keep(data: string) {
       text = data;
     },
-    usage(): ir.Usage | undefined {
-      const json = text === undefined ? undefined : jsonObjectOf(text);
-      return json && read(json);
-    },
+    usageEvents: (): readonly string[] => text === undefined ? [] : [text],
   };
 }
 

@@ -8,7 +8,6 @@
 import assert from "node:assert/strict";
 import { Anthropic, GoogleGenAI, OpenAI } from "./sdk/deps.ts";
 import { KEY, startHarness } from "./helpers.ts";
-import { interactionsRoute } from "./interactions_route.ts";
 import { decodeStream } from "../plugins/generate-content/stream.ts";
 import { decodeResponse } from "../plugins/generate-content/response.ts";
 import { decodeStream as decodeInteractions } from "../plugins/interactions/decode_stream.ts";
@@ -118,7 +117,7 @@ Deno.test("Interactions statuses: requires_continuation goes on, failed/cancelle
 });
 
 Deno.test("Gemini finish reasons through the gateway: no client reads an error as success", async () => {
-  const h = await startHarness(interactionsRoute);
+  const h = await startHarness();
   try {
     const openai = new OpenAI({ baseURL: `${h.url}/v1`, apiKey: KEY, maxRetries: 0 });
     const anthropic = new Anthropic({ baseURL: h.url, apiKey: KEY, maxRetries: 0 });

@@ -9,7 +9,6 @@
 import assert from "node:assert/strict";
 import { GoogleGenAI } from "./sdk/deps.ts";
 import { type Harness, HASHED_KEY, KEY, post, startHarness } from "./helpers.ts";
-import { interactionsRoute } from "./interactions_route.ts";
 import type { Config, ProviderConfig } from "../src/config/config.ts";
 import { Health } from "../src/state/health.ts";
 
@@ -23,7 +22,6 @@ const WHOLE = (vendor: string) =>
  * providers (two accounts), load-balanced.
  */
 function pools(config: Config) {
-  interactionsRoute.tweak(config);
   for (const p of config.providers) {
     if (p.name === "gemini" || p.name === "gemini-int") {
       p.api_keys = POOL;

@@ -1,5 +1,6 @@
 /** Mappings the Anthropic Messages decoders and encoders share (both directions). */
 import type * as ir from "../../src/kit/ir.ts";
+import type { UsageSource } from "../../src/kit/usage.ts";
 import { badRequest, type ErrorKind, kindForStatus } from "../../src/kit/errors.ts";
 import { carrySignature } from "../../src/kit/signature.ts";
 import {
@@ -38,6 +39,22 @@ export function usageToIr(u: WireUsage): ir.Usage {
   const thinking = u.output_tokens_details?.thinking_tokens;
   if (thinking !== undefined) usage.reasoningTokens = thinking;
   return usage;
+}
+
+/**
+ * The usage of an answer (`usage`) or of a stream's events, merged in order: `message_start`'s
+ * `message.usage`, then `message_delta`'s cumulative `usage` (later values replace earlier
+ * ones; absent and null ones keep theirs).
+ */
+export function readUsage({ json }: UsageSource): ir.Usage | undefined {
+  let usage: Obj | undefined;
+  for (const j of json) {
+    const part = j.usage ?? (j.message as Obj | undefined)?.usage;
+    if (!part || typeof part !== "object") continue;
+    usage ??= {};
+    for (const [key, value] of Object.entries(part)) if (value != null) usage[key] = value;
+  }
+  return usage && usageToIr(usage as WireUsage);
 }
 
 export function usageFromIr(u: ir.Usage): WireUsage {

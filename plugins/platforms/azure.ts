@@ -7,7 +7,7 @@
  * `Authorization: Bearer`.
  */
 import { z } from "zod";
-import type { Platform } from "../../src/kit/platform.ts";
+import { DEFAULT_OPERATIONS, type Platform } from "../../src/kit/platform.ts";
 
 const PATHS: Record<string, string> = { chat: "/chat/completions", responses: "/responses" };
 
@@ -32,9 +32,12 @@ export const azurePlatform: Platform<{ bearer_token?: string }> = {
   system: "azure.ai.openai",
   apis: Object.keys(PATHS),
   settings: { key: "azure", schema: settings },
-  // Embeddings are OpenAI's `/embeddings` (the format's path), beside the others.
-  url: ({ base_url, api }, { operation, path }) =>
-    base_url + (operation === "embeddings" ? path : PATHS[api]),
+  address: {
+    // Embeddings are OpenAI's `/embeddings` (the format's path), beside the others.
+    url: ({ base_url, api }, { operation, path }) =>
+      base_url + (operation === "embeddings" ? path : PATHS[api]),
+    operations: [...DEFAULT_OPERATIONS, "embeddings"],
+  },
   credential({ settings }, ctx) {
     const token = settings.bearer_token;
     if (token) ctx.secret(token);

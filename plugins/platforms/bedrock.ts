@@ -13,7 +13,7 @@
 import { z } from "zod";
 import { badRequest } from "../../src/kit/errors.ts";
 import type { UpstreamFraming } from "../../src/kit/framing.ts";
-import type { Platform, PlatformCall } from "../../src/kit/platform.ts";
+import { DEFAULT_OPERATIONS, type Platform, type PlatformCall } from "../../src/kit/platform.ts";
 import {
   bedrockError,
   countTokensAnswer,
@@ -100,8 +100,11 @@ export const bedrockPlatform: Platform<AwsSettings> = {
   system: "aws.bedrock",
   apis: Object.keys(APIS),
   settings: { key: "aws", schema: settings },
-  defaultBaseUrl: ({ region }) => `https://bedrock-runtime.${region}.amazonaws.com`,
-  url: ({ base_url, api }, call) => url(base_url, api, call),
+  address: {
+    url: ({ base_url, api }, call) => url(base_url, api, call),
+    operations: [...DEFAULT_OPERATIONS, "embeddings"],
+    defaultBaseUrl: ({ region }) => `https://bedrock-runtime.${region}.amazonaws.com`,
+  },
   credential({ settings: aws }, ctx) {
     const { access_key_id, secret_access_key, session_token, region } = aws;
     if (access_key_id === undefined || secret_access_key === undefined) {
@@ -127,17 +130,22 @@ export const bedrockPlatform: Platform<AwsSettings> = {
       },
     };
   },
-  adjust(body, headers, { operation }, { api }) {
-    if (operation === "embeddings") return body;
-    const { adjust, countInput } = APIS[api];
-    const adjusted = adjust?.(body, headers) ?? body;
-    return operation === "count_tokens" && countInput ? { input: countInput(adjusted) } : adjusted;
+  body: {
+    request(body, headers, { operation }, { api }) {
+      if (operation === "embeddings") return body;
+      const { adjust, countInput } = APIS[api];
+      const adjusted = adjust?.(body, headers) ?? body;
+      return operation === "count_tokens" && countInput
+        ? { input: countInput(adjusted) }
+        : adjusted;
+    },
+    answer: (json, { operation }) =>
+      operation === "count_tokens" ? countTokensAnswer(json) : undefined,
+    // Titan's and Cohere's bodies at InvokeModel, whatever the provider's api.
+    embeddings: bedrockEmbeddings,
   },
-  answer: (json, { operation }) =>
-    operation === "count_tokens" ? countTokensAnswer(json) : undefined,
   framing: (inner, _call, { api }) => APIS[api].framing(inner),
   usage: invocationUsage,
   readError: (status, headers, body) => bedrockError(status, headers, body),
-  unsafeModel: unsafeModelName,
-  embeddings: bedrockEmbeddings,
+  models: { unsafe: unsafeModelName },
 };

@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import type { OutgoingRequest } from "../../src/kit/format.ts";
-import type { Platform, PlatformCall } from "../../src/kit/platform.ts";
+import { DEFAULT_OPERATIONS, type Platform, type PlatformCall } from "../../src/kit/platform.ts";
 import { unsafeSegmentReason } from "../../src/kit/model_segment.ts";
 import { toCloudBody } from "./claude_body.ts";
 import { GoogleTokenSource, type ServiceAccountKey } from "./google_token.ts";
@@ -48,7 +48,7 @@ export const gcpSchema = z.strictObject({
     return fail(`${gcp.credentials_file}: ${(e as Error).message}`);
   }
 });
-export type GcpConfig = z.output<typeof gcpSchema>;
+type GcpConfig = z.output<typeof gcpSchema>;
 
 /** Vertex's endpoint for a location: regional, or the global one. */
 export function vertexBaseUrl(location: string): string {
@@ -156,17 +156,22 @@ export const gcpVertexPlatform: Platform<GcpConfig> = {
   system: "gcp.vertex_ai",
   apis: Object.values(PUBLISHERS).map((p) => p.api),
   settings: { key: "gcp", schema: gcpSchema },
-  defaultBaseUrl: (gcp) => vertexBaseUrl(gcp.location),
-  // Embeddings are Google's models whatever the api (vertex_embeddings.ts has their paths).
-  url: ({ base_url, settings, api }, call) =>
-    base_url +
-    (call.operation === "embeddings"
-      ? modelsAt(settings, "google") + call.path
-      : vertexPath(settings, api, call.model, call.operation, call.stream, queryOf(call.path))),
+  address: {
+    // Embeddings are Google's models whatever the api (vertex_embeddings.ts has their paths).
+    url: ({ base_url, settings, api }, call) =>
+      base_url +
+      (call.operation === "embeddings"
+        ? modelsAt(settings, "google") + call.path
+        : vertexPath(settings, api, call.model, call.operation, call.stream, queryOf(call.path))),
+    defaultBaseUrl: (gcp) => vertexBaseUrl(gcp.location),
+    operations: [...DEFAULT_OPERATIONS, "embeddings"],
+  },
   credential: (provider, ctx) => new VertexCredential(provider.settings.account, ctx.secret),
-  adjust: (body, headers, call, provider) =>
-    call.operation === "embeddings" ? body : vertexBody(provider.api, body, headers, call),
-  embeddings: vertexEmbeddings,
+  body: {
+    request: (body, headers, call, provider) =>
+      call.operation === "embeddings" ? body : vertexBody(provider.api, body, headers, call),
+    embeddings: vertexEmbeddings,
+  },
   // The model is a path segment followed by `:action`.
-  unsafeModel: (model) => unsafeSegmentReason(model, true),
+  models: { unsafe: (model) => unsafeSegmentReason(model, true) },
 };

@@ -7,8 +7,8 @@
 import type { ClientContext, Codec } from "./codec.ts";
 import type { EmbeddingRequest, Embeddings, EmbeddingWire } from "./embeddings.ts";
 import type { UpstreamFraming } from "./framing.ts";
-import type { Usage } from "./ir.ts";
 import type { Operation } from "./platform.ts";
+import type { ReadUsage } from "./usage.ts";
 
 /** A request body as received. */
 export interface JsonBody {
@@ -64,8 +64,11 @@ export interface OtherEndpoint {
   why?: string;
   /** The client's headers as the relay forwards them (`GenerationSpec.headers`). */
   headers?: Headers;
-  /** The tokens its answer reports (for metrics and the access log). */
-  usage(json: Record<string, unknown>): Usage | undefined;
+  /**
+   * The tokens its answer reports (for metrics and the access log); default: the ingress codec's
+   * reading.
+   */
+  usage?: ReadUsage;
 }
 
 /** What an embeddings endpoint declares, for the core to run. */
@@ -80,6 +83,6 @@ export interface EmbeddingSpec {
   request: EmbeddingRequest;
   /** The client's answer: `model` is the one that made the vectors (after a route's rename). */
   answer(result: Embeddings, model: string): unknown;
-  /** The tokens a relayed answer reports. */
-  usage(json: Record<string, unknown>): Usage | undefined;
+  /** The tokens a relayed answer reports (its body is `from.json[0]`). */
+  usage: ReadUsage;
 }

@@ -10,7 +10,7 @@ import type { ProviderConfig } from "../config/config.ts";
 import { tokensFor } from "./estimate.ts";
 
 /** How a request reached its answer: bytes relayed, converted through the IR, or answered here. */
-export type Mode = "relay" | "convert" | "local";
+type Mode = "relay" | "convert" | "local";
 
 export interface Observer {
   routed?(t: Trace): void;

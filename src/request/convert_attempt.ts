@@ -19,10 +19,12 @@ import { breather, isLarge } from "../kit/http.ts";
 import { continued, type Hops, whole } from "./long_decode.ts";
 import { checkNesting } from "../kit/nesting.ts";
 import { callUpstream, type UpstreamResponse } from "./relay.ts";
-import { answerUsage, readUpstreamJson, upstreamError } from "./upstream_body.ts";
+import { readUpstreamJson, upstreamError } from "./upstream_body.ts";
+import { billed, billedEvent } from "./usage.ts";
 import { throughPlatform } from "./platform_call.ts";
 import type { Resolved } from "./router.ts";
-import { EventReader, framingOf } from "./stream_stage.ts";
+import { framingOf } from "./stream_stage.ts";
+import { EventReader } from "./upstream_events.ts";
 import { cacheFor, policyOf } from "./prompt_cache.ts";
 import { Session } from "./session.ts";
 
@@ -174,7 +176,7 @@ async function answerEvents(
 ): Promise<IrSource> {
   if (!up.framing) return localIr(responseEvents(await readAnswer(ctx, r, call, dctx, up)));
   const reader = new EventReader(up, r.provider.timeouts, up.framing, ctx.gw.secrets);
-  return upstreamIr(reader, call.target.decodeStream(dctx));
+  return upstreamIr(reader, call.target.decodeStream(dctx), billedEvent(up.platform));
 }
 
 const longDecodeOf = (r: Resolved) => r.route.long_decode ?? DEFAULT_LONG_DECODE;
@@ -207,7 +209,7 @@ async function readAnswer(
 ): Promise<ir.Response> {
   const { json } = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
   const res = call.target.decodeResponse(json, dctx);
-  const usage = answerUsage(up, res.usage);
+  const usage = billed(up.platform, { json: [json], headers: up.res.headers }, res.usage);
   return usage ? { ...res, usage } : res;
 }
 

@@ -7,7 +7,7 @@ import type { RequestContext } from "./context.ts";
 import { GatewayError } from "../kit/errors.ts";
 import { logEvent } from "../ops/log.ts";
 import { ClientGone } from "./stream_end.ts";
-import { type Resolved, retarget } from "./router.ts";
+import type { Resolved } from "./router.ts";
 import type { PoolKey } from "../state/health.ts";
 import { type Pin, pinnedKey } from "./pins.ts";
 
@@ -108,7 +108,7 @@ export async function failover<T>(
   // A pin beats the session's affinity, which beats plain balancing.
   const planned = health.plan(r.targets, session);
   const order = pin ? pinnedFirst(planned, pin) : planned;
-  const all = order.length === 1 ? [r] : order.map((t) => retarget(r, t, r.requested));
+  const all = order.length === 1 ? [r] : order.map((t) => r.to(t));
   const queue = all.filter((t) => attempt.eligible?.(t) ?? true);
   const skipped = all.length - queue.length;
   if (queue.length === 0) {

@@ -146,8 +146,10 @@ export class FormatRegistry<C> {
    * naming the provider when it has none (before any call: failover skips such a target).
    */
   embeddings(p: ProviderConfig, model: string): EmbeddingWire {
-    const wire = this.platforms.embeddings(p, model) ?? this.byId.get(p.api)?.embeddings?.(model);
-    if (wire) return wire;
+    if (this.platforms.serves(p, "embeddings")) {
+      const wire = this.platforms.embeddings(p, model) ?? this.byId.get(p.api)?.embeddings?.(model);
+      if (wire) return wire;
+    }
     const on = p.platform === undefined ? "" : ` on ${p.platform}`;
     throw badRequest(`provider ${p.name} (api ${p.api}${on}) has no embeddings endpoint`, "model");
   }
