@@ -11,7 +11,10 @@
  *   npx -y deno@2.9.6 task bench   (BENCH_SECONDS, BENCH_STREAMS, BENCH_WAVES, BENCH_PROMPT_KB)
  *
  * BENCH_PROMPT_KB sizes the request's system prompt (default ~1 KB); a coding agent's request
- * carries its whole conversation, 50–200 KB.
+ * carries its whole conversation, 50–200 KB. Embeddings are measured too: a batch of 64 inputs of
+ * ~200 tokens, 1536 dimensions in base64 (the OpenAI SDK's default), relayed to an OpenAI-wire
+ * provider and converted to the Gemini API's batchEmbedContents. BENCH_CASES picks the sections
+ * (default `chat,store,embeddings,memory`).
  */
 import { AUTH, type Server, startBareRelay, startGateway, startMock } from "./processes.ts";
 import { byTurns, chatBody, type Load, ROUNDS, TURN_SECONDS, wrk } from "./load.ts";
@@ -30,6 +33,26 @@ const WARM_PASSES = 3;
  * task's `--memory-reducer-delay-ms`, before it shrinks an idle heap (docs/performance.md).
  */
 const SETTLE_SECONDS = 70;
+
+const CASES = new Set((Deno.env.get("BENCH_CASES") ?? "chat,store,embeddings,memory").split(","));
+
+/** Inputs of an embeddings batch, and the vector length asked for. */
+const EMBED_INPUTS = 64;
+const EMBED_DIMENSIONS = 1536;
+/** ~200 tokens of code-like text (about 4 characters a token), each input its own. */
+const CHUNK = "function relay(request) { return fetch(upstream, request).then(read); } // ".repeat(
+  11,
+);
+
+/** An embeddings request: 64 inputs of ~200 tokens, 1536 dimensions, base64 as the SDK asks. */
+function embeddingsBody(model: string): string {
+  return JSON.stringify({
+    model,
+    input: Array.from({ length: EMBED_INPUTS }, (_, i) => `${i}: ${CHUNK}`),
+    dimensions: EMBED_DIMENSIONS,
+    encoding_format: "base64",
+  });
+}
 
 /** Opens `n` slow streams at once, waits until each sent its first bytes, holds, then reads. */
 async function slowStreams(url: string, model: string, n: number, atPeak: () => Promise<void>) {
@@ -95,71 +118,118 @@ try {
     `wrk ${ROUNDS} × ${TURN_SECONDS} s per server and case (median), loopback, ${navigator.hardwareConcurrency} cores, ` +
       `JSON requests of ${(chatBody("chat-text", false).length / 1024).toFixed(1)} KB\n`,
   );
-  const rows: string[] = [
-    "| case | c | mock direct | bare relay | relay, JS floor | gateway | ratio to bare | to JS floor | CPU/request: bare, gateway |",
-    "|---|---|---|---|---|---|---|---|---|",
-  ];
-  // Every server warmed on every request first: the JIT's start is not what is measured.
-  const warm: [Server, string][] = [
-    [mock, "chat-text"],
-    [bare, "chat-text"],
-    [floor, "chat-text"],
-    [gateway, "chat-text"],
-    [gateway, "msg-text"],
-  ];
-  for (let pass = 0; pass < WARM_PASSES; pass++) {
-    for (const stream of [false, true]) {
-      for (const [server, model] of warm) {
-        await wrk(server, chatBody(model, stream), 32, undefined, WARM_SECONDS);
+  if (CASES.has("chat")) {
+    const rows: string[] = [
+      "| case | c | mock direct | bare relay | relay, JS floor | gateway | ratio to bare | to JS floor | CPU/request: bare, gateway |",
+      "|---|---|---|---|---|---|---|---|---|",
+    ];
+    // Every server warmed on every request first: the JIT's start is not what is measured.
+    const warm: [Server, string][] = [
+      [mock, "chat-text"],
+      [bare, "chat-text"],
+      [floor, "chat-text"],
+      [gateway, "chat-text"],
+      [gateway, "msg-text"],
+    ];
+    for (let pass = 0; pass < WARM_PASSES; pass++) {
+      for (const stream of [false, true]) {
+        for (const [server, model] of warm) {
+          await wrk(server, chatBody(model, stream), 32, undefined, WARM_SECONDS);
+        }
       }
     }
+    for (const stream of [false, true]) {
+      for (
+        const [label, model] of [["same format (chat → chat)", "chat-text"], [
+          "converted (chat → messages)",
+          "msg-text",
+        ]]
+      ) {
+        const body = chatBody(model, stream);
+        // The bare relay and the mock serve the same request (the mock answers any model).
+        const direct = chatBody("chat-text", stream);
+        for (const c of [32, 1]) {
+          const [m, b, s, g] = await byTurns(
+            [[mock, direct], [bare, direct], [floor, direct], [gateway, body]],
+            c,
+          );
+          const errors = m.errors + b.errors + s.errors + g.errors;
+          const cell = (l: Load) =>
+            c === 1 ? `${(l.p50Ms * 1000).toFixed(0)} µs p50` : `${l.rps.toFixed(0)} req/s`;
+          const ratio = (floor: Load) =>
+            c === 1
+              ? `${signed((g.p50Ms - floor.p50Ms) * 1000)} µs`
+              : `${(g.rps / floor.rps).toFixed(2)}×`;
+          rows.push(
+            `| ${stream ? "stream" : "JSON"}, ${label} | ${c} | ${cell(m)} | ${cell(b)} | ${
+              cell(s)
+            } | ${cell(g)} | ${ratio(b)} | ${ratio(s)}${errors ? ` (${errors} errors!)` : ""} | ${
+              b.cpuUs.toFixed(0)
+            } µs, ${g.cpuUs.toFixed(0)} µs (${(g.cpuUs / b.cpuUs).toFixed(2)}×) |`,
+          );
+          console.log(rows.at(-1));
+        }
+      }
+    }
+    console.log(`\n${rows.join("\n")}\n`);
   }
-  for (const stream of [false, true]) {
-    for (
-      const [label, model] of [["same format (chat → chat)", "chat-text"], [
-        "converted (chat → messages)",
-        "msg-text",
-      ]]
-    ) {
-      const body = chatBody(model, stream);
-      // The bare relay and the mock serve the same request (the mock answers any model).
-      const direct = chatBody("chat-text", stream);
+
+  if (CASES.has("store")) {
+    // What keeping a Responses answer costs: the same converted request, stored or not.
+    const store: string[] = ["| Responses → messages, JSON, c=32 | gateway |", "|---|---|"];
+    for (const stored of [false, true]) {
+      const body = JSON.stringify({ model: "msg-text", store: stored, input: "Explain this." });
+      const g = await wrk(gateway, body, 32, "/v1/responses");
+      store.push(`| store: ${stored} | ${g.rps.toFixed(0)} req/s${g.errors ? " (errors!)" : ""} |`);
+      console.log(store.at(-1));
+    }
+    console.log(`\n${store.join("\n")}\n`);
+  }
+
+  // Embeddings: the same batch relayed (the mock answers OpenAI's wire as the bare relay gets
+  // it) and converted to the Gemini API (64 inputs: one batchEmbedContents call).
+  if (CASES.has("embeddings")) {
+    const cases = [
+      ["relayed (→ chat provider's /embeddings)", "chat-emb"],
+      ["converted (→ Gemini batchEmbedContents)", "gem-emb"],
+    ] as const;
+    for (let pass = 0; pass < WARM_PASSES; pass++) {
+      await wrk(bare, embeddingsBody("chat-emb"), 32, "/v1/embeddings", WARM_SECONDS);
+      for (const [, model] of cases) {
+        await wrk(gateway, embeddingsBody(model), 32, "/v1/embeddings", WARM_SECONDS);
+      }
+    }
+    const emb: string[] = [
+      `| embeddings, ${EMBED_INPUTS} × ~200 tokens, base64 | c | bare relay | gateway | ratio to bare | CPU/request: bare, gateway |`,
+      "|---|---|---|---|---|---|",
+    ];
+    for (const [label, model] of cases) {
       for (const c of [32, 1]) {
-        const [m, b, s, g] = await byTurns(
-          [[mock, direct], [bare, direct], [floor, direct], [gateway, body]],
+        const [b, g] = await byTurns(
+          [[bare, embeddingsBody("chat-emb")], [gateway, embeddingsBody(model)]],
           c,
+          "/v1/embeddings",
         );
-        const errors = m.errors + b.errors + s.errors + g.errors;
         const cell = (l: Load) =>
           c === 1 ? `${(l.p50Ms * 1000).toFixed(0)} µs p50` : `${l.rps.toFixed(0)} req/s`;
-        const ratio = (floor: Load) =>
-          c === 1
-            ? `${signed((g.p50Ms - floor.p50Ms) * 1000)} µs`
-            : `${(g.rps / floor.rps).toFixed(2)}×`;
-        rows.push(
-          `| ${stream ? "stream" : "JSON"}, ${label} | ${c} | ${cell(m)} | ${cell(b)} | ${
-            cell(s)
-          } | ${cell(g)} | ${ratio(b)} | ${ratio(s)}${errors ? ` (${errors} errors!)` : ""} | ${
-            b.cpuUs.toFixed(0)
-          } µs, ${g.cpuUs.toFixed(0)} µs (${(g.cpuUs / b.cpuUs).toFixed(2)}×) |`,
+        const ratio = c === 1
+          ? `${signed((g.p50Ms - b.p50Ms) * 1000)} µs`
+          : `${(g.rps / b.rps).toFixed(2)}×`;
+        const errors = b.errors + g.errors;
+        emb.push(
+          `| ${label} | ${c} | ${cell(b)} | ${cell(g)} | ${ratio}${
+            errors ? ` (${errors} errors!)` : ""
+          } | ${b.cpuUs.toFixed(0)} µs, ${g.cpuUs.toFixed(0)} µs (${
+            (g.cpuUs / b.cpuUs).toFixed(2)
+          }×) |`,
         );
-        console.log(rows.at(-1));
+        console.log(emb.at(-1));
       }
     }
+    console.log(`\n${emb.join("\n")}\n`);
   }
-  console.log(`\n${rows.join("\n")}\n`);
 
-  // What keeping a Responses answer costs: the same converted request, stored or not.
-  const store: string[] = ["| Responses → messages, JSON, c=32 | gateway |", "|---|---|"];
-  for (const stored of [false, true]) {
-    const body = JSON.stringify({ model: "msg-text", store: stored, input: "Explain this." });
-    const g = await wrk(gateway, body, 32, "/v1/responses");
-    store.push(`| store: ${stored} | ${g.rps.toFixed(0)} req/s${g.errors ? " (errors!)" : ""} |`);
-    console.log(store.at(-1));
-  }
-  console.log(`\n${store.join("\n")}\n`);
-
-  if (WAVES > 0) {
+  if (WAVES > 0 && CASES.has("memory")) {
     console.log(`slow streams: ${STREAMS} at once (300 ms between events), ${WAVES} waves`);
     const mem: string[] = [
       `| server | RSS idle | RSS per open stream, 1st wave (highest) | RSS after each wave | ${SETTLE_SECONDS} s later |`,

@@ -117,11 +117,15 @@ export async function wrk(
  * after another server's load reads slower (the bare relay's p50 at c=1: 201–207 µs after its own
  * load, 282 µs after the gateway's), and single 5-s runs moved by ±5%.
  */
-export async function byTurns(servers: [Server, string][], connections: number): Promise<Load[]> {
+export async function byTurns(
+  servers: [Server, string][],
+  connections: number,
+  path?: string,
+): Promise<Load[]> {
   const runs: Load[][] = servers.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {
     for (const [i, [server, body]] of servers.entries()) {
-      runs[i].push(await wrk(server, body, connections, undefined, TURN_SECONDS));
+      runs[i].push(await wrk(server, body, connections, path, TURN_SECONDS));
     }
   }
   const key = (l: Load) => connections === 1 ? l.p50Ms : l.rps;

@@ -83,9 +83,11 @@ export const openAiDialect: Dialect = {
 };
 
 /** OpenAI providers take the key as a Bearer token. */
+const KEYED = { kind: "keyed" } as const;
+
 export const openAiUpstream: Pick<
   UpstreamSpec,
-  "authorize" | "responseHeaders" | "statusKinds" | "readError" | "models"
+  "authorize" | "responseHeaders" | "statusKinds" | "readError" | "models" | "promptCache"
 > = {
   authorize(req, key) {
     if (key) req.headers.set("authorization", `Bearer ${key}`);
@@ -95,6 +97,8 @@ export const openAiUpstream: Pick<
   readError: overloadedError,
   // OpenAI answers one page; compatible servers that page do it the Anthropic way.
   models: { path: "/models", page: (body) => idPage(body, "after") },
+  // OpenAI caches long prefixes itself, routing each to a cache by `prompt_cache_key`.
+  promptCache: () => KEYED,
   responseHeaders: [
     "openai-processing-ms",
     "openai-version",

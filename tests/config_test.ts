@@ -334,3 +334,22 @@ Deno.test("config: redis_cluster is a list of node URLs, not beside redis_url", 
     assert.match(db, new RegExp(`${store}\\.redis_cluster\\[0\\]: a Redis Cluster has database 0`));
   }
 });
+
+Deno.test("config: prompt_cache on routes and providers; a bad value names its path", () => {
+  const text = VALID.replace(
+    "api: messages, base_url: https://api.anthropic.com, api_key: x}",
+    "api: messages, base_url: https://api.anthropic.com, api_key: x, prompt_cache: client}",
+  ).replace(
+    '{models: ["claude-*"], provider: anthropic}',
+    '{models: ["claude-*"], provider: anthropic, prompt_cache: off}',
+  );
+  const cfg = parseConfigText(text, env({ TEAM_A_KEY: "sk-team-a-123", OPENAI_API_KEY: "sk-o" }));
+  assert.equal(cfg.providers[1].prompt_cache, "client");
+  assert.equal(cfg.routes[1].prompt_cache, "off");
+  assert.equal(cfg.routes[0].prompt_cache, undefined, "absent: the provider's, else auto");
+  const bad = text.replace("prompt_cache: off", "prompt_cache: always");
+  const message = configError(() =>
+    parseConfigText(bad, env({ TEAM_A_KEY: "sk-team-a-123", OPENAI_API_KEY: "sk-o" }))
+  );
+  assert.match(message, /routes\[1\]\.prompt_cache: .*"auto".*"client".*"off"/);
+});

@@ -458,7 +458,7 @@ Deno.test("converse via gateway: usage reaches the metrics, under gen_ai provide
     }
     const text = metrics();
     const input = text.match(
-      /^gateway_tokens_total\{key="team-a",provider="bedrock",model="cv-anthropic\.claude-text",type="input",billable="true"\} (\d+)$/m,
+      /^gateway_tokens_total\{key="team-a",route="[^"]*",provider="bedrock",model="cv-anthropic\.claude-text",type="input",billable="true"\} (\d+)$/m,
     );
     assert.equal(input?.[1], "22", text);
     assert.match(text, /gen_ai_client_token_usage_sum\{[^}]*gen_ai_provider_name="aws\.bedrock"/);

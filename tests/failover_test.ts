@@ -471,17 +471,27 @@ Deno.test("failover: a pool key refused (401) or rate-limited (429) is rotated o
   try {
     for (const status of [401, 429]) {
       const model = `fo-pool-${status}`;
-      const before = h.upstream.requests.length;
-      const first = await post(h.url + "/v1/messages", anthropicHeaders(), bodies.messages(model));
-      await answer(first, model);
-      assert.deepEqual(headerOf(first), { provider: `pool-${status}`, attempts: 2 });
-      const sent = h.upstream.requests.slice(before).map((r) => r.headers["x-api-key"]);
-      assert.deepEqual(sent, [REVOKED, GOOD], `${status}: the next key of the pool`);
-      // The refused key stays out of rotation: the next request goes straight to the good one.
-      const second = await post(h.url + "/v1/messages", anthropicHeaders(), bodies.messages(model));
-      await answer(second, model);
-      assert.equal(headerOf(second).attempts, 1);
-      assert.equal(h.upstream.requests.at(-1)!.headers["x-api-key"], GOOD);
+      // Each session keeps to the key it ranks first: the first that ranks the revoked key first
+      // is refused there and moves to the next key; every session after it goes straight there.
+      let rotated = false;
+      for (let i = 0; i < 20 && !rotated; i++) {
+        const before = h.upstream.requests.length;
+        const body = { ...bodies.messages(model), messages: [{ role: "user", content: `s${i}` }] };
+        const first = await post(h.url + "/v1/messages", anthropicHeaders(), body);
+        await answer(first, model);
+        const sent = h.upstream.requests.slice(before).map((r) => r.headers["x-api-key"]);
+        assert.equal(sent.at(-1), GOOD, `${status}: answered with the good key`);
+        if (sent.length === 1) continue; // this session ranks the good key first
+        assert.deepEqual(sent, [REVOKED, GOOD], `${status}: the next key of the pool`);
+        assert.deepEqual(headerOf(first), { provider: `pool-${status}`, attempts: 2 });
+        rotated = true;
+        // The refused key stays out of rotation: the same session goes straight to the good one.
+        const second = await post(h.url + "/v1/messages", anthropicHeaders(), body);
+        await answer(second, model);
+        assert.equal(headerOf(second).attempts, 1);
+        assert.equal(h.upstream.requests.at(-1)!.headers["x-api-key"], GOOD);
+      }
+      assert.ok(rotated, `${status}: some session ranked the revoked key first`);
     }
     // Every pool key is scrubbed from what a provider echoes.
     const echo = await post(
@@ -502,7 +512,7 @@ Deno.test("failover: a pool key refused (401) or rate-limited (429) is rotated o
   }
 });
 
-Deno.test("failover: weights 3:1 spread exactly 750/250 over 1,000 requests (smooth weighted round-robin)", async () => {
+Deno.test("failover: weights 3:1 spread 1,000 sessions by weight; each session keeps its target", async () => {
   const h = await harness((url, doc) => {
     doc.providers.push(provider("east", "chat", url), provider("west", "chat", url));
     doc.routes.unshift({
@@ -515,24 +525,31 @@ Deno.test("failover: weights 3:1 spread exactly 750/250 over 1,000 requests (smo
       }],
     });
   });
+  const ask = async (session: string) => {
+    const body = { ...bodies.chat("fo-spread"), messages: [{ role: "user", content: session }] };
+    const res = await post(h.url + "/v1/chat/completions", openaiHeaders(), body);
+    await res.body?.cancel();
+    assert.equal(res.status, 200);
+    return res.headers.get("x-gateway-provider")!;
+  };
   try {
     const counts: Record<string, number> = {};
+    const first: string[] = [];
     for (let batch = 0; batch < 100; batch++) {
-      const results = await Promise.all(
-        Array.from({ length: 10 }, async () => {
-          const res = await post(
-            h.url + "/v1/chat/completions",
-            openaiHeaders(),
-            bodies.chat("fo-spread"),
-          );
-          await res.body?.cancel();
-          assert.equal(res.status, 200);
-          return res.headers.get("x-gateway-provider")!;
-        }),
+      const picks = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => ask(`s${batch * 10 + i}`)),
       );
-      for (const p of results) counts[p] = (counts[p] ?? 0) + 1;
+      first.push(...picks);
+      for (const p of picks) counts[p] = (counts[p] ?? 0) + 1;
     }
-    assert.deepEqual(counts, { east: 750, west: 250 });
+    // Rendezvous hashing weighs each session's draw: about three in four go east.
+    assert.ok(
+      Math.abs(counts.east - 750) <= 40 && counts.east + counts.west === 1000,
+      JSON.stringify(counts),
+    );
+    // A session's later requests go where its first went, whatever the others do.
+    const again = await Promise.all(Array.from({ length: 50 }, (_, i) => ask(`s${i * 20}`)));
+    assert.deepEqual(again, Array.from({ length: 50 }, (_, i) => first[i * 20]));
   } finally {
     await h.close();
   }

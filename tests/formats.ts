@@ -56,15 +56,32 @@ export interface MockSide {
 
 type Body = Record<string, unknown>;
 
+/** A function tool as a loop declares it (requests.ts LOOP_TOOL's shape). */
+export interface LoopTool {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** What a loop's conversation starts from besides the question. */
+export interface LoopContext {
+  /** A system prompt (default: none). */
+  system?: string;
+  /** The tools declared (default: LOOP_TOOL alone). */
+  tools?: LoopTool[];
+}
+
 /** A tool loop as a client of the format runs it: ask with LOOP_TOOL (requests.ts), answer the call. */
 export interface LoopSide {
   /** The first turn: `question`, LOOP_TOOL declared (`client.path` addresses it). */
-  ask(model: string, stream: boolean, question: string): Body;
+  ask(model: string, stream: boolean, question: string, context?: LoopContext): Body;
   /**
    * The next turn: `ask`'s conversation, then the answer (the format's JSON) as the client
    * keeps it, signatures and all, then `result` for `call`.
    */
   followUp(ask: Body, answer: Body, call: { id: string; name: string }, result: string): Body;
+  /** The next turn after a text answer: the conversation, the answer as kept, a new question. */
+  say(ask: Body, answer: Body, question: string): Body;
   /**
    * The answer a client keeps from its stream, as the format's JSON (its SDK's assembly);
    * default: the format's codec decodes the stream and encodes the answer.

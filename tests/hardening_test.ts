@@ -156,12 +156,15 @@ Deno.test("model names: none steers an upstream URL, on any endpoint or route ki
       await t.step(JSON.stringify(model), async () => {
         const before = sent();
         // Every format whose body names the model (a path that names it is the step below).
-        const calls = INGRESS.filter((c) => !c.path("MODEL", false).includes("MODEL"))
-          .flatMap((c) =>
-            [false, true].map((stream) =>
-              post(h.url + c.path(model, stream), c.headers, c.body(model, stream))
-            )
-          );
+        const calls = [
+          ...INGRESS.filter((c) => !c.path("MODEL", false).includes("MODEL"))
+            .flatMap((c) =>
+              [false, true].map((stream) =>
+                post(h.url + c.path(model, stream), c.headers, c.body(model, stream))
+              )
+            ),
+          post(`${h.url}/v1/embeddings`, openaiHeaders(), { model, input: ["hi", "there"] }),
+        ];
         for (const res of await Promise.all(calls)) {
           const body = await res.json();
           assert.equal(res.status, 400, JSON.stringify(body));

@@ -707,7 +707,8 @@ Deno.test("limits: config errors name the bad field; a config without limits is 
       validateConfig({
         ...base,
         keys: [{ name: "team-a", key: KEY, limits: { requests_per_hour: 5, tokens_per_day: -1 } }],
-        prices: [{ models: ["x-*"], input: 1 }],
+        // `output` may be left out (an embeddings model's price); a negative one may not.
+        prices: [{ models: ["x-*"], input: 1 }, { models: ["y-*"], input: 1, output: -1 }],
         limits_store: { on_error: "maybe" },
         identities: { kong_consumers: "yes" },
       }),
@@ -716,7 +717,7 @@ Deno.test("limits: config errors name the bad field; a config without limits is 
         const path of [
           "keys[0].limits",
           "keys[0].limits.tokens_per_day",
-          "prices[0].output",
+          "prices[1].output",
           "limits_store.on_error",
           "identities.kong_consumers",
         ]

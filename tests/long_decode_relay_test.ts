@@ -9,7 +9,8 @@
 import assert from "node:assert/strict";
 import { GoogleGenAI } from "./sdk/deps.ts";
 import { type Harness, HASHED_KEY, KEY, post, startHarness } from "./helpers.ts";
-import type { Config } from "../src/config/config.ts";
+import type { Config, ProviderConfig } from "../src/config/config.ts";
+import { Health } from "../src/state/health.ts";
 
 const POOL = ["gk-pool-key-zero", "gk-pool-key-one"];
 const BUDGET = 200_000;
@@ -44,6 +45,14 @@ const GENERATE = /:streamGenerateContent$/;
 const client = (h: Harness, apiKey = KEY) =>
   new GoogleGenAI({ apiKey, httpOptions: { baseUrl: h.url } });
 
+/** A session id that the gateway's placement puts on the pool key other than `key`. */
+function sessionOnOtherKey(key: string): string {
+  const gemini = { name: "gemini", api_keys: POOL } as ProviderConfig;
+  for (let n = 0;; n++) {
+    if (new Health().key(gemini, `session:team-b-${n}`)!.value !== key) return `team-b-${n}`;
+  }
+}
+
 async function streamText(h: Harness, model: string, apiKey = KEY) {
   const chunks = await Array.fromAsync(
     await client(h, apiKey).models.generateContentStream({
@@ -59,6 +68,7 @@ Deno.test("long decode relayed: @google/genai continues on its own, each hop on 
   const h = await startHarness({ tweak: pools });
   try {
     // Twice: whichever key the first hop gets, its continuations follow it.
+    const first: string[] = [];
     for (const round of [0, 1]) {
       const before = calls(h, GENERATE).length;
       const { text, chunks } = await streamText(h, "gem-long3");
@@ -73,8 +83,11 @@ Deno.test("long decode relayed: @google/genai continues on its own, each hop on 
       assert.ok(hops.slice(1).every((r) => /^ct_/.test(r.json!.continuationToken)));
       const used = hops.map((r) => r.headers["x-goog-api-key"]);
       assert.equal(new Set(used).size, 1, `round ${round}: ${used}`);
-      assert.equal(used[0], POOL[round], "a new answer rotates the pool as before");
+      first.push(used[0]);
     }
+    // One conversation is one session: its new answer keeps the session's key (issue 36's cache
+    // affinity), whatever the last answer's token said.
+    assert.equal(first[1], first[0], "a new answer of the session keeps its key");
     // Every hop is a request of its own: logged (and counted) with its own usage.
     const lines = h.logs.filter((l) => l.model === "gem-long3");
     assert.equal(lines.length, 6);
@@ -152,17 +165,20 @@ Deno.test("long decode relayed: another client's token pins nothing", async () =
     const sse = await first.text();
     const token = sse.match(/"continuationToken":\s*"([^"]+)"/)![1];
     assert.match(sse, /"finishReason":\s*"CONTINUATION"/);
-    // Team B presents team A's token: the pool rotates as for any request, to the other key,
-    // where the provider refuses it.
-    const stolen = await post(h.url + path, { "x-goog-api-key": HASHED_KEY }, {
+    // Team B presents team A's token: it is placed by its own session (one the gateway puts on
+    // the other key), as for any request, where the provider refuses it.
+    const a = keys(h, GENERATE)[0];
+    const stolen = await post(h.url + path, {
+      "x-goog-api-key": HASHED_KEY,
+      "session_id": sessionOnOtherKey(a),
+    }, {
       ...body,
       continuationToken: token,
     });
     assert.equal(stolen.status, 400);
     await stolen.body?.cancel();
-    const [a, b] = keys(h, GENERATE);
-    assert.notEqual(a, b);
-    // Another request in between: the rotation is back on the issuing key, and moves past it.
+    assert.notEqual(keys(h, GENERATE)[1], a);
+    // Another request of A's session in between: still on the issuing key.
     const other = await post(h.url + path, { "x-goog-api-key": KEY }, { contents: body.contents });
     await other.body?.cancel();
     assert.equal(keys(h, GENERATE).at(-1), a);

@@ -183,28 +183,34 @@ Deno.test("metrics labels: model only for 2xx answers, bounded distinct values, 
     const tokens = samples(text, "gateway_tokens_total");
     assert.equal(
       tokens.get(
-        '{key="team-a",provider="oai-chat",model="chat-text",type="input",billable="true"}',
+        '{key="team-a",route="chat-route",provider="oai-chat",model="chat-text",type="input",billable="true"}',
       ),
       11,
     );
     assert.equal(
       tokens.get(
-        '{key="team-a",provider="oai-chat",model="chat-tool",type="input",billable="true"}',
+        '{key="team-a",route="chat-route",provider="oai-chat",model="chat-tool",type="input",billable="true"}',
       ),
       11,
     );
     // The third distinct model is past the bound of 2.
     assert.equal(
-      tokens.get('{key="team-a",provider="oai-chat",model="other",type="output",billable="true"}'),
+      tokens.get(
+        '{key="team-a",route="chat-route",provider="oai-chat",model="other",type="output",billable="true"}',
+      ),
       12,
     );
     const details = samples(text, "gateway_token_details_total");
     assert.equal(
-      details.get('{key="team-a",provider="oai-chat",model="other",type="reasoning"}'),
+      details.get(
+        '{key="team-a",route="chat-route",provider="oai-chat",model="other",type="reasoning"}',
+      ),
       5,
     );
     assert.equal(
-      details.get('{key="team-a",provider="oai-chat",model="chat-text",type="cache_read"}'),
+      details.get(
+        '{key="team-a",route="chat-route",provider="oai-chat",model="chat-text",type="cache_read"}',
+      ),
       3,
     );
     // The 429 names no model anywhere, and is counted with its error type.

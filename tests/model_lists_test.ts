@@ -60,6 +60,8 @@ Deno.test("model lists: pattern routes list their providers' models (paged), cat
       "msg-tool",
       "msg-sonnet",
       "gem-text",
+      // Embedding models too (served at /v1/embeddings); not gem-imagen (it only predicts).
+      "gem-embedding",
       "gem-flash",
       "demo-1",
       "renamed-pro",
@@ -84,7 +86,7 @@ Deno.test("model lists: pattern routes list their providers' models (paged), cat
       assert.ok(keys.every((k) => k === PROVIDER_KEY || k === `Bearer ${PROVIDER_KEY}`));
     });
     await t.step(
-      "what routes match, in config order; unrouted and embedding-only left out",
+      "what routes match, in config order; unrouted and image-only left out",
       async () => {
         assert.ok(h.upstream.models.openai.includes("renamed-reported"));
         assert.deepEqual(await list(), expected);

@@ -7,9 +7,12 @@ import { FORMATS, KEY, serveGateway } from "./helpers.ts";
 import { BEDROCK_TEST_CREDENTIALS } from "./mock/bedrock.ts";
 import type { MockUpstream, RecordedRequest } from "./mock/upstream.ts";
 
-/** `providers` and `routes` with the test client key and metrics on, validated and checked. */
+/**
+ * `providers` and `routes` (and any other fields) with the test client key and metrics on,
+ * validated and checked.
+ */
 export function platformConfig(
-  doc: { providers: unknown[]; routes: unknown[] },
+  doc: { providers: unknown[]; routes: unknown[]; [field: string]: unknown },
   formats: Formats = FORMATS,
 ): Config {
   const config = validateConfig({

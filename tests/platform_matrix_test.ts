@@ -10,98 +10,13 @@
  */
 import assert from "node:assert/strict";
 import type * as ir from "../src/kit/ir.ts";
-import type { SseEvent } from "../src/kit/sse.ts";
-import { sseFraming } from "../src/request/stream_stage.ts";
 import { TEST_FORMATS, type TestFormat } from "./formats.ts";
-import { KEY, post, type WsEvent, wsExchange } from "./helpers.ts";
+import { turn, wsTurn } from "./loop_turns.ts";
 import type { RecordedRequest } from "./mock/upstream.ts";
 import { type PlatformRoute as Route, TEST_PLATFORMS } from "./platforms.ts";
 
 const QUESTION = "What is the weather in Paris?";
 const RESULT = "18C and sunny";
-const DECODE = { now: 0, id: "matrix" };
-
-/** A client stream's events, as the format's own framing divides them. */
-function streamEvents(format: TestFormat, text: string): SseEvent[] {
-  const framing = format.plugin.upstream?.framing?.() ?? sseFraming();
-  const decoder = new TextDecoder();
-  return framing.scan(new TextEncoder().encode(text), 0, (b) => decoder.decode(b)).events;
-}
-
-/** The IR answer a format's stream events build (the format's own decoder reads them). */
-async function streamAnswer(format: TestFormat, events: SseEvent[]): Promise<ir.Response> {
-  const out: ir.StreamEvent[] = [];
-  const step = format.plugin.codec.decodeStream(DECODE);
-  for (const e of events) await step.transform(e, { enqueue: (x) => out.push(x) });
-  const res: ir.Response = { id: "", model: "", created: 0, parts: [], finish: "error" };
-  for (const e of out) {
-    // The part an event fills: text, thinking or a tool call.
-    type Filled = { text: string; arguments: string; signature?: ir.Signature };
-    const part = ("index" in e ? res.parts[e.index] : {}) as Filled;
-    switch (e.type) {
-      case "start":
-        res.id = e.id;
-        res.model = e.model;
-        break;
-      case "part_start":
-        res.parts[e.index] = e.part.type === "tool_call"
-          ? { ...e.part, arguments: "" }
-          : e.part.type === "text" || e.part.type === "thinking"
-          ? { ...e.part, text: "" }
-          : e.part;
-        break;
-      case "text_delta":
-      case "thinking_delta":
-        part.text += e.text;
-        break;
-      case "arguments_delta":
-        part.arguments += e.json;
-        break;
-      case "signature":
-        part.signature = e.signature;
-        break;
-      case "finish":
-        res.finish = e.reason;
-        res.usage = e.usage;
-        break;
-      case "error":
-        assert.fail(`stream error: ${e.message}`);
-    }
-  }
-  return res;
-}
-
-/** One turn over HTTP: the answer in IR, and as the client keeps it (the format's JSON). */
-async function turn(
-  format: TestFormat,
-  url: string,
-  model: string,
-  stream: boolean,
-  body: unknown,
-) {
-  const res = await post(url + format.client.path(model, stream), format.client.headers(KEY), body);
-  const text = await res.text();
-  assert.equal(res.status, 200, text.slice(0, 400));
-  const { codec } = format.plugin;
-  if (!stream) {
-    const json = JSON.parse(text);
-    return { answer: codec.decodeResponse(json, DECODE), kept: json };
-  }
-  const events = streamEvents(format, text);
-  const answer = await streamAnswer(format, events);
-  const kept = format.loop?.kept?.(events) ??
-    codec.encodeResponse(answer, { model }) as Record<string, unknown>;
-  return { answer, kept };
-}
-
-/** One turn over the Responses WebSocket (a converted stream on every platform route). */
-async function wsTurn(format: TestFormat, url: string, body: Record<string, unknown>) {
-  const [events] = await wsExchange(url, [{ ...body, type: "response.create" }]);
-  const last: WsEvent = events.at(-1)!;
-  assert.equal(last.type, "response.completed", JSON.stringify(last).slice(0, 400));
-  const kept = last.response as Record<string, unknown>;
-  return { answer: format.plugin.codec.decodeResponse(kept, DECODE), kept };
-}
 
 const textOf = (res: ir.Response, type: "text" | "thinking") =>
   res.parts.filter((p) => p.type === type).map((p) => (p as ir.TextPart).text).join("");

@@ -1,8 +1,8 @@
 /**
  * The cloud platform mocks (tests/mock/bedrock.ts, vertex.ts, azure.ts) proven faithful by the
  * platforms' official clients: each client signs or authenticates as it does against the real
- * service, and parses the mock's JSON answers, event streams and errors. A mock these clients
- * accept is a fair stand-in for the platform in the gateway's tests.
+ * service, and parses the mock's JSON answers (embeddings included), event streams and errors. A
+ * mock these clients accept is a fair stand-in for the platform in the gateway's tests.
  */
 import assert from "node:assert/strict";
 import {
@@ -12,6 +12,8 @@ import {
 } from "./mock/bedrock.ts";
 import { AZURE_TEST_ENTRA_TOKEN, AZURE_TEST_KEY, startMockAzure } from "./mock/azure.ts";
 import { type MockUpstream, TOKENS } from "./mock/upstream.ts";
+import { GEMINI_DIMENSIONS, mockTokens, mockVector } from "./mock/embeddings.ts";
+import { vertexEmbeddings } from "../plugins/platforms/vertex_embeddings.ts";
 import {
   GOOGLE_TOKEN_URL,
   type MockVertex,
@@ -369,15 +371,23 @@ function googleAuthFor(mock: MockVertex) {
   };
 }
 
-Deno.test("vertex mock: @google/genai in Vertex mode, JSON and SSE, with a token minted from the service account", async () => {
-  const mock = await startMockVertex();
-  const ai = new GoogleGenAI({
+/** Texts the embeddings tests send. */
+const TEXTS = ["first text", "second text"];
+const vectors = (dimensions: number) => TEXTS.map((t) => mockVector(t, dimensions));
+
+/** @google/genai in Vertex mode against the mock, its tokens minted from the mock's account. */
+const genaiOnVertex = (mock: MockVertex) =>
+  new GoogleGenAI({
     vertexai: true,
     project: mock.serviceAccount.project_id,
     location: "us-central1",
     httpOptions: { baseUrl: mock.url },
     googleAuthOptions: googleAuthFor(mock),
   });
+
+Deno.test("vertex mock: @google/genai in Vertex mode, JSON and SSE, with a token minted from the service account", async () => {
+  const mock = await startMockVertex();
+  const ai = genaiOnVertex(mock);
   try {
     const out = await ai.models.generateContent({ model: "gemini-2.5-flash", contents: USER });
     assert.equal(out.text, `Hello from generate-content mock: ${USER}`);
@@ -556,6 +566,83 @@ Deno.test("vertex mock: Claude bodies are checked as Vertex does; a stale or mis
       assert.equal((await res.json()).error.status, "UNAUTHENTICATED");
     }
   } finally {
+    await mock.close();
+  }
+});
+
+Deno.test("vertex mock: @google/genai in Vertex mode picks :predict or :embedContent as the gateway does", async () => {
+  const mock = await startMockVertex();
+  const ai = genaiOnVertex(mock);
+  try {
+    const cases: [model: string, contents: string[], action: string][] = [
+      ["text-embedding-005", TEXTS, "predict"],
+      ["gemini-embedding-001", TEXTS.slice(0, 1), "predict"],
+      ["gemini-embedding-2", TEXTS.slice(0, 1), "embedContent"],
+      ["multimodal-maas-embedder", TEXTS.slice(0, 1), "embedContent"],
+    ];
+    for (const [model, contents, action] of cases) {
+      const res = await ai.models.embedContent({
+        model,
+        contents,
+        config: { outputDimensionality: 5 },
+      });
+      const expected = contents.map((t) => mockVector(t, 5));
+      assert.deepEqual(res.embeddings!.map((e) => e.values), expected, model);
+      assert.ok(mock.requests.at(-1)!.path.endsWith(`/${model}:${action}`), model);
+      // The gateway's wire for the model calls the same action.
+      assert.equal(vertexEmbeddings(model).path(model, contents.length), `${model}:${action}`);
+      assert.equal(res.embeddings![0].statistics?.tokenCount, mockTokens(contents[0]));
+    }
+    const plain = await ai.models.embedContent({ model: "text-embedding-005", contents: TEXTS });
+    assert.deepEqual(plain.embeddings!.map((e) => e.values), vectors(GEMINI_DIMENSIONS));
+  } finally {
+    await mock.close();
+  }
+});
+
+Deno.test("bedrock mock: Titan and Cohere embeddings bodies through the AWS SDK's InvokeModel (SigV4)", async () => {
+  const mock = await startMockBedrock();
+  const client = bedrockClient(mock.url);
+  const invoke = async (modelId: string, body: unknown) => {
+    const out = await client.send(
+      new InvokeModelCommand({
+        modelId,
+        body: JSON.stringify(body),
+        contentType: "application/json",
+        accept: "application/json",
+      }),
+    );
+    return JSON.parse(new TextDecoder().decode(out.body));
+  };
+  try {
+    const titan = await invoke("amazon.titan-embed-text-v2:0", {
+      inputText: TEXTS[0],
+      dimensions: 256,
+      normalize: true,
+    });
+    assert.deepEqual(titan.embedding, mockVector(TEXTS[0], 256));
+    assert.equal(titan.inputTextTokenCount, mockTokens(TEXTS[0]));
+    assert.equal(mock.requests.at(-1)!.path, "/model/amazon.titan-embed-text-v2%3A0/invoke");
+    const cohere = await invoke("us.cohere.embed-v4:0", {
+      texts: TEXTS,
+      input_type: "search_document",
+      embedding_types: ["float"],
+      output_dimension: 512,
+    });
+    assert.equal(cohere.response_type, "embeddings_by_type");
+    assert.deepEqual(cohere.embeddings.float, vectors(512));
+    const v3 = await invoke("cohere.embed-english-v3", { texts: TEXTS, input_type: "clustering" });
+    assert.deepEqual(v3.embeddings, vectors(1024));
+    // Bedrock's refusals reach the SDK by name.
+    const refused = await invoke("cohere.embed-english-v3", {
+      texts: TEXTS,
+      input_type: "search_query",
+      output_dimension: 256,
+    }).then(() => undefined, (e) => e);
+    assert.equal(refused?.name, "ValidationException");
+    assert.match(refused.message, /extraneous key \[output_dimension\]/);
+  } finally {
+    client.destroy();
     await mock.close();
   }
 });

@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { type Config, ConfigError, validateConfig } from "../src/config/config.ts";
 import { Formats } from "../src/request/formats.ts";
+import { DEFAULT_OPERATIONS } from "../src/kit/platform.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 import { anthropicHeaders, bodies, mockConfig, openaiHeaders, post } from "./helpers.ts";
 import { platformConfig, sseEvents, startPlatformGateway } from "./platform_harness.ts";
@@ -255,6 +256,51 @@ Deno.test("toy platform: an operation its address does not list is refused, noth
     assert.equal(generated.status, 200);
     await generated.body?.cancel();
     assert.equal(toy.requests.at(-1)!.path, `/t/${TOY_TENANT}/models/lite-text/generate`);
+  } finally {
+    await close();
+    await toy.close();
+  }
+});
+
+Deno.test("toy platform: embeddings reach a platform only where its address lists them", async () => {
+  // The same cloud carrying OpenAI's chat wire (whose providers have embeddings): as is, serving
+  // the default operations, and listing embeddings too.
+  const plain = { ...toyPlatform, id: "toy-chat", apis: ["chat"] };
+  const operations = [...DEFAULT_OPERATIONS, "embeddings"] as const;
+  const listing = { ...plain, id: "toy-embed", address: { ...toyPlatform.address, operations } };
+  const formats = new Formats(PLUGINS, [plain, listing]);
+  const toy = await startToyCloud();
+  const { url, close } = await startPlatformGateway(
+    platformConfig({
+      providers: [
+        toyProvider(toy.url, { name: "plain", api: "chat", platform: "toy-chat" }),
+        toyProvider(toy.url, { name: "listing", api: "chat", platform: "toy-embed" }),
+      ],
+      routes: [
+        { models: ["plain-*"], provider: "plain" },
+        { models: ["listing-*"], provider: "listing" },
+      ],
+    }, formats),
+    formats,
+  );
+  const sent = () => toy.requests.filter((r) => r.path.startsWith("/t/"));
+  try {
+    const refused = await post(`${url}/v1/embeddings`, openaiHeaders(), {
+      model: "plain-emb",
+      input: ["hi"],
+    });
+    assert.equal(refused.status, 400);
+    const { error } = await refused.json();
+    assert.equal(error.message, "provider plain (api chat on toy-chat) has no embeddings endpoint");
+    assert.equal(error.param, "model");
+    assert.deepEqual(sent(), []);
+    // Listed, the call goes out at the platform's address (the toy cloud knows no embeddings).
+    const reached = await post(`${url}/v1/embeddings`, openaiHeaders(), {
+      model: "listing-emb",
+      input: ["hi"],
+    });
+    await reached.body?.cancel();
+    assert.deepEqual(sent().map((r) => r.path), [`/t/${TOY_TENANT}/models/listing-emb/generate`]);
   } finally {
     await close();
     await toy.close();

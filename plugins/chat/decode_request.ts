@@ -57,6 +57,7 @@ export function decodeRequest(raw: Record<string, unknown>, model: string): ir.R
     responseFormat: decodeResponseFormat(body.response_format ?? undefined),
     user: body.safety_identifier ?? body.user ?? undefined,
     metadata: body.metadata ?? undefined,
+    cacheKey: body.prompt_cache_key ?? undefined,
     stream: body.stream === true,
     streamUsage: body.stream_options?.include_usage ?? undefined,
     hostedTools: webSearch(body.web_search_options),

@@ -25,6 +25,7 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Obj {
     reasoning_effort: effortFor(req.reasoning),
     response_format: req.responseFormat && encodeResponseFormat(req.responseFormat),
     user: req.user,
+    prompt_cache_key: req.cacheKey,
   };
   // Chat Completions providers run no hosted tools: dropped and reported (or a 400 when the
   // request has no other tools).

@@ -205,6 +205,7 @@ const requestSchema = sparseObject({
   metadata: z.record(z.string(), z.string()).nullish(),
   user: z.string().nullish(),
   safety_identifier: z.string().nullish(),
+  prompt_cache_key: z.string().nullish(),
   functions: z.array(z.unknown()).nullish(),
   function_call: z.unknown().optional(),
 });

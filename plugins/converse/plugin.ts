@@ -4,10 +4,12 @@
  */
 import type { FormatPlugin } from "../../src/kit/format.ts";
 import type { HandlerContext } from "../../src/kit/handler.ts";
+import { converseCaching } from "./caching.ts";
 import { converseCodec } from "./codec.ts";
 import { FAMILY } from "./common.ts";
 import { bedrockException, unsafeModelName } from "../platforms/bedrock_wire.ts";
 import { converseFraming } from "./framing.ts";
+import { bedrockEmbeddings } from "../platforms/bedrock_embeddings.ts";
 
 export const conversePlugin: FormatPlugin<HandlerContext> = {
   id: "converse",
@@ -33,5 +35,8 @@ export const conversePlugin: FormatPlugin<HandlerContext> = {
     },
     responseHeaders: ["x-amzn-requestid"],
     unsafeModel: unsafeModelName,
+    promptCache: converseCaching,
   },
+  // Bedrock's own API serves its embeddings models through InvokeModel.
+  embeddings: bedrockEmbeddings,
 };

@@ -64,15 +64,19 @@ export const geminiModels: ModelListing = {
   one: geminiModel,
 };
 
+/** What the gateway serves of a Gemini model: generation, or embeddings (`/v1/embeddings`). */
+const SERVED_METHODS = ["generateContent", "embedContent"];
+
 /**
- * A page of a Gemini provider's model list: the models that generate content (embedding models
- * are listed too), by id without `models/`; the next page by `nextPageToken`.
+ * A page of a Gemini provider's model list: the models that generate content or embed (not
+ * those that only make images or answer questions over a corpus), by id without `models/`; the
+ * next page by `nextPageToken`.
  */
 export function geminiModelPage(body: Record<string, unknown>) {
   const models = Array.isArray(body.models) ? body.models : [];
   const ids = models.flatMap((m) =>
     typeof m?.name === "string" && Array.isArray(m.supportedGenerationMethods) &&
-      m.supportedGenerationMethods.includes("generateContent")
+      SERVED_METHODS.some((method) => m.supportedGenerationMethods.includes(method))
       ? [m.name.replace(/^models\//, "")]
       : []
   );

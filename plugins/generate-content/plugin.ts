@@ -4,6 +4,7 @@ import type { HandlerContext } from "../../src/kit/handler.ts";
 import type { OutgoingRequest } from "../../src/kit/format.ts";
 import { unsafeSegmentReason } from "../../src/kit/model_segment.ts";
 import { generateContentCodec } from "./codec.ts";
+import { geminiEmbeddings } from "./embeddings.ts";
 import { geminiModelPage, geminiModels, googleDialect } from "./dialect.ts";
 import { generateContent } from "./endpoints.ts";
 
@@ -40,6 +41,7 @@ export const generateContentPlugin: FormatPlugin<HandlerContext> = {
       return why && `cannot be sent in a Gemini URL: ${why}`;
     },
   },
+  embeddings: () => geminiEmbeddings,
   models: geminiModels,
   defaultVendor: {
     env: "GEMINI",

@@ -1,6 +1,7 @@
 /** Gemini Interactions (`/v1beta/interactions`): @google/genai's `client.interactions`. */
 import type { FormatPlugin } from "../../src/kit/format.ts";
 import type { HandlerContext } from "../../src/kit/handler.ts";
+import { geminiEmbeddings } from "../generate-content/embeddings.ts";
 import { googleAuthorize } from "../generate-content/plugin.ts";
 import { interactionsCodec } from "./codec.ts";
 import { interactionsDialect } from "./dialect.ts";
@@ -50,4 +51,6 @@ export const interactionsPlugin: FormatPlugin<HandlerContext> = {
     authorize: googleAuthorize,
     forwardHeaders: ["x-goog-api-client", "api-revision"],
   },
+  // Its providers are the Gemini API.
+  embeddings: () => geminiEmbeddings,
 };

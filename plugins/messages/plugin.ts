@@ -1,6 +1,7 @@
 /** Anthropic Messages (`/v1/messages`, count_tokens): Claude Code and the Anthropic SDKs. */
 import type { FormatPlugin } from "../../src/kit/format.ts";
 import type { HandlerContext } from "../../src/kit/handler.ts";
+import { claudeCaching } from "./caching.ts";
 import { messagesCodec } from "./codec.ts";
 import { anthropicDialect, anthropicModels } from "./dialect.ts";
 import { countTokens, messages } from "./endpoints.ts";
@@ -47,6 +48,7 @@ export const messagesPlugin: FormatPlugin<HandlerContext> = {
     models: { path: "/v1/models?limit=1000", page: (body) => idPage(body, "after_id") },
     forwardHeaders: ["anthropic-beta", "anthropic-version", "x-stainless-"],
     responseHeaders: ["anthropic-ratelimit-"],
+    promptCache: claudeCaching,
   },
   models: anthropicModels,
   defaultVendor: {

@@ -1,12 +1,13 @@
 /**
- * Azure OpenAI through its v1 API: `<base_url>/chat/completions` and `<base_url>/responses`,
- * `base_url` being the resource's `https://<resource>.openai.azure.com/openai/v1` and the model
- * field naming the deployment. The provider key goes in `api-key`; without one, an Entra ID
- * access token read from `azure.bearer_token_file` (at every load: a reload picks up a renewed
- * token) goes as `Authorization: Bearer`.
+ * Azure OpenAI through its v1 API: `<base_url>/chat/completions`, `<base_url>/responses` and
+ * `<base_url>/embeddings`, `base_url` being the resource's
+ * `https://<resource>.openai.azure.com/openai/v1` and the model field naming the deployment.
+ * The provider key goes in `api-key`; without one, an Entra ID access token read from
+ * `azure.bearer_token_file` (at every load: a reload picks up a renewed token) goes as
+ * `Authorization: Bearer`.
  */
 import { z } from "zod";
-import type { Platform } from "../../src/kit/platform.ts";
+import { DEFAULT_OPERATIONS, type Platform } from "../../src/kit/platform.ts";
 
 const PATHS: Record<string, string> = { chat: "/chat/completions", responses: "/responses" };
 
@@ -31,7 +32,12 @@ export const azurePlatform: Platform<{ bearer_token?: string }> = {
   system: "azure.ai.openai",
   apis: Object.keys(PATHS),
   settings: { key: "azure", schema: settings },
-  address: { url: ({ base_url, api }) => base_url + PATHS[api] },
+  address: {
+    // Embeddings are OpenAI's `/embeddings` (the format's path), beside the others.
+    url: ({ base_url, api }, { operation, path }) =>
+      base_url + (operation === "embeddings" ? path : PATHS[api]),
+    operations: [...DEFAULT_OPERATIONS, "embeddings"],
+  },
   credential({ settings }, ctx) {
     const token = settings.bearer_token;
     if (token) ctx.secret(token);

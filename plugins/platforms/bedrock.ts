@@ -6,13 +6,14 @@
  * operation says whether it streams). Its streams are AWS event-stream frames whose `chunk`
  * payloads hold one Anthropic stream event each, re-framed here as the format's SSE. Calls are
  * signed with SigV4 (service `bedrock`), or carry a Bedrock API key as a Bearer. Anthropic's
- * token counting goes to CountTokens (`/model/{id}/count-tokens`). It carries
+ * token counting goes to CountTokens (`/model/{id}/count-tokens`), and embeddings to InvokeModel
+ * with Titan's or Cohere's body (bedrock_embeddings.ts), whatever the provider's api. It carries
  * Bedrock's own Converse format too (`api: converse`, plugins/converse/), as that plugin has it.
  */
 import { z } from "zod";
 import { badRequest } from "../../src/kit/errors.ts";
 import type { UpstreamFraming } from "../../src/kit/framing.ts";
-import type { Platform, PlatformCall } from "../../src/kit/platform.ts";
+import { DEFAULT_OPERATIONS, type Platform, type PlatformCall } from "../../src/kit/platform.ts";
 import {
   bedrockError,
   countTokensAnswer,
@@ -21,6 +22,7 @@ import {
   modelIdSegment,
   unsafeModelName,
 } from "./bedrock_wire.ts";
+import { bedrockEmbeddings } from "./bedrock_embeddings.ts";
 import { type CloudClaude, toCloudBody } from "./claude_body.ts";
 import { signAwsRequest } from "./sigv4.ts";
 
@@ -70,7 +72,9 @@ const APIS: Record<string, BedrockApi> = {
 };
 
 /** `POST /model/{id}/…`: the id (with `:`, or an ARN with `/`) as one encoded path segment. */
-function url(base: string, api: string, { model, operation, stream }: PlatformCall): string {
+function url(base: string, api: string, { model, operation, stream, path }: PlatformCall): string {
+  // Embeddings go to InvokeModel with their model's own body (bedrock_embeddings.ts).
+  if (operation === "embeddings") return base + path;
   const { operations: [json, streamed], countInput } = APIS[api];
   if (operation === "count_tokens" && !countInput) {
     throw badRequest(`token counting through ${api} is not served on aws-bedrock`, "model");
@@ -98,6 +102,7 @@ export const bedrockPlatform: Platform<AwsSettings> = {
   settings: { key: "aws", schema: settings },
   address: {
     url: ({ base_url, api }, call) => url(base_url, api, call),
+    operations: [...DEFAULT_OPERATIONS, "embeddings"],
     defaultBaseUrl: ({ region }) => `https://bedrock-runtime.${region}.amazonaws.com`,
   },
   credential({ settings: aws }, ctx) {
@@ -127,6 +132,7 @@ export const bedrockPlatform: Platform<AwsSettings> = {
   },
   body: {
     request(body, headers, { operation }, { api }) {
+      if (operation === "embeddings") return body;
       const { adjust, countInput } = APIS[api];
       const adjusted = adjust?.(body, headers) ?? body;
       return operation === "count_tokens" && countInput
@@ -135,6 +141,8 @@ export const bedrockPlatform: Platform<AwsSettings> = {
     },
     answer: (json, { operation }) =>
       operation === "count_tokens" ? countTokensAnswer(json) : undefined,
+    // Titan's and Cohere's bodies at InvokeModel, whatever the provider's api.
+    embeddings: bedrockEmbeddings,
   },
   framing: (inner, _call, { api }) => APIS[api].framing(inner),
   usage: invocationUsage,

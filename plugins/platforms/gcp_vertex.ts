@@ -1,15 +1,17 @@
 /**
  * Google Vertex AI as a platform: the `gcp` config block, the service-account file, the URLs of
- * Gemini (generateContent) and Claude (rawPredict) models on Vertex and the Claude body Vertex
- * wants (vertex_wire.ts), and the OAuth2 access token every call carries (google_token.ts).
+ * Gemini (generateContent) and Claude (rawPredict) models on Vertex and of its embeddings models
+ * (vertex_embeddings.ts), the Claude body Vertex wants (vertex_wire.ts), and the OAuth2 access
+ * token every call carries (google_token.ts).
  */
 import { z } from "zod";
 import type { OutgoingRequest } from "../../src/kit/format.ts";
-import type { Platform, PlatformCall } from "../../src/kit/platform.ts";
+import { DEFAULT_OPERATIONS, type Platform, type PlatformCall } from "../../src/kit/platform.ts";
 import { unsafeSegmentReason } from "../../src/kit/model_segment.ts";
 import { toCloudBody } from "./claude_body.ts";
 import { GoogleTokenSource, type ServiceAccountKey } from "./google_token.ts";
-import { PUBLISHERS, VERTEX_CLAUDE, vertexPath } from "./vertex_wire.ts";
+import { modelsAt, PUBLISHERS, VERTEX_CLAUDE, vertexPath } from "./vertex_wire.ts";
+import { vertexEmbeddings } from "./vertex_embeddings.ts";
 
 /** Where a service-account file without a `token_uri` gets its tokens (Google's own files name it). */
 const GOOGLE_TOKEN_URI = "https://oauth2.googleapis.com/token";
@@ -155,14 +157,20 @@ export const gcpVertexPlatform: Platform<GcpConfig> = {
   apis: Object.values(PUBLISHERS).map((p) => p.api),
   settings: { key: "gcp", schema: gcpSchema },
   address: {
+    // Embeddings are Google's models whatever the api (vertex_embeddings.ts has their paths).
     url: ({ base_url, settings, api }, call) =>
       base_url +
-      vertexPath(settings, api, call.model, call.operation, call.stream, queryOf(call.path)),
+      (call.operation === "embeddings"
+        ? modelsAt(settings, "google") + call.path
+        : vertexPath(settings, api, call.model, call.operation, call.stream, queryOf(call.path))),
     defaultBaseUrl: (gcp) => vertexBaseUrl(gcp.location),
+    operations: [...DEFAULT_OPERATIONS, "embeddings"],
   },
   credential: (provider, ctx) => new VertexCredential(provider.settings.account, ctx.secret),
   body: {
-    request: (body, headers, call, provider) => vertexBody(provider.api, body, headers, call),
+    request: (body, headers, call, provider) =>
+      call.operation === "embeddings" ? body : vertexBody(provider.api, body, headers, call),
+    embeddings: vertexEmbeddings,
   },
   // The model is a path segment followed by `:action`.
   models: { unsafe: (model) => unsafeSegmentReason(model, true) },

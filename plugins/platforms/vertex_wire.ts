@@ -50,6 +50,10 @@ export function publisherOf(api: string): [name: string, Publisher] {
   return found;
 }
 
+/** Where a publisher's models are: `/v1/projects/{project}/locations/{location}/…/models/`. */
+export const modelsAt = (gcp: { project: string; location: string }, publisher: string) =>
+  `/v1/projects/${gcp.project}/locations/${gcp.location}/publishers/${publisher}/models/`;
+
 /**
  * The path of a call, from the model's segment (already checked to be one safe segment):
  * the publisher's JSON or streaming action (a stream with its `sse` query unless `query` says
@@ -64,7 +68,7 @@ export function vertexPath(
   query?: string,
 ): string {
   const [name, publisher] = publisherOf(api);
-  const at = `/v1/projects/${gcp.project}/locations/${gcp.location}/publishers/${name}/models/`;
+  const at = modelsAt(gcp, name);
   if (operation === "count_tokens" && publisher.counter) {
     return `${at}${publisher.counter}:${publisher.json}`;
   }

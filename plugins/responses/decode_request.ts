@@ -99,6 +99,7 @@ function setOptions(out: ir.Request, req: ResponsesRequest) {
   if (req.metadata) out.metadata = req.metadata;
   const user = req.safety_identifier ?? req.user;
   if (user) out.user = user;
+  if (req.prompt_cache_key) out.cacheKey = req.prompt_cache_key;
 }
 
 function reasoningOf(r: ResponsesRequest["reasoning"]): ir.Reasoning | undefined {

@@ -52,6 +52,7 @@ export function encodeRequest(req: ir.Request, ctx: EncodeContext): Record<strin
   // OpenAI caps the end-user id at 64 characters; a longer one (Claude Code's) is dropped.
   if (req.user && req.user.length <= 64) body.safety_identifier = req.user;
   else if (req.user) ctx.dropped?.push("user");
+  if (req.cacheKey !== undefined) body.prompt_cache_key = req.cacheKey;
   body.store = false;
   body.stream = req.stream;
   return body;

@@ -5,6 +5,7 @@
 import type { FormatPlugin } from "../../src/kit/format.ts";
 import type { HandlerContext } from "../../src/kit/handler.ts";
 import { OPENAI_FORWARD_HEADERS, openAiDialect, openAiUpstream } from "../openai.ts";
+import { openAiEmbeddings } from "../openai_embeddings.ts";
 import { responsesCodec } from "./codec.ts";
 import { compact, responses } from "./endpoints.ts";
 import { deleteResponse, getResponse, listInputItems } from "./state.ts";
@@ -67,6 +68,7 @@ export const responsesPlugin: FormatPlugin<HandlerContext> = {
     },
   ],
   upstream: { ...openAiUpstream, forwardHeaders: OPENAI_FORWARD_HEADERS },
+  embeddings: () => openAiEmbeddings,
   // Provider-kept state (previous_response_id, compaction) needs a route that relays as is.
   passthroughRoutes: true,
   defaultVendor: {

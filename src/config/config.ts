@@ -79,6 +79,9 @@ function keysFromFile(
   return keys;
 }
 
+/** What the gateway sends of prompt caching on converted requests (src/request/prompt_cache.ts). */
+const promptCacheSchema = z.enum(["auto", "client", "off"]);
+
 const providerFields = z.object({
   name: z.string().min(1),
   /** A format plugin's id (checked against the plugins by checkFormats), or `demo`. */
@@ -107,6 +110,8 @@ const providerFields = z.object({
    * base URL (https), off for plain http.
    */
   keep_alive: z.boolean().optional(),
+  /** The default `prompt_cache` policy of the routes that send to it (a route's own wins). */
+  prompt_cache: promptCacheSchema.optional(),
 });
 
 /**
@@ -235,6 +240,12 @@ const routeSchema = z.strictObject({
    * length stop. Absent: `auto`, 32 hops.
    */
   long_decode: longDecodeSchema.optional(),
+  /**
+   * Prompt caching on converted requests: `auto` places breakpoints (and keys) where a session's
+   * prefix is stable, `client` carries only the client's own, `off` sends none. Absent: the
+   * provider's `prompt_cache`, else `auto`.
+   */
+  prompt_cache: promptCacheSchema.optional(),
 }).refine((r) => !r.passthrough || (r.store !== false && r.compact !== false), {
   path: ["passthrough"],
   message: "store: false and compact: false apply to converted routes; a passthrough route's " +

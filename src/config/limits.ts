@@ -42,7 +42,8 @@ const usd = z.number().min(0);
 export const priceSchema = z.strictObject({
   models: z.array(z.string().min(1)).min(1),
   input: usd,
-  output: usd,
+  /** Default 0: an embeddings model's price is its input's. */
+  output: usd.default(0),
   /** Cache reads (default: `input`). */
   cache_read: usd.optional(),
   /** Cache writes (default: `input`). */

@@ -7,6 +7,7 @@
  * vendor traces left in the core are listed in docs/design.md#format-plugins.
  */
 import type { Codec } from "./codec.ts";
+import type { EmbeddingWire } from "./embeddings.ts";
 import type { GatewayError, ProviderErrors } from "./errors.ts";
 import type { UpstreamFraming } from "./framing.ts";
 
@@ -116,7 +117,25 @@ export interface UpstreamSpec extends ProviderErrors {
   unsafeModel?(model: string): string | undefined;
   /** The providers' own model list, read for the gateway's lists (src/request/provider_models.ts). */
   models?: ProviderModelList;
+  /**
+   * How this format's providers cache a model's prompts, which decides what the route's
+   * `prompt_cache` policy sends them (src/request/prompt_cache.ts). Undefined: the request's own cache
+   * hints go as the encoder writes them, and nothing is added.
+   */
+  promptCache?(model: string): PromptCaching | undefined;
 }
+
+/** How a provider caches prompts, as the gateway's cache policy needs to know it. */
+export type PromptCaching =
+  /**
+   * Only at breakpoints the request marks (Anthropic `cache_control`, Converse `cachePoint`):
+   * at most `max`, among the tools only if `tools`, and nothing below `minTokens`.
+   */
+  | { kind: "breakpoints"; max: number; tools: boolean; minTokens: number }
+  /** Prefixes on its own, routed to a cache by a key (OpenAI `prompt_cache_key`). */
+  | { kind: "keyed" }
+  /** Not at all: a breakpoint is refused, the client's own included. */
+  | { kind: "none" };
 
 /** A provider's model list endpoint (`GET /v1/models`), read page by page. */
 interface ProviderModelList {
@@ -187,6 +206,11 @@ export interface FormatPlugin<C> {
   defaultVendor?: DefaultVendor;
   /** Routes to this format's providers may set `passthrough: true`. */
   passthroughRoutes?: boolean;
+  /**
+   * The embeddings wire of its providers' API for `model` (OpenAI's `/embeddings`); throws a
+   * 400 for a model that has none. Absent: its providers serve no embeddings.
+   */
+  embeddings?(model: string): EmbeddingWire;
 }
 
 /** A model as the model lists show it; each dialect renders it in its own shape. */

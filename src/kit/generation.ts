@@ -1,8 +1,11 @@
 /**
  * What a generation endpoint declares, for the core to run: the request, how it may reach
- * providers and how the client is answered. The core owns the sequence (src/request/generation.ts).
+ * providers and how the client is answered. The core owns the sequence
+ * (src/request/generation.ts). An embeddings endpoint declares an `EmbeddingSpec` alike
+ * (src/request/embeddings.ts).
  */
 import type { ClientContext, Codec } from "./codec.ts";
+import type { EmbeddingRequest, Embeddings, EmbeddingWire } from "./embeddings.ts";
 import type { UpstreamFraming } from "./framing.ts";
 import type { Operation } from "./platform.ts";
 import type { ReadUsage } from "./usage.ts";
@@ -66,4 +69,20 @@ export interface OtherEndpoint {
    * reading.
    */
   usage?: ReadUsage;
+}
+
+/** What an embeddings endpoint declares, for the core to run. */
+export interface EmbeddingSpec {
+  /**
+   * The client's own wire: a target of it gets the client's body as is (the model renamed,
+   * if the route renames) when one call takes every input, and its answer back as is.
+   */
+  wire: EmbeddingWire;
+  body: JsonBody;
+  model: string;
+  request: EmbeddingRequest;
+  /** The client's answer: `model` is the one that made the vectors (after a route's rename). */
+  answer(result: Embeddings, model: string): unknown;
+  /** The tokens a relayed answer reports (its body is `from.json[0]`). */
+  usage: ReadUsage;
 }

@@ -7,7 +7,7 @@
 import type { IrSource } from "./codec.ts";
 import type { Conversations } from "./conversations.ts";
 import type { Handler } from "./format.ts";
-import type { GenerationSpec, OtherEndpoint } from "./generation.ts";
+import type { EmbeddingSpec, GenerationSpec, OtherEndpoint } from "./generation.ts";
 import type * as ir from "./ir.ts";
 import type { Route } from "./route.ts";
 import type { SocketWire } from "./socket.ts";
@@ -24,6 +24,12 @@ export interface HandlerContext {
   readonly conversations: Conversations;
   /** Resolves `model` to its route (once per request: pass it on to `generate`/`relay`). */
   route(model: string): Route;
+  /**
+   * Runs an embeddings request: routes the model, tries the route's targets, each relayed or
+   * converted (its inputs split into the calls the target's wire takes), and answers with
+   * the spec's answer.
+   */
+  embed(spec: EmbeddingSpec): Promise<Response>;
   // The members that take a route back are properties, not methods: the type checker then holds
   // an implementation to taking any `Route` (a method could narrow it to its own type unchecked).
   /**

@@ -260,6 +260,11 @@ export interface Request {
   /** A breakpoint at the end of the prompt, wherever that is (automatic caching). */
   cache?: CacheBreakpoint;
   /**
+   * The key a provider routes the prompt to a cache by (OpenAI `prompt_cache_key`): the
+   * client's own, or one the gateway derived from the session (src/request/prompt_cache.ts).
+   */
+  cacheKey?: string;
+  /**
    * Codex in-band compaction (`compaction_trigger`): the messages end with a request for a
    * summary, and the Responses client encoder answers with one `compaction` item.
    */

@@ -7,14 +7,15 @@
  * imports the rest of `src/`.
  */
 import type { z } from "zod";
+import type { EmbeddingWire } from "./embeddings.ts";
 import type { ErrorKind } from "./errors.ts";
 import type { Usage } from "./ir.ts";
 import type { OutgoingRequest } from "./format.ts";
 import type { UpstreamFraming } from "./framing.ts";
 import type { UsageSource } from "./usage.ts";
 
-/** What an upstream call does: generate (one answer, or a stream), or count tokens. */
-export type Operation = "generate" | "count_tokens";
+/** What an upstream call does: generate (one answer, or a stream), count tokens, or embed. */
+export type Operation = "generate" | "count_tokens" | "embeddings";
 
 /** A provider as its platform sees it. */
 export interface PlatformProvider<S> {
@@ -138,6 +139,12 @@ export interface Platform<S = unknown> {
 /** The operations a platform serves unless its `address` lists others. */
 export const DEFAULT_OPERATIONS: readonly Operation[] = ["generate", "count_tokens"];
 
+/** Whether `platform` serves `operation` (its `address.operations`, else the default ones). */
+export const servesOperation = (
+  platform: { readonly address: Pick<Address<never>, "operations"> },
+  operation: Operation,
+): boolean => (platform.address.operations ?? DEFAULT_OPERATIONS).includes(operation);
+
 /** Where a platform's calls go. */
 export interface Address<S> {
   /**
@@ -179,6 +186,13 @@ export interface BodyAdjustment<S> {
     call: PlatformCall,
     provider: PlatformProvider<S>,
   ): Record<string, unknown> | undefined;
+  /**
+   * The embeddings wire of `model` on this platform, whatever the provider's `api` (Bedrock's
+   * Titan and Cohere bodies at InvokeModel, Vertex's `:predict`): each call's path and body and
+   * how its answer reads; throws a 400 for a model that has none. Absent: the format's wire.
+   * Asked only where `address.operations` lists `embeddings`.
+   */
+  embeddings?(model: string): EmbeddingWire;
 }
 
 /** What a model name is on a platform that serves several families or restricts names. */

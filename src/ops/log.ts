@@ -57,6 +57,7 @@ function line(t: Trace) {
     agent_id: t.agentId,
     method: t.method,
     endpoint: t.endpoint,
+    operation: t.operation,
     // A path may carry a model name (Gemini's) the route lookup never bounded.
     path: clip(t.path, MAX_PATH_CHARS),
     model: t.model,

@@ -312,13 +312,13 @@ export class Metrics implements Observer {
   );
   readonly tokens = new Counter(
     "gateway_tokens_total",
-    "Tokens by client key name, provider, model, type (input, output) and billable.",
-    ["key", "provider", "model", "type", "billable"],
+    "Tokens by client key name, route, provider, model, type (input, output) and billable.",
+    ["key", "route", "provider", "model", "type", "billable"],
   );
   readonly tokenDetails = new Counter(
     "gateway_token_details_total",
     "Parts of gateway_tokens_total: cache_read and cache_write of input, reasoning of output.",
-    ["key", "provider", "model", "type"],
+    ["key", "route", "provider", "model", "type"],
   );
   readonly attempts = new Counter(
     "gateway_upstream_attempts_total",
@@ -403,21 +403,24 @@ export class Metrics implements Observer {
     const u = t.usage;
     if (!u) return;
     const key = t.key ?? "";
+    const route = t.routeName ?? "";
     const billable = String(t.billable);
-    // Counting tokens produces none.
-    const counted = operation === "count_tokens"
+    // Counting tokens and embedding produce none.
+    const counted = operation === "count_tokens" || operation === "embeddings"
       ? [["input", u.inputTokens]] as const
       : [["input", u.inputTokens], ["output", u.outputTokens]] as const;
     for (const [type, n] of counted) {
       this.tokenUsage.observe([...genAi, type], n);
-      this.tokens.add([key, provider, model, type, billable], n);
+      this.tokens.add([key, route, provider, model, type, billable], n);
     }
     const details = [
       ["cache_read", u.cacheReadTokens],
       ["cache_write", u.cacheWriteTokens],
       ["reasoning", u.reasoningTokens],
     ] as const;
-    for (const [type, n] of details) if (n) this.tokenDetails.add([key, provider, model, type], n);
+    for (const [type, n] of details) {
+      if (n) this.tokenDetails.add([key, route, provider, model, type], n);
+    }
   }
 
   /** Every family in the Prometheus text format. */

@@ -101,7 +101,10 @@ export class Trace {
    * a cut answer's output is estimated from them where the provider gave no count.
    */
   outputChars = 0;
-  /** The usage holds estimates: the answer was cut before the provider counted all of it. */
+  /**
+   * The usage holds estimates: the answer was cut before the provider counted all of it, or the
+   * provider counts none (the Gemini API's embeddings).
+   */
   estimated = false;
   ttfbMs?: number;
   durationMs?: number;

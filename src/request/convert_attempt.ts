@@ -25,6 +25,8 @@ import { throughPlatform } from "./platform_call.ts";
 import type { Resolved } from "./router.ts";
 import { framingOf } from "./stream_stage.ts";
 import { EventReader } from "./upstream_events.ts";
+import { cacheFor, policyOf } from "./prompt_cache.ts";
+import { Session } from "./session.ts";
 
 /**
  * The client's request as IR, decoded once before any target: the client's own mistakes are
@@ -90,10 +92,12 @@ export async function converting(
 ): Promise<Attempt<Response>> {
   const req = await decodeOnce(ctx, spec);
   const large = isLarge(spec.body.raw.length);
+  const session = new Session(ctx, () => req);
   return {
     ...familyBound(ctx, r, req),
+    session: () => session.signal(),
     run: async (t, key, last) =>
-      answer(ctx, spec, await irFrom(ctx, t, key, last, req, large), req),
+      answer(ctx, spec, await irFrom(ctx, t, key, last, req, session, large), req),
   };
 }
 
@@ -106,10 +110,12 @@ export function convertingEvents(
   r: Resolved,
   req: ir.Request,
 ): Attempt<IrSource> {
+  const session = new Session(ctx, () => req);
   return {
     ...familyBound(ctx, r, req),
+    session: () => session.signal(),
     // A streaming request's answer is a stream.
-    run: (t, key, last) => irFrom(ctx, t, key, last, req) as Promise<IrSource>,
+    run: (t, key, last) => irFrom(ctx, t, key, last, req, session) as Promise<IrSource>,
   };
 }
 
@@ -124,6 +130,7 @@ async function irFrom(
   key: PoolKey | undefined,
   last: boolean,
   req: ir.Request,
+  session: Session,
   /** A large request: other requests run between encoding it and serializing it. */
   large = false,
 ): Promise<ir.Response | IrSource> {
@@ -134,7 +141,7 @@ async function irFrom(
     const { id, now } = localId(ctx);
     return req.stream ? localIr(demoStream(req, id, now)) : demoResponse(req, id, now);
   }
-  const call = encodeConverted(ctx, r, req);
+  const call = encodeConverted(ctx, r, req, session);
   const customTools = req.tools?.filter((t) => t.kind === "custom").map((t) => t.name);
   const dctx = { now: nowSeconds(), id: idFor(ctx), customTools };
   const up = await sendConverted(ctx, r, key, call, call.body, large, false);
@@ -217,13 +224,20 @@ interface Encoded {
 }
 
 /** The IR request in the target's format (a 400, before any call, if it cannot say it). */
-function encodeConverted(ctx: RequestContext, r: Resolved, req: ir.Request): Encoded {
+function encodeConverted(
+  ctx: RequestContext,
+  r: Resolved,
+  req: ir.Request,
+  session: Session,
+): Encoded {
   const target = ctx.gw.formats.codec(r.provider.api);
   const spec = ctx.gw.formats.upstream(r.provider.api)!;
   const limit = target.longDecode?.unaryLimit;
   const stream = req.stream || (limit !== undefined && (req.maxTokens ?? 0) > limit);
   const dropped: string[] = [];
-  const body = target.encodeRequest(stream === req.stream ? req : { ...req, stream }, {
+  const policy = policyOf(r.route, r.provider);
+  const cached = cacheFor(req, spec.promptCache?.(r.upstreamModel), policy, () => session.key());
+  const body = target.encodeRequest(stream === req.stream ? cached : { ...cached, stream }, {
     model: r.upstreamModel,
     route: r.label,
     defaultMaxTokens: r.route.default_max_tokens ?? r.provider.default_max_tokens,

@@ -61,3 +61,28 @@ export function demoStream(
     { type: "finish", reason: "stop", usage },
   ];
 }
+
+/** The length of the demo provider's vectors when the request names none. */
+export const DEMO_DIMENSIONS = 16;
+
+/**
+ * A unit vector made from an input (text, or token ids) alone: the same input always gets the
+ * same vector, float32 values of `dimensions` (default DEMO_DIMENSIONS) entries.
+ */
+export function demoVector(input: string | readonly number[], dimensions = DEMO_DIMENSIONS) {
+  // FNV-1a over the input, then xorshift32: cheap, and the same on every machine.
+  let seed = 0x811c9dc5;
+  const text = typeof input === "string" ? input : input.join(",");
+  for (let i = 0; i < text.length; i++) seed = Math.imul(seed ^ text.charCodeAt(i), 0x01000193);
+  const raw = new Float64Array(dimensions);
+  let norm = 0;
+  for (let i = 0; i < dimensions; i++) {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    raw[i] = (seed >>> 0) / 0xffffffff - 0.5;
+    norm += raw[i] * raw[i];
+  }
+  const scale = 1 / Math.sqrt(norm || 1);
+  return Float32Array.from(raw, (v) => v * scale);
+}

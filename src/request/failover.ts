@@ -63,7 +63,19 @@ export interface Attempt<T> {
    * the pinned pool key; the others stay behind it as usual.
    */
   pin?: Promise<Pin | undefined>;
+  /**
+   * The request's session signal (src/request/session.ts), asked only where a choice is to be made
+   * (targets of equal priority, a key pool): its session then keeps to one target and key.
+   */
+  session?: () => string | undefined;
 }
+
+/** Whether a request on `r` chooses among targets of one priority or among a pool's keys. */
+const chooses = (r: Resolved) =>
+  r.targets.some((t, i) =>
+    (t.provider.api_keys?.length ?? 0) > 1 ||
+    r.targets.some((u, j) => j !== i && u.priority === t.priority)
+  );
 
 /**
  * An attempt the provider refused (its status counts), as opposed to a transport failure;
@@ -93,7 +105,10 @@ export async function failover<T>(
   const cooldown = r.route.cooldown ?? ctx.gw.config.cooldown;
   // Only a continuation waits for its pin (a message to the supervisor, under workers).
   const pin = attempt.pin && await attempt.pin;
-  const order = pin ? pinnedFirst(health.plan(r.targets), pin) : health.plan(r.targets);
+  const session = chooses(r) ? attempt.session?.() : undefined;
+  // A pin beats the session's affinity, which beats plain balancing.
+  const planned = health.plan(r.targets, session);
+  const order = pin ? pinnedFirst(planned, pin) : planned;
   const all = order.length === 1 ? [r] : order.map((t) => r.to(t));
   const queue = all.filter((t) => attempt.eligible?.(t) ?? true);
   const skipped = all.length - queue.length;
@@ -118,7 +133,7 @@ export async function failover<T>(
     told = last;
     // The pin holds for its target's first try (a retry rotates on as usual).
     const key = (pin && trace.attempts === 0 && pinnedKey(t.provider, pin)) ||
-      health.key(t.provider);
+      health.key(t.provider, session);
     trace.target(r.requested, t);
     trace.providerKey = key?.name;
     const before = trace.attempts;

@@ -11,6 +11,7 @@ import type { RequestContext } from "./context.ts";
 import { compactionBounded, converting, convertingEvents } from "./convert_attempt.ts";
 import { type Attempt, failover, ProviderFailure } from "./failover.ts";
 import { checkModelName } from "../kit/http.ts";
+import { policyOf } from "./prompt_cache.ts";
 import { relaying } from "./relay_attempt.ts";
 import type { Resolved, Target } from "./router.ts";
 import { DEFAULT_OUTPUT_TOKENS, tokensFor } from "../ops/estimate.ts";
@@ -57,15 +58,17 @@ const CONTINUES = "a continuation token is good only at the provider that issued
 function run(ctx: RequestContext, spec: GenerationSpec, r: Resolved): Promise<Response> {
   const via = spec.via ?? "auto";
   const relayOnly = typeof via === "object" ? via.relayOnly : undefined;
+  // `prompt_cache: off` removes the client's own breakpoints too: such a target converts.
   const relays = (t: Pick<Target, "provider">) =>
-    via === "auto" && t.provider.api === spec.ingress.api;
-  if (relayOnly !== undefined || r.targets.every(relays)) {
-    return attempt(ctx, r, relaying(ctx, spec, relayOnly));
-  }
+    via === "auto" && t.provider.api === spec.ingress.api &&
+    policyOf(r.route, t.provider) !== "off";
+  const relaysAll = relayOnly !== undefined || r.targets.every(relays);
   // A continuation (long decode) is good only at the provider that issued its token: on a route
   // that also converts, it goes to the targets that relay (pinned), never to another family.
-  if (r.targets.some(relays) && spec.ingress.longDecode?.resumes(spec.body.json) !== undefined) {
-    return attempt(ctx, r, relaying(ctx, spec, CONTINUES));
+  const continues = !relaysAll && r.targets.some(relays) &&
+    spec.ingress.longDecode?.resumes(spec.body.json) !== undefined;
+  if (relaysAll || continues) {
+    return attempt(ctx, r, relaying(ctx, spec, continues ? CONTINUES : relayOnly));
   }
   const relayed = relaying(ctx, spec);
   return converting(ctx, spec, r).then((converted) =>
@@ -91,7 +94,11 @@ export function relayed(ctx: RequestContext, other: OtherEndpoint, r: Resolved):
  * The route's targets tried in turn; the first success answers, else the last target's own
  * error when it was relayed (a provider's JSON error body), else the gateway's.
  */
-function attempt(ctx: RequestContext, r: Resolved, each: Attempt<Response>): Promise<Response> {
+export function attempt(
+  ctx: RequestContext,
+  r: Resolved,
+  each: Attempt<Response>,
+): Promise<Response> {
   return answering(ctx, failover(ctx, r, each));
 }
 

@@ -3,7 +3,7 @@
  * converted attempts: the platform's binding and what the call does.
  */
 import { badRequest } from "../kit/errors.ts";
-import { DEFAULT_OPERATIONS, type Operation } from "../kit/platform.ts";
+import { type Operation, servesOperation } from "../kit/platform.ts";
 import type { RequestContext } from "./context.ts";
 import type { PlatformRequest } from "./platforms.ts";
 import type { Resolved } from "./router.ts";
@@ -27,9 +27,7 @@ export function throughPlatform(
   if (r.provider.platform === undefined) return undefined;
   if (typeof operation === "object") throw notServed(operation.unserved, r);
   const binding = ctx.gw.formats.platforms.bind(r.provider, ctx.gw.secrets);
-  if (!(binding.platform.address.operations ?? DEFAULT_OPERATIONS).includes(operation)) {
-    throw notServed(path, r);
-  }
+  if (!servesOperation(binding.platform, operation)) throw notServed(path, r);
   return { binding, call: { model: r.upstreamModel, operation, stream, path }, json };
 }
 

@@ -10,13 +10,16 @@ import {
   providerBlocks,
   type ProviderConfig,
 } from "../config/config.ts";
+import type { EmbeddingWire } from "../kit/embeddings.ts";
 import { GatewayError } from "../kit/errors.ts";
-import type {
-  AnyPlatform,
-  Credential,
-  PlatformCall,
-  PlatformError,
-  PlatformProvider,
+import {
+  type AnyPlatform,
+  type Credential,
+  type Operation,
+  type PlatformCall,
+  type PlatformError,
+  type PlatformProvider,
+  servesOperation,
 } from "../kit/platform.ts";
 import type { OutgoingRequest } from "../kit/format.ts";
 import type { UpstreamFraming } from "../kit/framing.ts";
@@ -114,6 +117,22 @@ export class Platforms implements KnownPlatforms {
     binding = { platform, provider, credential };
     this.bindings.set(p, binding);
     return binding;
+  }
+
+  /**
+   * Whether `p` serves `operation`: a provider without a platform (the vendor's own API) serves
+   * every one its format has; a platform those its `address.operations` lists.
+   */
+  serves(p: ProviderConfig, operation: Operation): boolean {
+    const platform = p.platform === undefined ? undefined : this.byId.get(p.platform);
+    return !platform || servesOperation(platform, operation);
+  }
+
+  /** The embeddings wire of `model` on `p`'s platform, where the platform has its own. */
+  embeddings(p: ProviderConfig, model: string): EmbeddingWire | undefined {
+    return p.platform === undefined
+      ? undefined
+      : this.byId.get(p.platform)?.body?.embeddings?.(model);
   }
 
   /** Who reads the signatures of `model` on `p`'s platform, where the platform says. */

@@ -10,6 +10,7 @@ import type { RequestContext } from "./context.ts";
 import { Deadline } from "./deadline.ts";
 import { failover } from "./failover.ts";
 import { pickHeaders } from "./headers.ts";
+import { Session } from "./session.ts";
 import { openUpstreamSocket } from "./relay.ts";
 import type { Resolved } from "./router.ts";
 import type { Trace } from "../ops/trace.ts";
@@ -40,6 +41,8 @@ export async function openProviderSocket(
     // A platform addresses HTTP calls only.
     eligible: (t) => t.provider.api === wire.api && t.provider.platform === undefined,
     bound: wire.bound,
+    // The socket's session is its upgrade's (Codex names it in a header).
+    session: () => new Session(ctx, () => undefined, false).signal(),
     run: async (t, key) => {
       ctx.trace.attempt();
       const ws = await openUpstreamSocket({

@@ -5,8 +5,9 @@
  * depends on no handler.
  */
 import type { Codec } from "../kit/codec.ts";
-import { GatewayError } from "../kit/errors.ts";
-import { DEMO_API } from "../config/config.ts";
+import { badRequest, GatewayError } from "../kit/errors.ts";
+import { DEMO_API, type ProviderConfig } from "../config/config.ts";
+import type { EmbeddingWire } from "../kit/embeddings.ts";
 import type {
   DefaultVendor,
   Dialect,
@@ -139,6 +140,19 @@ export class FormatRegistry<C> {
   /** The family of an api's signatures; none for the local demo. */
   family(api: string): string | undefined {
     return this.byId.get(api)?.family;
+  }
+
+  /**
+   * The embeddings wire of `model` on provider `p`: its platform's, else its format's; a 400
+   * naming the provider when it has none (before any call: failover skips such a target).
+   */
+  embeddings(p: ProviderConfig, model: string): EmbeddingWire {
+    if (this.platforms.serves(p, "embeddings")) {
+      const wire = this.platforms.embeddings(p, model) ?? this.byId.get(p.api)?.embeddings?.(model);
+      if (wire) return wire;
+    }
+    const on = p.platform === undefined ? "" : ` on ${p.platform}`;
+    throw badRequest(`provider ${p.name} (api ${p.api}${on}) has no embeddings endpoint`, "model");
   }
 
   upstream(api: string): UpstreamSpec | undefined {

@@ -19,6 +19,7 @@ import type { Resolved } from "./router.ts";
 import { framingOf, relayStream } from "./stream_stage.ts";
 import { EventReader } from "./upstream_events.ts";
 import { streamUsage, usageOf } from "./usage.ts";
+import { relayedSession } from "./session.ts";
 
 /** What a relayed request needs of its generation spec. */
 type Relayed = Pick<
@@ -38,6 +39,7 @@ export function relaying(
     run: (t, key, last) => relayAttempt(ctx, spec, t, key, last, other),
     eligible: (t) => t.provider.api === api,
     bound: why ?? `the request is relayed as is to ${api} providers`,
+    session: () => relayedSession(ctx, spec).signal(),
   };
   // A continuation goes to the account that issued its token.
   const token = other ? undefined : spec.ingress.longDecode?.resumes(spec.body.json);

@@ -2,7 +2,7 @@
  * The core's request context: a request's own state, and what its handler may ask of the core
  * (the contract's `HandlerContext`) answered by the core's modules.
  */
-import type { GenerationSpec, OtherEndpoint } from "../kit/generation.ts";
+import type { EmbeddingSpec, GenerationSpec, OtherEndpoint } from "../kit/generation.ts";
 import type * as ir from "../kit/ir.ts";
 import type { Dialect } from "../kit/format.ts";
 import type { Gateway, RequestContext } from "./context.ts";
@@ -12,6 +12,7 @@ import type { Conversations } from "../kit/conversations.ts";
 import type { HandlerContext } from "../kit/handler.ts";
 import type { SocketWire } from "../kit/socket.ts";
 import { RequestConversations } from "./conversations.ts";
+import { embed } from "./embeddings.ts";
 import { convertedEvents, generate, relayed, route } from "./generation.ts";
 import type { Identity } from "../state/limits/policy.ts";
 import { type Resolved, resolvedOf } from "./router.ts";
@@ -42,6 +43,10 @@ export class RequestCall implements RequestContext {
 
   generate(spec: GenerationSpec, r?: Route): Promise<Response> {
     return generate(this, spec, r && resolvedOf(r));
+  }
+
+  embed(spec: EmbeddingSpec): Promise<Response> {
+    return embed(this, spec);
   }
 
   relay(other: OtherEndpoint, r: Route): Promise<Response> {

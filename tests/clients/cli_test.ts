@@ -499,6 +499,7 @@ function codexCases(): Case[] {
       model,
       expect: "tool",
       run: (url) => codex(url, ["-m", model, PROMPT]),
+      check: model === "gem-tool-cli" ? undefined : promptCacheKept,
     });
   }
   // Issue 15: Codex (0.169.0) with an API-key provider (`openai_base_url`) never asks the
@@ -533,6 +534,25 @@ function codexCases(): Case[] {
     },
   });
   return cases;
+}
+
+/**
+ * Codex's converted turns keep prompt caching (docs/conversion.md#prompt-caching): toward
+ * Anthropic each call carries the gateway's breakpoints (Codex's prompt is long enough), at most
+ * four; toward chat every call carries Codex's own `prompt_cache_key`, the same each turn.
+ */
+function promptCacheKept(reqs: RecordedRequest[]) {
+  const calls = reqs.filter((q) => q.method === "POST" && q.json);
+  assert.ok(calls.length >= 2, "a tool round trip is two calls");
+  for (const q of calls) {
+    if (q.path.endsWith("/messages")) {
+      const marks = q.body.split('"cache_control"').length - 1;
+      assert.ok(marks >= 1 && marks <= 4, `${marks} breakpoints in ${q.body.slice(0, 300)}`);
+    } else {
+      assert.equal(typeof q.json.prompt_cache_key, "string", q.body.slice(0, 300));
+      assert.equal(q.json.prompt_cache_key, calls[0].json.prompt_cache_key);
+    }
+  }
 }
 
 Deno.test({

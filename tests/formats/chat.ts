@@ -86,12 +86,15 @@ export const side: FormatSide = {
     }),
   },
   loop: {
-    ask: (model, stream, question) => ({
+    ask: (model, stream, question, context = {}) => ({
       model,
       stream,
       ...(stream && { stream_options: { include_usage: true } }),
-      messages: [{ role: "user", content: question }],
-      tools: [{ type: "function", function: LOOP_TOOL }],
+      messages: [
+        ...(context.system ? [{ role: "system", content: context.system }] : []),
+        { role: "user", content: question },
+      ],
+      tools: (context.tools ?? [LOOP_TOOL]).map((t) => ({ type: "function", function: t })),
     }),
     followUp: (ask, answer, call, result) => ({
       ...ask,
@@ -99,6 +102,14 @@ export const side: FormatSide = {
         ...ask.messages as Obj[],
         (answer.choices as { message: unknown }[])[0].message,
         { role: "tool", tool_call_id: call.id, content: result },
+      ],
+    }),
+    say: (ask, answer, question) => ({
+      ...ask,
+      messages: [
+        ...ask.messages as Obj[],
+        (answer.choices as { message: unknown }[])[0].message,
+        { role: "user", content: question },
       ],
     }),
     kept: assembled,

@@ -23,9 +23,10 @@ export const side: FormatSide = {
   mock: { provider: "gemini", routes: [{ models: ["gem-*"] }], relayModel: "gem-text" },
   loop: {
     // The model and streaming are in the path.
-    ask: (_model, _stream, question) => ({
+    ask: (_model, _stream, question, context = {}) => ({
+      ...(context.system && { systemInstruction: { parts: [{ text: context.system }] } }),
       contents: [{ role: "user", parts: [{ text: question }] }],
-      tools: [{ functionDeclarations: [LOOP_TOOL] }],
+      tools: [{ functionDeclarations: context.tools ?? [LOOP_TOOL] }],
     }),
     followUp: (ask, answer, call, result) => ({
       ...ask,
@@ -36,6 +37,14 @@ export const side: FormatSide = {
           role: "user",
           parts: [{ functionResponse: { name: call.name, response: { output: result } } }],
         },
+      ],
+    }),
+    say: (ask, answer, question) => ({
+      ...ask,
+      contents: [
+        ...ask.contents as unknown[],
+        (answer.candidates as { content: unknown }[])[0].content,
+        { role: "user", parts: [{ text: question }] },
       ],
     }),
   },

@@ -36,12 +36,13 @@ export const side: FormatSide = {
   },
   loop: {
     // Stateless: each turn sends the whole history as steps.
-    ask: (model, stream, question) => ({
+    ask: (model, stream, question, context = {}) => ({
       model,
       stream,
       store: false,
+      ...(context.system && { system_instruction: context.system }),
       input: [{ type: "user_input", content: [{ type: "text", text: question }] }],
-      tools: [{ type: "function", ...LOOP_TOOL }],
+      tools: (context.tools ?? [LOOP_TOOL]).map((t) => ({ type: "function", ...t })),
     }),
     followUp: (ask, answer, call, result) => ({
       ...ask,
@@ -49,6 +50,14 @@ export const side: FormatSide = {
         ...ask.input as unknown[],
         ...(answer.steps as { type: string }[]).filter((s) => s.type !== "user_input"),
         { type: "function_result", call_id: call.id, name: call.name, result },
+      ],
+    }),
+    say: (ask, answer, question) => ({
+      ...ask,
+      input: [
+        ...ask.input as unknown[],
+        ...(answer.steps as { type: string }[]).filter((s) => s.type !== "user_input"),
+        { type: "user_input", content: [{ type: "text", text: question }] },
       ],
     }),
   },

@@ -23,16 +23,17 @@ export const side: FormatSide = {
   },
   mock: { provider: "anthropic", routes: [{ models: ["msg-*"] }], relayModel: "msg-text" },
   loop: {
-    ask: (model, stream, question) => ({
+    ask: (model, stream, question, context = {}) => ({
       model,
       stream,
       max_tokens: 1024,
+      ...(context.system && { system: [{ type: "text", text: context.system }] }),
       messages: [{ role: "user", content: question }],
-      tools: [{
-        name: LOOP_TOOL.name,
-        description: LOOP_TOOL.description,
-        input_schema: LOOP_TOOL.parameters,
-      }],
+      tools: (context.tools ?? [LOOP_TOOL]).map((t) => ({
+        name: t.name,
+        description: t.description,
+        input_schema: t.parameters,
+      })),
     }),
     followUp: (ask, answer, call, result) => ({
       ...ask,
@@ -40,6 +41,14 @@ export const side: FormatSide = {
         ...ask.messages as unknown[],
         { role: "assistant", content: answer.content },
         { role: "user", content: [{ type: "tool_result", tool_use_id: call.id, content: result }] },
+      ],
+    }),
+    say: (ask, answer, question) => ({
+      ...ask,
+      messages: [
+        ...ask.messages as unknown[],
+        { role: "assistant", content: answer.content },
+        { role: "user", content: question },
       ],
     }),
   },

@@ -29,13 +29,14 @@ export const side: FormatSide = {
   },
   loop: {
     // As Codex asks: stateless, reasoning carried back in `encrypted_content`.
-    ask: (model, stream, question) => ({
+    ask: (model, stream, question, context = {}) => ({
       model,
       stream,
       store: false,
       include: ["reasoning.encrypted_content"],
+      ...(context.system && { instructions: context.system }),
       input: [{ role: "user", content: question }],
-      tools: [{ type: "function", ...LOOP_TOOL }],
+      tools: (context.tools ?? [LOOP_TOOL]).map((t) => ({ type: "function", ...t })),
     }),
     followUp: (ask, answer, call, result) => ({
       ...ask,
@@ -44,6 +45,13 @@ export const side: FormatSide = {
         ...answer.output as unknown[],
         { type: "function_call_output", call_id: call.id, output: result },
       ],
+    }),
+    say: (ask, answer, question) => ({
+      ...ask,
+      input: [...ask.input as unknown[], ...answer.output as unknown[], {
+        role: "user",
+        content: question,
+      }],
     }),
     // Codex keeps the output of the stream's terminal event.
     kept: (events) =>

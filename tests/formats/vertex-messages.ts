@@ -16,10 +16,11 @@ export const side: FormatSide = {
     rich: { anthropic_version: "vertex-2023-10-16", ...messages.client.rich },
   },
   loop: {
-    ask: (model, stream, question) => {
-      const { model: _, ...ask } = messages.loop!.ask(model, stream, question);
+    ask: (model, stream, question, context) => {
+      const { model: _, ...ask } = messages.loop!.ask(model, stream, question, context);
       return { anthropic_version: "vertex-2023-10-16", ...ask };
     },
     followUp: messages.loop!.followUp,
+    say: messages.loop!.say,
   },
 };

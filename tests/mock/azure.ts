@@ -1,12 +1,13 @@
 /**
- * A loopback Azure OpenAI resource speaking the v1 API: `POST /openai/v1/chat/completions` and
- * `/openai/v1/responses` (the model field names the deployment; `api-version` is ignored as
+ * A loopback Azure OpenAI resource speaking the v1 API: `POST /openai/v1/chat/completions`,
+ * `/openai/v1/responses` and `/openai/v1/embeddings` (the model field names the deployment; `api-version` is ignored as
  * v1 allows). The key travels in `api-key` (or as a Bearer, which v1 accepts too), an Entra ID
  * token as `Authorization: Bearer`; anything else is Azure's 401. As Azure does, chat answers
  * carry `prompt_filter_results`, and a chat stream opens with a chunk holding only them (no
  * choices). Content, scenarios and faults are upstream.ts's.
  */
 import { chat } from "./chat.ts";
+import { openAiEmbeddingsEndpoint } from "./embeddings.ts";
 import { responses } from "./responses.ts";
 import {
   bodyStream,
@@ -50,6 +51,7 @@ const azureChat: Vendor = {
 const ENDPOINTS: Endpoint[] = [
   { path: /^\/openai\/v1\/chat\/completions$/, vendor: azureChat, framing: bodyStream(CHAT_SSE) },
   { path: /^\/openai\/v1\/responses$/, vendor: responses, framing: bodyStream(TYPED_SSE) },
+  openAiEmbeddingsEndpoint(/^\/openai\/v1\/embeddings$/, chat),
 ];
 
 const DENIED = "Access denied due to invalid subscription key or wrong API endpoint. Make sure " +

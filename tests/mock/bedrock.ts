@@ -1,6 +1,7 @@
 /**
  * A loopback Amazon Bedrock Runtime: Converse / ConverseStream and InvokeModel /
- * InvokeModelWithResponseStream with Anthropic's body, streams as binary AWS event-stream
+ * InvokeModelWithResponseStream with Anthropic's body (InvokeModel of Titan and Cohere
+ * embeddings models with theirs, embeddings.ts), streams as binary AWS event-stream
  * frames (eventstream.ts). Every request must carry a SigV4 signature for service `bedrock`
  * that an independent verifier (sigv4.ts) accepts, with the session token when one is
  * configured, or a Bedrock API key as `Authorization: Bearer`. Errors are Bedrock's: status,
@@ -12,8 +13,10 @@
  * connection reset mid-stream, `echo` quotes the request's credentials back.
  */
 import { anthropicVersionProblem } from "./claude_body.ts";
+import type { PromptCaches } from "./prompt_cache.ts";
 import type { Reply } from "./scenario.ts";
 import { converseFormat } from "./converse.ts";
+import { bedrockEmbeddingsEndpoints } from "./embeddings.ts";
 import { eventFrame, exceptionFrame } from "./eventstream.ts";
 import { messages } from "./messages.ts";
 import { type AwsCredentials, verifySigV4 } from "./sigv4.ts";
@@ -240,6 +243,7 @@ const modelOf = (m: RegExpMatchArray) => decodeURIComponent(m[1]);
 const operation = (name: string) => new RegExp(`^/model/([^/]+)/${name}$`);
 
 const ENDPOINTS: Endpoint[] = [
+  ...bedrockEmbeddingsEndpoints(converse),
   { path: operation("converse"), vendor: converse, model: modelOf, framing: () => undefined },
   {
     path: operation("converse-stream"),
@@ -262,6 +266,8 @@ export interface BedrockOptions {
   credentials?: AwsCredentials;
   /** A Bedrock API key accepted as `Authorization: Bearer`. */
   apiKey?: string;
+  /** Prompt caching as Bedrock does it (upstream.ts `MockOptions.caching`). */
+  caching?: PromptCaches;
 }
 
 export const BEDROCK_TEST_CREDENTIALS: Required<AwsCredentials> = {
@@ -285,6 +291,11 @@ export function bedrockPlatform(options: BedrockOptions = {}): MockPlatform {
     fallback: converse,
     credential: (h) =>
       [h.get("authorization"), h.get("x-amz-security-token")].filter(Boolean).join(" "),
+    // The signing key's access key id (its signature changes with every request), or the API key.
+    account: (h) => {
+      const auth = h.get("authorization") ?? "";
+      return auth.match(/Credential=([^/]+)\//)?.[1] ?? auth;
+    },
     async intercept(req, url, text) {
       const bearer = req.headers.get("authorization")?.match(/^Bearer (.+)$/)?.[1];
       if (bearer !== undefined) {
@@ -308,5 +319,5 @@ export function bedrockPlatform(options: BedrockOptions = {}): MockPlatform {
 
 /** A Bedrock Runtime on loopback (`url` is its endpoint, e.g. for `BedrockRuntimeClient`). */
 export function startMockBedrock(options: BedrockOptions = {}): Promise<MockUpstream> {
-  return startMockUpstream({ platform: bedrockPlatform(options) });
+  return startMockUpstream({ platform: bedrockPlatform(options), caching: options.caching });
 }

@@ -7,6 +7,7 @@ import {
   openaiHeaders,
   openaiNotFound,
 } from "./openai.ts";
+import { openaiPrompt } from "./prompt_cache.ts";
 import { pieces, type Reply, textOf, type Usage } from "./scenario.ts";
 import { arrayOf, type Json, type Vendor } from "./vendor.ts";
 import { untyped, type WireEvent } from "./wire.ts";
@@ -119,4 +120,6 @@ export const chat: Vendor = {
   headers: openaiHeaders,
   badJson: OPENAI_BAD_JSON,
   notFound: openaiNotFound,
+  // OpenAI renders tools ahead of the messages.
+  prompt: (body) => openaiPrompt([...arrayOf(body.tools), ...arrayOf(body.messages)], body),
 };

@@ -4,6 +4,7 @@
  * is messageStart, contentBlock{Start,Delta,Stop}, messageStop, metadata (framed as AWS event
  * stream by bedrock.ts). Errors come from bedrock.ts too (the platform's envelope).
  */
+import { type Block, claudeMinTokens, type Prompt, ttlOf } from "./prompt_cache.ts";
 import { pieces, type Reply, signature, type Usage } from "./scenario.ts";
 import { arrayOf, type Json } from "./vendor.ts";
 import type { WireEvent } from "./wire.ts";
@@ -91,6 +92,63 @@ function events(reply: Reply): WireEvent[] {
   ];
 }
 
+/** Bedrock's refusal of a `cachePoint` sent to a model without prompt caching. */
+export const UNSUPPORTED_CACHING = "You invoked an unsupported model, or your request did not " +
+  "allow prompt caching. See the documentation for more information.";
+
+/** Bedrock's refusal of a `cachePoint` right after a reasoning block. */
+export const CACHE_POINT_AFTER_REASONING = "Cache point cannot be inserted after reasoning " +
+  "block. Please remove the invalid cache point and try again.";
+
+/** How a model takes `cachePoint` blocks: Claude anywhere, Nova not among tools, others none. */
+function cachingOf(model: string) {
+  if (/anthropic|claude/i.test(model)) return { tools: true, minTokens: claudeMinTokens(model) };
+  if (/amazon\.nova/i.test(model)) return { tools: false, minTokens: 1000 };
+  return undefined;
+}
+
+/**
+ * The prompt in Converse's prefix order: `toolConfig.tools`, `system`, then each message's
+ * content; a `cachePoint` marks the element before it. Refused as Bedrock refuses it: a cache
+ * point for a model without caching, among Nova's tools, after a reasoning block, or a fifth.
+ */
+function conversePrompt(body: Json, model: string): Prompt | string {
+  const caching = cachingOf(model);
+  const blocks: Block[] = [];
+  let points = 0;
+  const read = (items: unknown, at: string, salt?: string): string | undefined => {
+    for (const [k, item] of arrayOf(items).entries()) {
+      if (!item?.cachePoint) {
+        blocks.push({ text: JSON.stringify(item), at: `${at}/${k}`, ...(salt && { salt }) });
+        salt = undefined;
+        continue;
+      }
+      points++;
+      if (!caching) return UNSUPPORTED_CACHING;
+      if (at.startsWith("#/toolConfig") && !caching.tools) {
+        return `Malformed input request: ${at}/${k}: extraneous key [cachePoint] is not ` +
+          "permitted, please reformat your input and try again.";
+      }
+      const before = blocks.at(-1);
+      if (before === undefined) continue;
+      if (JSON.parse(before.text).reasoningContent) return CACHE_POINT_AFTER_REASONING;
+      before.marker = ttlOf(item.cachePoint.ttl);
+    }
+  };
+  const choice = `toolChoice=${JSON.stringify(body.toolConfig?.toolChoice ?? null)}`;
+  const thinking = `thinking=${JSON.stringify(body.additionalModelRequestFields ?? null)}`;
+  const problem = read(body.toolConfig?.tools, "#/toolConfig/tools") ??
+    read(body.system, "#/system", choice) ??
+    arrayOf(body.messages).map((m, i) =>
+      read(m?.content, `#/messages/${i}/content`, `${i}:${m?.role}|${i ? "" : thinking}`)
+    ).find((p) => p !== undefined);
+  if (problem) return problem;
+  if (points > 4) {
+    return `The number of cache points (${points}) exceeds the maximum of 4 per request.`;
+  }
+  return { kind: "explicit", blocks, minTokens: caching?.minTokens ?? Infinity };
+}
+
 /** The Converse body parts of a vendor (bedrock.ts adds the platform's errors and headers). */
 export const converseFormat = {
   name: "converse",
@@ -117,6 +175,7 @@ export const converseFormat = {
         "that starts with a user message.";
     }
   },
+  prompt: conversePrompt,
   json: (reply: Reply) => ({
     output: { message: { role: "assistant", content: content(reply) } },
     stopReason: stopReason(reply),

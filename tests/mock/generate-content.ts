@@ -21,6 +21,7 @@ import {
   type Vendor,
 } from "./vendor.ts";
 import { untyped, type WireEvent } from "./wire.ts";
+import { geminiPrompt } from "./prompt_cache.ts";
 
 const isText = (p: Json) => !p.thought;
 
@@ -202,4 +203,10 @@ export const generateContent: Vendor = {
     request: ({ continuationToken: _, ...rest }) => rest,
     unaryLimit: true,
   },
+  prompt: (body, model) =>
+    geminiPrompt([
+      ...arrayOf(body.tools),
+      ...(body.systemInstruction ? [body.systemInstruction] : []),
+      ...arrayOf(body.contents),
+    ], model),
 };

@@ -1,6 +1,13 @@
 /** Anthropic Messages: `POST /v1/messages` (JSON or SSE) and `/v1/messages/count_tokens`. */
 import { ids } from "./ids.ts";
 import {
+  anthropicMarkerProblem,
+  type Block,
+  claudeMinTokens,
+  type Prompt,
+  ttlOf,
+} from "./prompt_cache.ts";
+import {
   pieces,
   type Reply,
   SEARCH_CITED,
@@ -27,7 +34,10 @@ function messagesUsage(u: Usage, searches = 0) {
     input_tokens: u.input - u.cacheRead - u.cacheWrite,
     cache_creation_input_tokens: u.cacheWrite,
     cache_read_input_tokens: u.cacheRead,
-    cache_creation: { ephemeral_5m_input_tokens: u.cacheWrite, ephemeral_1h_input_tokens: 0 },
+    cache_creation: {
+      ephemeral_5m_input_tokens: u.cacheWrite - (u.cacheWrite1h ?? 0),
+      ephemeral_1h_input_tokens: u.cacheWrite1h ?? 0,
+    },
     output_tokens: u.output,
     output_tokens_details: { thinking_tokens: u.reasoning },
     ...(searches && { server_tool_use: { web_search_requests: searches, web_fetch_requests: 0 } }),
@@ -201,6 +211,44 @@ function messagesError(status: number, detail?: ErrorDetail): ErrorReply {
   };
 }
 
+/** A wire object as a cache block: its JSON without its `cache_control`, which marks it. */
+function block(wire: Json, at: string, salt?: string): Block {
+  const { cache_control: control, ...rest } = wire ?? {};
+  const b: Block = { text: JSON.stringify(rest), at, ...(salt && { salt }) };
+  if (control) b.marker = ttlOf(control.ttl);
+  return b;
+}
+
+const asBlocks = (content: unknown): Json[] =>
+  typeof content === "string" ? [{ type: "text", text: content }] : arrayOf(content);
+
+/**
+ * The prompt in Anthropic's prefix order: tools, system blocks, then each message's content
+ * blocks (the first naming the message's role and place). `tool_choice` is keyed from the
+ * system on, `thinking` from the messages on; a top-level `cache_control` marks the last block.
+ */
+export function anthropicPrompt(body: Json, model: string): Prompt | string {
+  const blocks = arrayOf(body.tools).map((t, i) => block(t, `tools.${i}`));
+  const system = asBlocks(body.system).map((b, i) => block(b, `system.${i}`));
+  const turns = arrayOf(body.messages).flatMap((m, i) =>
+    asBlocks(m?.content).map((b, k) =>
+      block(b, `messages.${i}.content.${k}`, k === 0 ? `${i}:${m?.role}|` : "")
+    )
+  );
+  const choice = `tool_choice=${JSON.stringify(body.tool_choice ?? null)}`;
+  const thinking = `thinking=${JSON.stringify(body.thinking ?? null)}`;
+  const [firstOfRest] = [...system, ...turns];
+  if (firstOfRest) firstOfRest.salt = choice + (firstOfRest.salt ?? "");
+  if (turns[0]) turns[0].salt = thinking + turns[0].salt;
+  blocks.push(...system, ...turns);
+  const topLevel = body.cache_control != null;
+  const problem = anthropicMarkerProblem(blocks, topLevel);
+  if (problem) return problem;
+  const last = blocks.at(-1);
+  if (topLevel && last) last.marker ??= ttlOf(body.cache_control.ttl);
+  return { kind: "explicit", blocks, minTokens: claudeMinTokens(model) };
+}
+
 /** The text of a `tool_result` block's content (a string or content blocks). */
 function toolResultText(block: Json): string {
   return textOf(block.content, isText);
@@ -249,4 +297,5 @@ export const messages: Vendor = {
   }),
   badJson: "There was an error parsing the body: expected value at line 1 column 1",
   notFound: () => "Not Found",
+  prompt: anthropicPrompt,
 };

@@ -16,7 +16,7 @@ export const PAGE = 2;
 export interface ListedModels {
   openai: string[];
   anthropic: string[];
-  /** Gemini ids; those ending `-embedding` only embed (not `generateContent`). */
+  /** Gemini ids; those ending `-embedding` only embed, `-imagen` only predict images. */
   gemini: string[];
 }
 
@@ -24,7 +24,7 @@ export interface ListedModels {
 export const listedModels = (): ListedModels => ({
   openai: ["pt-text", "resp-text", "chat-text", "chat-think", "gpt-unrouted", "renamed-reported"],
   anthropic: ["msg-text", "msg-think", "msg-tool", "claude-unrouted", "msg-sonnet"],
-  gemini: ["gem-text", "gem-embedding", "gem-flash"],
+  gemini: ["gem-text", "gem-embedding", "gem-imagen", "gem-flash"],
 });
 
 const CREATED = 1_700_000_000;
@@ -94,7 +94,9 @@ export function modelList(
       version: "001",
       displayName: id,
       supportedGenerationMethods: id.endsWith("-embedding")
-        ? ["embedContent"]
+        ? ["embedContent", "countTextTokens", "countTokens", "asyncBatchEmbedContent"]
+        : id.endsWith("-imagen")
+        ? ["predict"]
         : ["generateContent", "countTokens"],
     })),
     ...(more && { nextPageToken: btoa(String(from + size)) }),

@@ -23,6 +23,7 @@ import {
 } from "./scenario.ts";
 import { arrayOf, type Json, searchTools, type Vendor } from "./vendor.ts";
 import { typed, type WireEvent } from "./wire.ts";
+import { openaiPrompt } from "./prompt_cache.ts";
 
 const isInputText = (p: Json) => p.type === "input_text" || p.type === "output_text";
 const isUserMessage = (item: Json) =>
@@ -344,4 +345,10 @@ export const responses: Vendor = {
   headers: openaiHeaders,
   badJson: OPENAI_BAD_JSON,
   notFound: openaiNotFound,
+  prompt: (body) =>
+    openaiPrompt([
+      ...arrayOf(body.tools),
+      ...(body.instructions ? [body.instructions] : []),
+      ...(typeof body.input === "string" ? [body.input] : arrayOf(body.input)),
+    ], body),
 };

@@ -171,7 +171,9 @@ export const TOKENS = { input: 11, cacheRead: 3, cacheWrite: 2, text: 7, reasoni
 export interface Usage {
   input: number;
   cacheRead: number;
+  /** Cache writes, the one-hour ones (`cacheWrite1h`) included. */
   cacheWrite: number;
+  cacheWrite1h?: number;
   /** Output tokens including reasoning. */
   output: number;
   reasoning: number;

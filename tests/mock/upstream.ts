@@ -14,16 +14,19 @@
  * - POST /v1/responses/compact | /input_tokens
  * - POST /v1/messages | /v1/messages/count_tokens     Anthropic (JSON or `event:` SSE)
  * - POST /v1beta/models/{model}:generateContent | :streamGenerateContent[?alt=sse] | :countTokens
+ * - POST /v1/embeddings, /v1beta/models/{model}:embedContent | :batchEmbedContents (embeddings.ts)
  * - GET  /v1/models (OpenAI's, or Anthropic's with x-api-key), GET /v1beta/models: model_lists.ts
  * - POST /v1beta/interactions                         Gemini Interactions (JSON or `event:` SSE)
  * - GET|DELETE /v1beta/interactions/{id}              an interaction the mock answered
  */
 import { chat } from "./chat.ts";
+import { geminiEmbeddingsEndpoints, openAiEmbeddingsEndpoint } from "./embeddings.ts";
 import { generateContent } from "./generate-content.ts";
 import { interactionResource, interactions } from "./interactions.ts";
 import { messages } from "./messages.ts";
 import { type ListedModels, listedModels, modelList } from "./model_lists.ts";
 import { compactJson, responses } from "./responses.ts";
+import type { PromptCaches } from "./prompt_cache.ts";
 import { parseScenario, type Scenario, STALL_MS } from "./scenario.ts";
 import {
   countTokens,
@@ -87,6 +90,11 @@ export interface MockOptions {
   record?: boolean;
   /** Serve a cloud platform's paths and checks instead of the vendors' own (bedrock.ts, …). */
   platform?: MockPlatform;
+  /**
+   * Cache prompts as each vendor documents it (prompt_cache.ts): usage then reports what was
+   * read and written, and breakpoints a vendor refuses are its 400. Absent: the fixed TOKENS.
+   */
+  caching?: PromptCaches;
 }
 
 /** A cloud platform in front of the vendor formats: its endpoints, auth and error envelope. */
@@ -102,10 +110,12 @@ export interface MockPlatform {
   ): Promise<Response | undefined> | Response | undefined;
   /** What `echo` quotes (default: the vendors' credential headers). */
   credential?(headers: Headers): string;
+  /** The account a request bills, whose prompt cache it uses (default: its credential). */
+  account?(headers: Headers, url: URL): string;
 }
 
 export async function startMockUpstream(options: MockOptions = {}): Promise<MockUpstream> {
-  const upstream = new Upstream(options.record ?? true, options.platform);
+  const upstream = new Upstream(options.record ?? true, options.platform, options.caching);
   await upstream.listen();
   return upstream;
 }
@@ -118,6 +128,8 @@ export interface Call {
   model: string;
   /** The credential header's value as received (echoed by `echo` errors). */
   credential: string;
+  /** The provider account it bills (its prompt cache's). */
+  account: string;
 }
 
 /** An nginx-like error page or plain text, for `errNNNhtml` / `errNNNtext`. */
@@ -137,7 +149,9 @@ function rawError(status: number, kind: "html" | "text", echo: string): Response
  */
 export type Endpoint =
   & { path: RegExp; vendor: Vendor; model?: (match: RegExpMatchArray) => string }
-  & ({ framing: (call: Call) => Framing | undefined } | { answer: (call: Call) => unknown });
+  & ({ framing: (call: Call) => Framing | undefined } | {
+    answer: (call: Call) => unknown | Promise<unknown>;
+  });
 
 export const bodyStream = (framing: Framing) => (call: Call) =>
   call.body.stream === true ? framing : undefined;
@@ -171,6 +185,8 @@ const ENDPOINTS: Endpoint[] = [
     framing: (c) => c.url.searchParams.get("alt") === "sse" ? GEMINI_SSE : GEMINI_ARRAY,
   },
   { path: /^\/v1beta\/interactions$/, vendor: interactions, framing: bodyStream(TYPED_SSE) },
+  openAiEmbeddingsEndpoint(/^\/v1\/embeddings$/, chat),
+  ...geminiEmbeddingsEndpoints(generateContent),
   {
     path: /^\/v1beta\/models\/([^/:]+):countTokens$/,
     vendor: generateContent,
@@ -237,7 +253,11 @@ class Upstream implements MockUpstream {
   #sockets = new Set<ResponsesSocket>();
   #closed?: Promise<void>;
 
-  constructor(private readonly record: boolean, private readonly platform?: MockPlatform) {}
+  constructor(
+    private readonly record: boolean,
+    private readonly platform?: MockPlatform,
+    private readonly caching?: PromptCaches,
+  ) {}
 
   listen(): Promise<void> {
     const { promise, resolve } = Promise.withResolvers<void>();
@@ -300,7 +320,8 @@ class Upstream implements MockUpstream {
       }
       const model = endpoint.model ? endpoint.model(match) : String(json.model ?? "");
       const credential = (this.platform?.credential ?? credentialOf)(req.headers);
-      return await this.#respond(endpoint, { body: json, text, url, model, credential });
+      const account = this.platform?.account?.(req.headers, url) ?? credentialOf(req.headers);
+      return await this.#respond(endpoint, { body: json, text, url, model, credential, account });
     }
     const vendor = this.platform?.fallback ?? vendorForPath(url.pathname);
     return errorResponse(vendor, 404, { message: vendor.notFound(req.method, url.pathname) });
@@ -328,12 +349,25 @@ class Upstream implements MockUpstream {
       return new Response(page, { headers: { "content-type": "text/html; charset=utf-8" } });
     }
     if ("answer" in endpoint) {
-      const answer = endpoint.answer(call);
+      const answer = await endpoint.answer(call);
       return answer instanceof Response ? answer : jsonResponse(vendor, answer);
     }
     const invalid = vendor.validate(call.body);
     if (invalid) return errorResponse(vendor, 400, { message: invalid });
     let reply = replyFor(vendor, call.body, call.model, scenario);
+    const prompt = this.caching && vendor.prompt?.(call.body, call.model);
+    if (typeof prompt === "string") return errorResponse(vendor, 400, { message: prompt });
+    if (prompt) {
+      // Each model has its own cache.
+      const use = this.caching!.use(`${call.account}\u0000${call.model}`, prompt);
+      reply.usage = {
+        ...reply.usage,
+        input: use.input,
+        cacheRead: use.read,
+        cacheWrite: use.write + use.write1h,
+        cacheWrite1h: use.write1h,
+      };
+    }
     const framing = endpoint.framing(call);
     if (scenario.long && vendor.longDecode) {
       const streamed = framing !== undefined;

@@ -1,4 +1,5 @@
 /** The contract each vendor module fulfils, so that one request path serves all four formats. */
+import type { Prompt } from "./prompt_cache.ts";
 import { planReply, type Reply, type Scenario, type Turn } from "./scenario.ts";
 import type { WireEvent } from "./wire.ts";
 import type { LongDecodeSide } from "./long_decode.ts";
@@ -50,6 +51,11 @@ export interface Vendor {
   notFound(method: string, path: string): string;
   /** Where its requests carry long decode's budget and token (Gemini's formats only). */
   longDecode?: LongDecodeSide;
+  /**
+   * The request's prompt as the vendor's prompt cache sees it (prompt_cache.ts), or the
+   * vendor's 400 message for breakpoints it refuses; read only when the mock caches.
+   */
+  prompt?(body: Json, model: string): Prompt | string;
 }
 
 /** Items of `list` when it is an array, else none. */

@@ -6,10 +6,13 @@
  * - …/publishers/google/models/{model}:generateContent | :streamGenerateContent[?alt=sse]
  * - …/publishers/anthropic/models/{model}:rawPredict | :streamRawPredict (Anthropic's body
  *   with `anthropic_version` and no `model`), …/anthropic/models/count-tokens:rawPredict
+ * - …/publishers/google/models/{model}:predict | :embedContent (embeddings, embeddings.ts)
  * where … is /v1/projects/{project}/locations/{location} (v1beta1 too, as @google/genai uses).
  * Content, scenarios and faults are upstream.ts's (the model name picks them).
  */
 import { anthropicVersionProblem } from "./claude_body.ts";
+import { vertexEmbeddingsEndpoints } from "./embeddings.ts";
+import type { PromptCaches } from "./prompt_cache.ts";
 import { generateContent } from "./generate-content.ts";
 import { messages } from "./messages.ts";
 import { createServiceAccount, RS256, type ServiceAccountJson } from "./service_account.ts";
@@ -48,6 +51,8 @@ export interface MockVertex extends MockUpstream {
 export interface VertexOptions {
   /** Lifetime of issued access tokens, in seconds (Google's is 3599). */
   expiresIn?: number;
+  /** Prompt caching as Vertex does it (upstream.ts `MockOptions.caching`). */
+  caching?: PromptCaches;
 }
 
 const vertexClaude: Vendor = {
@@ -92,6 +97,7 @@ const ENDPOINTS: Endpoint[] = [
     model: modelOf,
     framing: bodyStream(TYPED_SSE),
   },
+  ...vertexEmbeddingsEndpoints(generateContent, at),
 ];
 
 const json = (body: unknown, status: number, headers: Record<string, string> = {}) =>
@@ -226,8 +232,10 @@ export async function startMockVertex(options: VertexOptions = {}): Promise<Mock
       }
       return authority.check(req.headers.get("authorization"), vertex.refuseTokens);
     },
+    // Its access tokens come and go: the project is the account.
+    account: (_, url) => url.pathname.match(/\/projects\/([^/]+)\//)?.[1] ?? "",
   };
-  const upstream = await startMockUpstream({ platform });
+  const upstream = await startMockUpstream({ platform, caching: options.caching });
   account.json.token_uri = `${upstream.url}/token`;
   const vertex: MockVertex = Object.assign(upstream, {
     serviceAccount: account.json,

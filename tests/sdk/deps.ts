@@ -15,8 +15,17 @@ export type {
   Part,
   Tool as GeminiTool,
 } from "npm:@google/genai@2.32.0";
-export { APICallError, generateText, stepCountIs, streamText, tool } from "npm:ai@6.0.322";
+export {
+  APICallError,
+  embed,
+  embedMany,
+  generateText,
+  stepCountIs,
+  streamText,
+  tool,
+} from "npm:ai@6.0.322";
 export type { LanguageModel, LanguageModelUsage } from "npm:ai@6.0.322";
 export { createOpenAI } from "npm:@ai-sdk/openai@3.0.141";
 export { createAnthropic } from "npm:@ai-sdk/anthropic@3.0.137";
 export { createGoogleGenerativeAI } from "npm:@ai-sdk/google@3.0.141";
+export { OpenAIEmbeddings } from "npm:@langchain/openai@1.5.8";

@@ -26,9 +26,15 @@ export function kongConsumer(
 
 const valid = (v: string | null) => (v !== null && CONSUMER_VALUE.test(v) ? v : undefined);
 
-/** An agent session's id as a client sent it (Claude Code's, else Codex's), if usable. */
+/**
+ * An agent session's id as a client sent it (Claude Code's, else Codex's: `session_id` over
+ * HTTP, `session-id` on its WebSocket upgrade), if usable.
+ */
 export function sessionOf(headers: Headers): string | undefined {
-  return valid(headers.get("x-claude-code-session-id") ?? headers.get("session_id"));
+  return valid(
+    headers.get("x-claude-code-session-id") ?? headers.get("session_id") ??
+      headers.get("session-id"),
+  );
 }
 
 export const agentOf = (headers: Headers) => valid(headers.get("x-claude-code-agent-id"));
