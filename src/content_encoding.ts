@@ -57,7 +57,7 @@ export async function decode(
   return concat(chunks, size);
 }
 
-export function concat(chunks: Uint8Array[], size: number): Uint8Array {
+export function concat(chunks: Uint8Array[], size: number): Uint8Array<ArrayBuffer> {
   const bytes = new Uint8Array(size);
   let at = 0;
   for (const c of chunks) {

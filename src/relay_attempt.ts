@@ -10,7 +10,13 @@ import { errorResponse } from "./error_response.ts";
 import { type Attempt, ProviderFailure } from "./failover.ts";
 import type { PoolKey } from "./health.ts";
 import { holdRelayedOpening } from "./hold_opening.ts";
-import { headersFrom, pickHeaders, respondRelayed, upstreamHeaders } from "./http.ts";
+import {
+  type HeaderPairs,
+  headersFrom,
+  pickHeaders,
+  respondRelayed,
+  upstreamHeaders,
+} from "./http.ts";
 import { callUpstream, type UpstreamResponse } from "./relay.ts";
 import {
   answerUsage,
@@ -23,7 +29,10 @@ import type { Resolved } from "./router.ts";
 import { EventReader, framingOf, relayStream } from "./stream_stage.ts";
 
 /** What a relayed request needs of its generation spec. */
-type Relayed = Pick<GenerationSpec, "ingress" | "body" | "stream" | "relayPath" | "framing">;
+type Relayed = Pick<
+  GenerationSpec,
+  "ingress" | "body" | "stream" | "relayPath" | "framing" | "headers"
+>;
 
 /** Relayed attempts, to providers of the client's format only. */
 export function relaying(
@@ -67,7 +76,10 @@ async function relayAttempt(
     key: key?.value,
     path,
     body: renamed ? JSON.stringify(sent) : raw,
-    forward: pickHeaders(ctx.req.headers, formats.forwardHeaders(api)),
+    forward: withHeaders(
+      pickHeaders(ctx.req.headers, formats.forwardHeaders(api)),
+      other?.headers ?? spec.headers,
+    ),
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,
     platform,
@@ -76,7 +88,11 @@ async function relayAttempt(
       : undefined,
   });
   const allow = formats.responseHeaders(api, ctx.identity?.limits !== undefined);
-  if (!up.res.ok) return await relayError(ctx, up, allow, r.provider.timeouts.idle_ms, upstream);
+  if (!up.res.ok) {
+    // The provider's own error envelope reaches only clients of its format's dialect.
+    const own = formats.get(api)?.dialect === ctx.dialect;
+    return await relayError(ctx, up, allow, r.provider.timeouts.idle_ms, upstream, own);
+  }
   const { framing } = up;
   let body: BodyInit;
   if (!framing) {
@@ -118,16 +134,26 @@ async function relayError(
   allow: readonly string[],
   idleMs: number,
   spec: UpstreamSpec,
+  /** The client speaks the provider format's own dialect. */
+  own: boolean,
 ): Promise<never> {
   const { secrets } = ctx.gw;
   const headers = headersFrom(upstreamHeaders(up.res, allow, secrets));
   const text = await readErrorText(up, idleMs, secrets);
   const err = readProviderError(up, text, headers, spec);
-  // A platform's error envelope is not the format's: the client hears it in its own dialect.
-  const answer = isJsonObject(text) && !up.platform
+  // A platform's error envelope is not the format's, nor is the format's that of a client of
+  // another dialect (Bedrock's InvokeModel carries Anthropic's body): they hear it in theirs.
+  const answer = own && isJsonObject(text) && !up.platform
     ? new Response(text, { status: up.res.status, headers })
     : errorResponse(ctx.dialect, err, ctx.requestId);
   throw new ProviderFailure(err, answer);
+}
+
+/** `pairs`, with `extra` replacing those of the same name. */
+function withHeaders(pairs: HeaderPairs, extra: HeaderPairs | undefined): HeaderPairs {
+  if (!extra) return pairs;
+  const names = new Set(extra.map(([name]) => name));
+  return [...pairs.filter(([name]) => !names.has(name)), ...extra];
 }
 
 function isJsonObject(text: string): boolean {

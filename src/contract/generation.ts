@@ -43,6 +43,12 @@ export interface GenerationSpec {
   framing?: StreamFraming;
   /** Client-encoder context from the endpoint (e.g. chat `streamUsage`). */
   client?: Omit<ClientContext, "model">;
+  /**
+   * Headers a relayed call sends beside the client's forwarded ones (replacing those of the same
+   * name): what a client put elsewhere, such as a cloud's body-borne API version and betas, as
+   * the format's own headers.
+   */
+  headers?: [string, string][];
 }
 
 /** A non-generation endpoint of a provider's API (compact, count_tokens), relayed as JSON. */
@@ -54,6 +60,8 @@ export interface OtherEndpoint {
   operation?: Operation;
   /** Why only providers of the client's API may answer; default: it is relayed as is. */
   why?: string;
+  /** As a generation's `headers`. */
+  headers?: [string, string][];
   /** The tokens its answer reports (for metrics and the access log). */
   usage(json: Record<string, unknown>): Usage | undefined;
 }
