@@ -21,13 +21,15 @@ import {
   modelIdSegment,
   unsafeModelName,
 } from "./bedrock_wire.ts";
+import { type AnthropicEnvelope, toCloudBody } from "./anthropic_body.ts";
 import { signAwsRequest } from "./sigv4.ts";
 
-/** Bedrock's own Anthropic API version. */
-export const BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31";
-/** The API version Bedrock's own replaces; a client's later dated version is passed as is. */
-const FIRST_DATED_VERSION = "2023-06-01";
-const DATED = /^\d{4}-\d{2}-\d{2}$/;
+/** How Bedrock's InvokeModel carries Anthropic's body: its version, betas in the body. */
+export const BEDROCK_ENVELOPE: AnthropicEnvelope = {
+  version: "bedrock-2023-05-31",
+  betasInBody: true,
+  streamInBody: false,
+};
 
 const settings = z.strictObject({
   region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, "an AWS region such as us-east-1"),
@@ -58,7 +60,7 @@ interface BedrockApi {
 const APIS: Record<string, BedrockApi> = {
   messages: {
     operations: ["invoke", "invoke-with-response-stream"],
-    adjust: invokeBody,
+    adjust: (body, headers) => toCloudBody(BEDROCK_ENVELOPE, body, headers),
     framing: invokeStreamFraming,
     countInput: invokeModelTokens,
   },
@@ -74,23 +76,6 @@ function url(base: string, api: string, { model, operation, stream }: PlatformCa
   }
   const op = operation === "count_tokens" ? "count-tokens" : stream ? streamed : json;
   return `${base}/model/${modelIdSegment(model)}/${op}`;
-}
-
-/** The Messages body as InvokeModel takes it; the version and beta headers move into it. */
-function invokeBody(body: Record<string, unknown>, headers: Headers): Record<string, unknown> {
-  const { model: _model, stream: _stream, ...rest } = body;
-  const version = headers.get("anthropic-version") ?? "";
-  const betas = (headers.get("anthropic-beta") ?? "").split(",").map((b) => b.trim())
-    .filter(Boolean);
-  headers.delete("anthropic-version");
-  headers.delete("anthropic-beta");
-  return {
-    anthropic_version: DATED.test(version) && version > FIRST_DATED_VERSION
-      ? version
-      : BEDROCK_ANTHROPIC_VERSION,
-    ...rest,
-    ...(betas.length > 0 && { anthropic_beta: betas }),
-  };
 }
 
 /**
