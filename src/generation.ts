@@ -51,7 +51,7 @@ export function generate(
  * targets of that API, failing over among them.
  */
 export function relayed(ctx: RequestContext, other: OtherEndpoint, r: Resolved): Promise<Response> {
-  const spec = { ingress: other.ingress, body: other.body, stream: false };
+  const spec = { ingress: other.ingress, body: other.body, stream: false, headers: other.headers };
   return attempt(ctx, r, relaying(ctx, spec, other.why, other));
 }
 

@@ -10,13 +10,7 @@ import { errorResponse } from "./error_response.ts";
 import { type Attempt, ProviderFailure } from "./failover.ts";
 import type { PoolKey } from "./health.ts";
 import { holdRelayedOpening } from "./hold_opening.ts";
-import {
-  type HeaderPairs,
-  headersFrom,
-  pickHeaders,
-  respondRelayed,
-  upstreamHeaders,
-} from "./http.ts";
+import { headersFrom, pickHeaders, respondRelayed, upstreamHeaders } from "./http.ts";
 import { callUpstream, type UpstreamResponse } from "./relay.ts";
 import {
   answerUsage,
@@ -76,10 +70,7 @@ async function relayAttempt(
     key: key?.value,
     path,
     body: renamed ? JSON.stringify(sent) : raw,
-    forward: withHeaders(
-      pickHeaders(ctx.req.headers, formats.forwardHeaders(api)),
-      other?.headers ?? spec.headers,
-    ),
+    forward: pickHeaders(spec.headers ?? ctx.req.headers, formats.forwardHeaders(api)),
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,
     platform,
@@ -147,13 +138,6 @@ async function relayError(
     ? new Response(text, { status: up.res.status, headers })
     : errorResponse(ctx.dialect, err, ctx.requestId);
   throw new ProviderFailure(err, answer);
-}
-
-/** `pairs`, with `extra` replacing those of the same name. */
-function withHeaders(pairs: HeaderPairs, extra: HeaderPairs | undefined): HeaderPairs {
-  if (!extra) return pairs;
-  const names = new Set(extra.map(([name]) => name));
-  return [...pairs.filter(([name]) => !names.has(name)), ...extra];
 }
 
 function isJsonObject(text: string): boolean {

@@ -44,7 +44,7 @@ export async function createGateway(
   checkFormats(config, formats);
   const secrets = new Secrets(providerKeys(config));
   const systems = {
-    ...Object.fromEntries(formats.plugins.map((p) => [p.id, p.system])),
+    ...Object.fromEntries(formats.providerFormats.map((p) => [p.id, p.system])),
     // A provider on a platform is named by it (`aws.bedrock`), whatever its wire format.
     ...formats.platforms.systems,
   };

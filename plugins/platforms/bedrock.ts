@@ -21,14 +21,14 @@ import {
   modelIdSegment,
   unsafeModelName,
 } from "./bedrock_wire.ts";
-import { type AnthropicEnvelope, toCloudBody } from "./anthropic_body.ts";
+import { type CloudClaude, toCloudBody } from "./claude_body.ts";
 import { signAwsRequest } from "./sigv4.ts";
 
-/** How Bedrock's InvokeModel carries Anthropic's body: its version, betas in the body. */
-export const BEDROCK_ENVELOPE: AnthropicEnvelope = {
+/** How InvokeModel carries Anthropic's Messages body (claude_body.ts). */
+export const BEDROCK_CLAUDE: CloudClaude = {
   version: "bedrock-2023-05-31",
   betasInBody: true,
-  streamInBody: false,
+  streamInUrl: true,
 };
 
 const settings = z.strictObject({
@@ -60,7 +60,8 @@ interface BedrockApi {
 const APIS: Record<string, BedrockApi> = {
   messages: {
     operations: ["invoke", "invoke-with-response-stream"],
-    adjust: (body, headers) => toCloudBody(BEDROCK_ENVELOPE, body, headers),
+    // The version and beta headers move into the body; neither model nor stream stay.
+    adjust: (body, headers) => toCloudBody(body, headers, BEDROCK_CLAUDE),
     framing: invokeStreamFraming,
     countInput: invokeModelTokens,
   },

@@ -190,7 +190,14 @@ export interface FormatPlugin<C> {
   /** Path prefixes in this dialect, matched or not (an unknown path's 404 speaks it). */
   paths: readonly string[];
   endpoints: readonly EndpointSpec<C>[];
-  upstream: UpstreamSpec;
+  /**
+   * How its providers are called. Absent: a format only clients speak — another format's wire
+   * at other addresses and in another dialect (Vertex AI's rawPredict carries Anthropic's
+   * Messages): no provider is configured with its id; its requests are relayed to providers of
+   * the wire its codec names (`codec.api`) and converted for the others, and its `family` and
+   * `system` are that wire's.
+   */
+  upstream?: UpstreamSpec;
   models?: ModelListing;
   defaultVendor?: DefaultVendor;
   /** Routes to this format's providers may set `passthrough: true`. */

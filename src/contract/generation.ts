@@ -44,11 +44,10 @@ export interface GenerationSpec {
   /** Client-encoder context from the endpoint (e.g. chat `streamUsage`). */
   client?: Omit<ClientContext, "model">;
   /**
-   * Headers a relayed call sends beside the client's forwarded ones (replacing those of the same
-   * name): what a client put elsewhere, such as a cloud's body-borne API version and betas, as
-   * the format's own headers.
+   * The client's headers as a relay forwards them, where the endpoint read some out of the body
+   * (a cloud's `anthropic_version`); default: the request's own.
    */
-  headers?: [string, string][];
+  headers?: Headers;
 }
 
 /** A non-generation endpoint of a provider's API (compact, count_tokens), relayed as JSON. */
@@ -60,8 +59,8 @@ export interface OtherEndpoint {
   operation?: Operation;
   /** Why only providers of the client's API may answer; default: it is relayed as is. */
   why?: string;
-  /** As a generation's `headers`. */
-  headers?: [string, string][];
+  /** The client's headers as the relay forwards them (`GenerationSpec.headers`). */
+  headers?: Headers;
   /** The tokens its answer reports (for metrics and the access log). */
   usage(json: Record<string, unknown>): Usage | undefined;
 }
