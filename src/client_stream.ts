@@ -9,7 +9,7 @@ import { GatewayError } from "./contract/errors.ts";
 import type * as ir from "./contract/ir.ts";
 import type { UpstreamFraming, Written } from "./contract/framing.ts";
 import { ClientGone, clientGone, closeStream, encodeWritten } from "./stream_end.ts";
-import { concat } from "./content_encoding.ts";
+import { joinBytes } from "./http.ts";
 import { formatSse, type SseEvent } from "./contract/sse.ts";
 import type { EventReader } from "./stream_stage.ts";
 import type { Trace } from "./trace.ts";
@@ -90,7 +90,7 @@ class Pending {
     this.bytes = undefined;
     if (!bytes) return encodeWritten(text);
     if (text) bytes.push(encodeWritten(text));
-    return bytes.length === 1 ? bytes[0] : concat(bytes, bytes.reduce((n, b) => n + b.length, 0));
+    return joinBytes(bytes);
   }
 }
 

@@ -79,6 +79,13 @@ export function readBodyBytes(req: Request): Promise<Uint8Array<ArrayBuffer>> {
   return length !== null ? req.bytes() : chunkedBytes(req);
 }
 
+/** Byte chunks as one (a lone chunk as is). */
+export function joinBytes(parts: readonly Uint8Array[]): Uint8Array {
+  return parts.length === 1
+    ? parts[0]
+    : concat([...parts], parts.reduce((n, p) => n + p.length, 0));
+}
+
 /** Where a JSON.parse error is, never its message: that quotes the text (it may hold a prompt). */
 export function jsonErrorPosition(e: unknown): string {
   const at = String((e as Error).message).match(/position (\d+)/)?.[1];

@@ -9,6 +9,7 @@
  */
 import { SignatureV4 } from "@smithy/signature-v4";
 import { GatewayError } from "../../src/contract/errors.ts";
+import { joinBytes } from "../../src/http.ts";
 
 export interface AwsCredentials {
   accessKeyId: string;
@@ -45,7 +46,7 @@ class Sha256 {
   }
 
   async digest(): Promise<Uint8Array> {
-    const data = this.#data.length === 1 ? this.#data[0] : joined(this.#data);
+    const data = joinBytes(this.#data) as Uint8Array<ArrayBuffer>;
     if (!this.#secret) return new Uint8Array(await crypto.subtle.digest("SHA-256", data));
     const key = await crypto.subtle.importKey(
       "raw",
@@ -60,16 +61,6 @@ class Sha256 {
   reset(): void {
     this.#data = [];
   }
-}
-
-function joined(parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 /** A request as the signer takes it. */

@@ -61,4 +61,10 @@ export interface UpstreamFraming {
    * event); the same framing then ends that stream.
    */
   write?(e: SseEvent): Written;
+  /**
+   * For a framing whose relayed bytes are not text (AWS event stream): the bytes of `events`,
+   * which the core relays in place of a batch it had to scrub of a key or cut short. Its `Scan`
+   * then gives `text` (the events as text), where keys are looked for.
+   */
+  rewrite?(events: SseEvent[]): Uint8Array;
 }
