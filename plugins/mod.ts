@@ -1,10 +1,11 @@
 /**
  * The formats this gateway serves, in the order the core consults them (the first one's
- * dialect answers paths no format claims; Converse is spoken by providers only). `main.ts`
- * hands them to the core.
+ * dialect answers paths no format claims; Bedrock's InvokeModel is spoken by clients only).
+ * `main.ts` hands them to the core.
  */
 import type { FormatPlugin } from "../src/contract/format.ts";
 import type { HandlerContext } from "../src/contract/handler.ts";
+import { bedrockMessagesPlugin } from "./bedrock/plugin.ts";
 import { chatPlugin } from "./chat/plugin.ts";
 import { conversePlugin } from "./converse/plugin.ts";
 import { generateContentPlugin } from "./generate-content/plugin.ts";
@@ -18,5 +19,6 @@ export const PLUGINS: readonly FormatPlugin<HandlerContext>[] = [
   messagesPlugin,
   generateContentPlugin,
   interactionsPlugin,
+  bedrockMessagesPlugin,
   conversePlugin,
 ];

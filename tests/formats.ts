@@ -6,6 +6,7 @@
  * `TestFormat` and passes it in. Formats only providers speak are `UPSTREAM_FORMATS`.
  */
 import type { HandlerContext } from "../src/contract/handler.ts";
+import type { UpstreamFraming } from "../src/contract/framing.ts";
 import type { StreamFraming } from "../src/contract/generation.ts";
 import type { SseEvent } from "../src/contract/sse.ts";
 import type { ClientFormat } from "../src/registry.ts";
@@ -23,8 +24,11 @@ export interface ClientSide {
 
 /** What tests need of a format beyond its plugin: tests/formats/<id>.ts exports it as `side`. */
 export interface FormatSide {
-  /** Appended to a loopback provider's URL to make its `base_url` (`/v1` for OpenAI's). */
-  providerBase: string;
+  /**
+   * Appended to a loopback provider's URL to make its `base_url` (`/v1` for OpenAI's); absent
+   * for a format only clients speak.
+   */
+  providerBase?: string;
   client: ClientSide;
   /** Client streams on the wire; default: server-sent events in `.sse` fixtures. */
   streams?: StreamSide;
@@ -73,11 +77,18 @@ export interface WireStreams {
    * keeps a readable fixture and frames it here.
    */
   bytes?(fixture: string): Uint8Array;
+  /** A stream's bytes as the readable text of its fixtures (`bytes` the other way). */
+  text?(bytes: Uint8Array): string;
 }
 
 export interface StreamSide extends WireStreams {
   /** Its framing, as the plugin's endpoint declares it; default: server-sent events. */
   framing?: StreamFraming;
+  /**
+   * How its clients divide the stream into events (a binary one: Bedrock's event stream);
+   * default: the plugin's upstream framing, else server-sent events.
+   */
+  read?(): UpstreamFraming;
 }
 
 /** A registered format. */
@@ -124,7 +135,8 @@ export async function testFormats(plugins: readonly FormatPlugin[]): Promise<Tes
 /**
  * The registered formats that clients speak (plugins/mod.ts), in registry order. Formats only
  * providers speak (Converse) are `UPSTREAM_FORMATS`: the golden runner takes them as targets
- * and sources only, the replay not at all.
+ * and sources only, the replay not at all. Formats only clients speak (Vertex AI's, without
+ * `upstream`) are clients here and never targets or sources (`speaksUpstream`).
  */
 export const TEST_FORMATS: readonly TestFormat[] = await testFormats(
   PLUGINS.filter((p): p is FormatPlugin => p.dialect !== undefined),
@@ -143,3 +155,7 @@ export const UPSTREAM_FORMATS: readonly UpstreamFormat[] = await Promise.all(
     return { id: plugin.id, plugin, streams };
   }),
 );
+
+/** Whether providers speak `format` (a format only clients speak has no `upstream`). */
+export const speaksUpstream = (format: UpstreamFormat): boolean =>
+  format.plugin.upstream !== undefined;

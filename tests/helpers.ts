@@ -57,7 +57,7 @@ export async function mockConfig(
       { name: "team-b", sha256: await sha256Hex(HASHED_KEY) },
     ],
     providers: [
-      ...MOCKED.map((f) => provider(f.mock.provider, f.id, f.providerBase)),
+      ...MOCKED.map((f) => provider(f.mock.provider, f.id, f.providerBase ?? "")),
       { name: "demo", api: "demo" },
     ],
     routes: [

@@ -21,6 +21,15 @@ export const googleHeaders = (key = KEY) => ({
   "content-type": "application/json",
 });
 
+/** A Bedrock client with the gateway key as its Bedrock API key. */
+export const bedrockHeaders = (key = KEY) => ({
+  authorization: `Bearer ${key}`,
+  "content-type": "application/json",
+});
+/** Where a Bedrock client sends an operation on a model: the id one encoded path segment. */
+export const bedrockModelPath = (model: string, operation: string) =>
+  `/model/${encodeURIComponent(model)}/${operation}`;
+
 /** Minimal valid bodies per endpoint. */
 export const bodies = {
   chat: (model: string, stream = false) => ({
@@ -36,6 +45,17 @@ export const bodies = {
     messages: [{ role: "user", content: "hi there" }],
   }),
   gemini: () => ({ contents: [{ role: "user", parts: [{ text: "hi there" }] }] }),
+  /** Claude on Bedrock (InvokeModel): no model or stream (the path says), Bedrock's version. */
+  invoke: () => ({
+    anthropic_version: "bedrock-2023-05-31",
+    max_tokens: 100,
+    messages: [{ role: "user", content: "hi there" }],
+  }),
+  /** Bedrock Converse: the model in the path. */
+  converse: () => ({
+    messages: [{ role: "user", content: [{ text: "hi there" }] }],
+    inferenceConfig: { maxTokens: 100 },
+  }),
   /** A messages body whose history carries an Anthropic thinking signature (family-bound). */
   signedMessages: (model: string) => ({
     ...bodies.messages(model),
