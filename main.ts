@@ -6,12 +6,12 @@
 import { PLUGINS } from "./plugins/mod.ts";
 import { PLATFORMS } from "./plugins/platforms/mod.ts";
 import { codexConfig } from "./plugins/responses/codex.ts";
-import { type Config, ConfigError, stableDevKey } from "./src/config.ts";
-import { Formats } from "./src/formats.ts";
-import { NO_LOG, setAccessLogSink } from "./src/log.ts";
-import { serveMetrics } from "./src/metrics.ts";
+import { type Config, ConfigError, stableDevKey } from "./src/config/config.ts";
+import { Formats } from "./src/request/formats.ts";
+import { NO_LOG, setAccessLogSink } from "./src/ops/log.ts";
+import { serveMetrics } from "./src/ops/metrics.ts";
 import { configLoader, Reloader, watchConfigFile } from "./src/reload.ts";
-import { modelSettings } from "./src/router.ts";
+import { modelSettings } from "./src/request/router.ts";
 import { createGateway, createHandler } from "./src/server.ts";
 
 const env = (name: string) => Deno.env.get(name);

@@ -27,7 +27,10 @@ deno eval --ext=ts "
   // keep theirs, and so does bench/processes.ts: both sides keep them where the option exists.
   const configOf = async (dir: string) => {
     const config = await (await import('file://' + dir + '/tests/helpers.ts')).mockConfig(m.url);
-    const knows = (await Deno.readTextFile(dir + '/src/config.ts')).includes('keep_alive');
+    // The config module's place: src/config/ since the folders, src/ before them.
+    const source = await Deno.readTextFile(dir + '/src/config/config.ts')
+      .catch(() => Deno.readTextFile(dir + '/src/config.ts'));
+    const knows = source.includes('keep_alive');
     if (knows) for (const p of config.providers) p.keep_alive = true;
     return config;
   };

@@ -8,7 +8,7 @@
  *   npx -y deno@2.9.6 run -A bench/large_body.ts [model] [messages] [concurrent] [mb]
  */
 import { createGateway, createHandler } from "../src/server.ts";
-import { setAccessLogSink } from "../src/log.ts";
+import { setAccessLogSink } from "../src/ops/log.ts";
 import { FORMATS, KEY, mockConfig } from "../tests/helpers.ts";
 
 const [model = "msg-text", count = "200000", concurrent = "1", mb = "29"] = Deno.args;

@@ -3,9 +3,9 @@
  * under the route's `hosted_tools` policy, and the offset arithmetic their citations need.
  * See docs/hosted-tools.md.
  */
-import type { EncodeContext } from "../src/contract/codec.ts";
-import { badRequest } from "../src/contract/errors.ts";
-import type * as ir from "../src/contract/ir.ts";
+import type { EncodeContext } from "../src/kit/codec.ts";
+import { badRequest } from "../src/kit/errors.ts";
+import type * as ir from "../src/kit/ir.ts";
 
 /** What a target can run natively: a hosted tool, given whether function tools come along. */
 type HostedSupport = (tool: ir.HostedTool, withFunctions: boolean) => boolean;

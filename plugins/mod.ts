@@ -3,8 +3,8 @@
  * dialect answers paths no format claims; Bedrock's InvokeModel is spoken by clients only).
  * `main.ts` hands them to the core.
  */
-import type { FormatPlugin } from "../src/contract/format.ts";
-import type { HandlerContext } from "../src/contract/handler.ts";
+import type { FormatPlugin } from "../src/kit/format.ts";
+import type { HandlerContext } from "../src/kit/handler.ts";
 import { bedrockMessagesPlugin } from "./bedrock/plugin.ts";
 import { chatPlugin } from "./chat/plugin.ts";
 import { conversePlugin } from "./converse/plugin.ts";

@@ -2,10 +2,9 @@
  * What the two OpenAI formats (chat completions and Responses) share: their clients' error
  * dialect and key, and how their providers are credentialed. Not a plugin of its own.
  */
-import type { ErrorKind, GatewayError } from "../src/contract/errors.ts";
-import type { Dialect, UpstreamSpec } from "../src/contract/format.ts";
-import { goDuration } from "../src/limits/windows.ts";
-import type { ListedModel } from "../src/contract/format.ts";
+import type { ErrorKind, GatewayError } from "../src/kit/errors.ts";
+import type { Dialect, UpstreamSpec } from "../src/kit/format.ts";
+import type { ListedModel } from "../src/kit/format.ts";
 import {
   ANTHROPIC_STATUSES,
   bearer,
@@ -38,6 +37,18 @@ const CODE: Partial<Record<ErrorKind, string>> = {
 
 /** An OpenAI error `code` for a kind (its type where OpenAI has no code): stream error events. */
 export const openAiErrorCode = (kind: ErrorKind): string => CODE[kind] ?? TYPE[kind];
+
+/** A duration as OpenAI's headers write it: `1s`, `6m0s`, `2h3m4s` (seconds rounded up). */
+export function goDuration(ms: number): string {
+  let s = Math.max(0, Math.ceil(ms / 1000));
+  const h = Math.floor(s / 3600);
+  s -= h * 3600;
+  const m = Math.floor(s / 60);
+  s -= m * 60;
+  if (h) return `${h}h${m}m${s}s`;
+  if (m) return `${m}m${s}s`;
+  return `${s}s`;
+}
 
 /** OpenAI's `x-ratelimit-*` headers: limit, remaining, and the reset as a duration (`6m0s`). */
 const openAiRateLimitHeaders = rateLimitHeaders(

@@ -1,9 +1,9 @@
 /** Wire-format conventions that more than one codec follows, each defined once. */
-import type { EncodeContext } from "../src/contract/codec.ts";
-import { badRequest, GatewayError, type StatusKinds, unsupported } from "../src/contract/errors.ts";
-import type { Dialect, RateLimitState } from "../src/contract/format.ts";
-import type * as ir from "../src/contract/ir.ts";
-import { carrySignature } from "../src/signature.ts";
+import type { EncodeContext } from "../src/kit/codec.ts";
+import { badRequest, GatewayError, type StatusKinds, unsupported } from "../src/kit/errors.ts";
+import type { Dialect, RateLimitState } from "../src/kit/format.ts";
+import type * as ir from "../src/kit/ir.ts";
+import { carrySignature } from "../src/kit/signature.ts";
 
 // ---- requests ----
 
@@ -284,7 +284,7 @@ export function rateLimitHeaders(
 
 /**
  * Chat's end-of-stream record. The gateway's SSE dialects send it after an interruption event
- * (each dialect's own ending, src/contract/format.ts `interruption`).
+ * (each dialect's own ending, src/kit/format.ts `interruption`).
  */
 export const DONE = "data: [DONE]\n\n";
 

@@ -5,8 +5,8 @@
  * streams finish on the provider, key and route they began with. An invalid config changes
  * nothing. See docs/reload.md.
  */
-import { KeyStore } from "./auth.ts";
-import { sha256 } from "./sha256.ts";
+import { KeyStore } from "./request/auth.ts";
+import { sha256 } from "./request/sha256.ts";
 import {
   applyListenEnv,
   checkFormats,
@@ -15,15 +15,15 @@ import {
   defaultConfig,
   parseConfigText,
   providerKeys,
-} from "./config.ts";
-import type { Gateway } from "./context.ts";
-import { logEvent } from "./log.ts";
-import type { Health } from "./health.ts";
-import type { DefaultVendor } from "./contract/format.ts";
-import type { Formats } from "./formats.ts";
-import { LimitPolicy } from "./limits/policy.ts";
-import { Router } from "./router.ts";
-import { TrustedProxies } from "./trusted_proxies.ts";
+} from "./config/config.ts";
+import type { Gateway } from "./request/context.ts";
+import { logEvent } from "./ops/log.ts";
+import type { Health } from "./state/health.ts";
+import type { DefaultVendor } from "./kit/format.ts";
+import type { Formats } from "./request/formats.ts";
+import { LimitPolicy } from "./state/limits/policy.ts";
+import { Router } from "./request/router.ts";
+import { TrustedProxies } from "./config/trusted_proxies.ts";
 
 /**
  * The parts of a snapshot built from the config alone: what a reload rebuilds. `vendors`: the

@@ -2,29 +2,34 @@
  * The HTTP front: request ids, endpoint dispatch, authentication, errors in the caller's
  * dialect, and one access-log line per request.
  */
-import { authenticate, authenticateSigned } from "./auth.ts";
-import { checkFormats, type Config, providerKeys, type ResponseStoreConfig } from "./config.ts";
-import type { Gateway, Plugin, RequestContext } from "./context.ts";
-import type { FormatRegistry } from "./registry.ts";
-import { type Endpoint, Formats } from "./formats.ts";
-import { GatewayError, notFound } from "./contract/errors.ts";
-import { errorResponse } from "./error_response.ts";
-import { accessLog } from "./log.ts";
-import { Metrics } from "./metrics.ts";
-import { dropSpanQuery, otelEnabled, spanAttributes } from "./otel.ts";
-import { Stopping } from "./relay.ts";
-import { clientClosed, ClientGone } from "./stream_end.ts";
-import { ProviderModels } from "./provider_models.ts";
-import { type ConversationStore, MemoryStore } from "./store.ts";
-import { Secrets } from "./secrets.ts";
-import { Trace } from "./trace.ts";
+import { authenticate, authenticateSigned } from "./request/auth.ts";
+import {
+  checkFormats,
+  type Config,
+  providerKeys,
+  type ResponseStoreConfig,
+} from "./config/config.ts";
+import type { Gateway, Plugin, RequestContext } from "./request/context.ts";
+import type { FormatRegistry } from "./request/registry.ts";
+import { type Endpoint, Formats } from "./request/formats.ts";
+import { GatewayError, notFound } from "./kit/errors.ts";
+import { errorResponse } from "./request/error_response.ts";
+import { accessLog } from "./ops/log.ts";
+import { Metrics } from "./ops/metrics.ts";
+import { dropSpanQuery, otelEnabled, spanAttributes } from "./ops/otel.ts";
+import { Stopping } from "./request/relay.ts";
+import { clientClosed, ClientGone } from "./request/stream_end.ts";
+import { ProviderModels } from "./request/provider_models.ts";
+import { type ConversationStore, MemoryStore } from "./state/store.ts";
+import { Secrets } from "./ops/secrets.ts";
+import { Trace } from "./ops/trace.ts";
 import { configured } from "./reload.ts";
-import { Limiter } from "./limiter.ts";
-import { RequestCall } from "./request_call.ts";
-import { agentOf, kongConsumer, sessionOf } from "./limits/identity.ts";
-import type { Identity } from "./limits/policy.ts";
-import { type LimitStore, MemoryLimitStore } from "./limits/store.ts";
-import { RedisLimitStore } from "./limits/redis.ts";
+import { Limiter } from "./state/limits/limiter.ts";
+import { RequestCall } from "./request/request_call.ts";
+import { agentOf, kongConsumer, sessionOf } from "./state/limits/identity.ts";
+import type { Identity } from "./state/limits/policy.ts";
+import { type LimitStore, MemoryLimitStore } from "./state/limits/store.ts";
+import { RedisLimitStore } from "./state/limits/redis.ts";
 
 /** Incoming request-id headers, in order of preference (Kong's first). */
 const REQUEST_ID_HEADERS = ["x-kong-request-id", "x-request-id", "x-correlation-id"];
@@ -230,6 +235,6 @@ function internalError(e: unknown, requestId: string): GatewayError {
 async function createStore(cfg: ResponseStoreConfig): Promise<ConversationStore> {
   // Disabled, the store stays empty (nothing is put): no Redis connection either.
   if (!cfg.redis_url || !cfg.enabled) return new MemoryStore(cfg);
-  const { RedisStore } = await import("./store_redis.ts");
+  const { RedisStore } = await import("./state/store_redis.ts");
   return RedisStore.connect(cfg);
 }

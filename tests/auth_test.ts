@@ -1,7 +1,7 @@
 /** Client keys: digests compared in full, matched keys remembered and compared the same way. */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { KeyStore } from "../src/auth.ts";
+import { KeyStore } from "../src/request/auth.ts";
 
 const TEAM_A = "sk-test-key-team-a";
 const TEAM_B = "sk-test-key-team-b-longer";

@@ -14,8 +14,8 @@ import {
   startMockAwsAnthropic,
 } from "./mock/aws_anthropic.ts";
 import { anthropicHeaders, bodies, KEY, openaiHeaders, post } from "./helpers.ts";
-import { ConfigError, validateConfig } from "../src/config.ts";
-import { checkFormats } from "../src/config.ts";
+import { ConfigError, validateConfig } from "../src/config/config.ts";
+import { checkFormats } from "../src/config/config.ts";
 import { platformConfig, sseEvents, startPlatformGateway } from "./platform_harness.ts";
 import { FORMATS } from "./helpers.ts";
 import { AnthropicAws } from "./sdk/platforms.ts";

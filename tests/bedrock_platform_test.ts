@@ -19,9 +19,9 @@ import {
   PROVIDER_KEY,
 } from "./helpers.ts";
 import { startMockUpstream, TOKENS } from "./mock/upstream.ts";
-import { Secrets } from "../src/secrets.ts";
+import { Secrets } from "../src/ops/secrets.ts";
 import { countTokensAnswer } from "../plugins/platforms/bedrock_wire.ts";
-import type { GatewayError } from "../src/contract/errors.ts";
+import type { GatewayError } from "../src/kit/errors.ts";
 import {
   bedrockProvider,
   platformConfig,

@@ -4,10 +4,10 @@ import { chatCodec } from "../plugins/chat/codec.ts";
 import { validateRequest } from "../plugins/chat/schema.ts";
 import { MOVED_MEDIA_NOTE } from "../plugins/chat/encode_request.ts";
 import { TOOL_ERROR_PREFIX } from "../plugins/shared.ts";
-import type { ClientContext, EncodeContext } from "../src/contract/codec.ts";
-import { GatewayError } from "../src/contract/errors.ts";
-import type * as ir from "../src/contract/ir.ts";
-import type { SseEvent } from "../src/contract/sse.ts";
+import type { ClientContext, EncodeContext } from "../src/kit/codec.ts";
+import { GatewayError } from "../src/kit/errors.ts";
+import type * as ir from "../src/kit/ir.ts";
+import type { SseEvent } from "../src/kit/sse.ts";
 import { pipe } from "./codec_helpers.ts";
 
 const ENCODE: EncodeContext = { model: "up", route: '"gpt-*" → oa (chat)', defaultMaxTokens: 1024 };

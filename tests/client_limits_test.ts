@@ -4,11 +4,11 @@
  * requests are bounded in depth, and WebSockets and streams hold bounded data per client.
  */
 import assert from "node:assert/strict";
-import { MAX_MODEL_CHARS } from "../src/model_name.ts";
-import { MAX_NESTING } from "../src/nesting.ts";
-import { breather } from "../src/http.ts";
-import type { Config } from "../src/config.ts";
-import { Metrics } from "../src/metrics.ts";
+import { MAX_MODEL_CHARS } from "../src/kit/model_name.ts";
+import { MAX_NESTING } from "../src/kit/nesting.ts";
+import { breather } from "../src/kit/http.ts";
+import type { Config } from "../src/config/config.ts";
+import { Metrics } from "../src/ops/metrics.ts";
 import {
   anthropicHeaders,
   bodies,

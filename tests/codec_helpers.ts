@@ -1,7 +1,7 @@
 /** Assertions shared by the codec unit tests. */
 import assert from "node:assert/strict";
-import type { StreamStep } from "../src/contract/codec.ts";
-import { GatewayError } from "../src/contract/errors.ts";
+import type { StreamStep } from "../src/kit/codec.ts";
+import { GatewayError } from "../src/kit/errors.ts";
 
 /** Asserts `fn` throws a 400 whose message equals (string) or matches (RegExp), and its param. */
 export function rejects(fn: () => unknown, message: string | RegExp, param?: string): void {

@@ -6,7 +6,7 @@ import {
   defaultConfig,
   parseConfigText,
   stableDevKey,
-} from "../src/config.ts";
+} from "../src/config/config.ts";
 import { FORMATS } from "./helpers.ts";
 
 const env = (vars: Record<string, string>) => (name: string) => vars[name];

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import * as zlib from "node:zlib";
-import { MAX_BODY_BYTES } from "../src/http.ts";
+import { MAX_BODY_BYTES } from "../src/kit/http.ts";
 import { anthropicHeaders, bodies, type Harness, openaiHeaders, startHarness } from "./helpers.ts";
 
 const COMPRESS: Record<string, (bytes: Uint8Array) => Uint8Array<ArrayBuffer>> = {

@@ -5,9 +5,9 @@
  * frames are decoded back, split at every byte boundary the network might cut them at.
  */
 import assert from "node:assert/strict";
-import type * as ir from "../src/contract/ir.ts";
-import type { EncodeContext } from "../src/contract/codec.ts";
-import type { SseEvent } from "../src/contract/sse.ts";
+import type * as ir from "../src/kit/ir.ts";
+import type { EncodeContext } from "../src/kit/codec.ts";
+import type { SseEvent } from "../src/kit/sse.ts";
 import { converseCodec } from "../plugins/converse/codec.ts";
 import { converseFraming, EVENT_STREAM_TYPE } from "../plugins/converse/framing.ts";
 import { startMockBedrock } from "./mock/bedrock.ts";

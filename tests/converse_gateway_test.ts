@@ -5,8 +5,8 @@
  * loops with reasoning, throttling exception frames that fail over, cut event streams, usage.
  */
 import assert from "node:assert/strict";
-import { validateConfig } from "../src/config.ts";
-import { Formats } from "../src/formats.ts";
+import { validateConfig } from "../src/config/config.ts";
+import { Formats } from "../src/request/formats.ts";
 import { createGateway } from "../src/server.ts";
 import { BEDROCK_TEST_CREDENTIALS, startMockBedrock } from "./mock/bedrock.ts";
 import { type MockUpstream, type RecordedRequest, startMockUpstream } from "./mock/upstream.ts";

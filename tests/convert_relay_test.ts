@@ -3,8 +3,8 @@
  * errors in the client's dialect, client disconnects, and the Responses WebSocket's own state.
  */
 import assert from "node:assert/strict";
-import { validateConfig } from "../src/config.ts";
-import { setAccessLogSink } from "../src/log.ts";
+import { validateConfig } from "../src/config/config.ts";
+import { setAccessLogSink } from "../src/ops/log.ts";
 import { createGateway, createHandler } from "../src/server.ts";
 import {
   assertDisconnectAborts,

@@ -1,7 +1,7 @@
 /** The one timer of an upstream call follows the phase in force, whichever way it moves. */
 import assert from "node:assert/strict";
-import { Deadline } from "../src/deadline.ts";
-import type { GatewayError } from "../src/contract/errors.ts";
+import { Deadline } from "../src/request/deadline.ts";
+import type { GatewayError } from "../src/kit/errors.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

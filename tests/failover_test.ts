@@ -4,8 +4,8 @@
  * answered, how many upstream attempts it took, and what the client got.
  */
 import assert from "node:assert/strict";
-import type { Config } from "../src/config.ts";
-import { validateConfig } from "../src/config.ts";
+import type { Config } from "../src/config/config.ts";
+import { validateConfig } from "../src/config/config.ts";
 import {
   anthropicHeaders,
   bodies,

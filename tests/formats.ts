@@ -5,11 +5,11 @@
  * for it to join; a format outside the registry (tests/toy_format/) builds its own
  * `TestFormat` and passes it in. Formats only providers speak are `UPSTREAM_FORMATS`.
  */
-import type { HandlerContext } from "../src/contract/handler.ts";
-import type { UpstreamFraming } from "../src/contract/framing.ts";
-import type { StreamFraming } from "../src/contract/generation.ts";
-import type { SseEvent } from "../src/contract/sse.ts";
-import type { ClientFormat } from "../src/registry.ts";
+import type { HandlerContext } from "../src/kit/handler.ts";
+import type { UpstreamFraming } from "../src/kit/framing.ts";
+import type { StreamFraming } from "../src/kit/generation.ts";
+import type { SseEvent } from "../src/kit/sse.ts";
+import type { ClientFormat } from "../src/request/registry.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 
 /** How a client of the format asks for a generation. */

@@ -1,7 +1,7 @@
 /** Unit tests for the Gemini generateContent codec's tricky parts. */
 import assert from "node:assert/strict";
-import type * as ir from "../src/contract/ir.ts";
-import type { SseEvent } from "../src/contract/sse.ts";
+import type * as ir from "../src/kit/ir.ts";
+import type { SseEvent } from "../src/kit/sse.ts";
 import { generateContentCodec } from "../plugins/generate-content/codec.ts";
 import { validateRequest } from "../plugins/generate-content/schema.ts";
 import { fromOpenApi } from "../plugins/generate-content/json_schema.ts";

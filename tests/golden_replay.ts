@@ -5,11 +5,11 @@
  * expectation. tests/golden_http_test.ts replays tests/golden/ across the registered formats.
  */
 import assert from "node:assert/strict";
-import { validateConfig } from "../src/config.ts";
-import { setAccessLogSink } from "../src/log.ts";
+import { validateConfig } from "../src/config/config.ts";
+import { setAccessLogSink } from "../src/ops/log.ts";
 import { createGateway, createHandler } from "../src/server.ts";
-import { sseFraming } from "../src/stream_stage.ts";
-import { encodeWritten } from "../src/stream_end.ts";
+import { sseFraming } from "../src/request/stream_stage.ts";
+import { encodeWritten } from "../src/request/stream_end.ts";
 import { speaksUpstream, type TestFormat } from "./formats.ts";
 import { expectation, goldenCases } from "./golden_runner.ts";
 import { KEY, post } from "./helpers.ts";

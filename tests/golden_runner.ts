@@ -18,13 +18,13 @@
  * stream fixtures through the running gateway.
  */
 import assert from "node:assert/strict";
-import { GatewayError } from "../src/contract/errors.ts";
+import { GatewayError } from "../src/kit/errors.ts";
 // Test-only, so not in the import map (which `deno task dev/start` installs whole).
 // deno-lint-ignore no-import-prefix
 import { EventSourceParserStream } from "npm:eventsource-parser@4.1.3/stream";
-import { formatSse, type SseEvent } from "../src/contract/sse.ts";
-import { sseFraming } from "../src/stream_stage.ts";
-import { joinBytes } from "../src/http.ts";
+import { formatSse, type SseEvent } from "../src/kit/sse.ts";
+import { sseFraming } from "../src/request/stream_stage.ts";
+import { joinBytes } from "../src/kit/http.ts";
 import { speaksUpstream, type TestFormat, type UpstreamFormat } from "./formats.ts";
 
 const UPDATE = Deno.env.get("GOLDEN_UPDATE") === "1";

@@ -4,8 +4,8 @@
  * WebSocket limits, and who is trusted to name the client's address.
  */
 import assert from "node:assert/strict";
-import { checkFormats, validateConfig } from "../src/config.ts";
-import { TrustedProxies } from "../src/trusted_proxies.ts";
+import { checkFormats, validateConfig } from "../src/config/config.ts";
+import { TrustedProxies } from "../src/config/trusted_proxies.ts";
 import {
   anthropicHeaders,
   bodies,

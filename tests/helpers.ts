@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 /** Shared test fixtures: an in-process gateway on loopback in front of the mock upstream. */
-import { type Config, validateConfig } from "../src/config.ts";
-import type { Gateway } from "../src/context.ts";
-import { setAccessLogSink } from "../src/log.ts";
+import { type Config, validateConfig } from "../src/config/config.ts";
+import type { Gateway } from "../src/request/context.ts";
+import { setAccessLogSink } from "../src/ops/log.ts";
 import { createGateway, createHandler } from "../src/server.ts";
-import { Formats } from "../src/formats.ts";
-import type { LimitStore } from "../src/limits/store.ts";
+import { Formats } from "../src/request/formats.ts";
+import type { LimitStore } from "../src/state/limits/store.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 import { PLATFORMS } from "../plugins/platforms/mod.ts";
 import { type MockUpstream, startMockUpstream } from "./mock/upstream.ts";

@@ -4,7 +4,7 @@
  * own oldest responses, never another key's.
  */
 import assert from "node:assert/strict";
-import { ConfigError, validateConfig } from "../src/config.ts";
+import { ConfigError, validateConfig } from "../src/config/config.ts";
 import { HASHED_KEY, KEY, openaiHeaders, post, startHarness } from "./helpers.ts";
 import { freePort, REDIS, redisCli, startRedis } from "./redis_server.ts";
 

@@ -4,9 +4,9 @@
  * upstream, whose answers the codec's decoders read.
  */
 import assert from "node:assert/strict";
-import type * as ir from "../src/contract/ir.ts";
-import type { SseEvent } from "../src/contract/sse.ts";
-import { formatSse } from "../src/contract/sse.ts";
+import type * as ir from "../src/kit/ir.ts";
+import type { SseEvent } from "../src/kit/sse.ts";
+import { formatSse } from "../src/kit/sse.ts";
 import { interactionsCodec as codec } from "../plugins/interactions/codec.ts";
 import { parseRequest } from "../plugins/interactions/schema.ts";
 import { interactionsDialect } from "../plugins/interactions/dialect.ts";
@@ -385,7 +385,7 @@ Deno.test("interactions: errors are error events; a cut stream ends with upstrea
     message: "upstream went away",
   });
   const google = interactionsDialect.errorBody(
-    new (await import("../src/contract/errors.ts")).GatewayError(404, "not_found", "gone"),
+    new (await import("../src/kit/errors.ts")).GatewayError(404, "not_found", "gone"),
   );
   assert.deepEqual(google, { error: { code: 404, message: "gone", status: "NOT_FOUND" } });
 });

@@ -1,5 +1,5 @@
 /** A harness tweak adding a route to Gemini's own Interactions endpoint (the mock's), for `int-*`. */
-import type { Config } from "../src/config.ts";
+import type { Config } from "../src/config/config.ts";
 
 export const interactionsRoute = {
   tweak(config: Config) {

@@ -1,12 +1,12 @@
 /**
  * kong.yml agrees with the service: every public endpoint the format plugins and the core serve
- * (src/formats.ts) is routed by Kong,
+ * (src/request/formats.ts) is routed by Kong,
  * no route leads to a path the service lacks, health endpoints stay private, and the routes and
  * service are set up for long unbuffered streams. Runs `deck validate` when decK is installed.
  */
 import assert from "node:assert/strict";
 import { parse } from "yaml";
-import type { Endpoint } from "../src/formats.ts";
+import type { Endpoint } from "../src/request/formats.ts";
 import { FORMATS } from "./helpers.ts";
 
 const KONG_YML = new URL("../kong.yml", import.meta.url);

@@ -1,6 +1,6 @@
 /** The gateway as a process: startup, graceful shutdown, and the bundled single file. */
 import assert from "node:assert/strict";
-import { setAccessLogSink } from "../src/log.ts";
+import { setAccessLogSink } from "../src/ops/log.ts";
 import { createGateway, createHandler } from "../src/server.ts";
 import {
   anthropicHeaders,

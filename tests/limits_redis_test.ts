@@ -5,14 +5,14 @@
  * store. Ignored with a message when redis-server is missing (.ci/install-redis.sh).
  */
 import assert from "node:assert/strict";
-import type { Config } from "../src/config.ts";
+import type { Config } from "../src/config/config.ts";
 import { type Harness, KEY, mockConfig, openaiHeaders, post, startHarness } from "./helpers.ts";
 import { startMockUpstream } from "./mock/upstream.ts";
 import { startGateway } from "./process.ts";
 import { freePort, MISSING, REDIS, startRedis } from "./redis_server.ts";
-import { RedisLimitStore } from "../src/limits/redis.ts";
-import { type LimitStore, MemoryLimitStore } from "../src/limits/store.ts";
-import { limitsStoreSchema } from "../src/limits/schema.ts";
+import { RedisLimitStore } from "../src/state/limits/redis.ts";
+import { type LimitStore, MemoryLimitStore } from "../src/state/limits/store.ts";
+import { limitsStoreSchema } from "../src/config/limits.ts";
 
 const CHAT = { model: "chat-text", messages: [{ role: "user", content: "hi" }] };
 

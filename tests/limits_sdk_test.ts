@@ -4,7 +4,7 @@
  * through once the window frees (a 1.5 s sliding window, set through the gateway's module API).
  */
 import assert from "node:assert/strict";
-import { MemoryLimitStore } from "../src/limits/store.ts";
+import { MemoryLimitStore } from "../src/state/limits/store.ts";
 import { Anthropic, OpenAI } from "./sdk/deps.ts";
 import { type Harness, KEY, startHarness } from "./helpers.ts";
 

@@ -6,11 +6,11 @@
  * text answer (11 in, of which 3 cache reads and 2 cache writes; 7 out) and 23 with thinking.
  */
 import assert from "node:assert/strict";
-import { type Config, validateConfig } from "../src/config.ts";
-import { MemoryLimitStore } from "../src/limits/store.ts";
-import type { Limits } from "../src/limits/schema.ts";
+import { type Config, validateConfig } from "../src/config/config.ts";
+import { MemoryLimitStore } from "../src/state/limits/store.ts";
+import type { Limits } from "../src/config/limits.ts";
 import { Reloader } from "../src/reload.ts";
-import { goDuration } from "../src/limits/windows.ts";
+import { goDuration } from "../plugins/openai.ts";
 import {
   anthropicHeaders,
   googleHeaders,

@@ -4,8 +4,9 @@
  * oldest entries leave; the Go-style durations of OpenAI's reset headers.
  */
 import assert from "node:assert/strict";
-import { MemoryLimitStore } from "../src/limits/store.ts";
-import { day, goDuration, month, SlidingWindow } from "../src/limits/windows.ts";
+import { MemoryLimitStore } from "../src/state/limits/store.ts";
+import { day, month, SlidingWindow } from "../src/state/limits/windows.ts";
+import { goDuration } from "../plugins/openai.ts";
 
 const at = (iso: string) => Date.parse(iso);
 

@@ -1,7 +1,7 @@
 /** Unit tests for the tricky parts of the Anthropic Messages codec (plugins/messages). */
 import assert from "node:assert/strict";
-import type * as ir from "../src/contract/ir.ts";
-import type { SseEvent } from "../src/contract/sse.ts";
+import type * as ir from "../src/kit/ir.ts";
+import type { SseEvent } from "../src/kit/sse.ts";
 import { messagesCodec as codec } from "../plugins/messages/codec.ts";
 import { chatCodec } from "../plugins/chat/codec.ts";
 import { validateRequest } from "../plugins/messages/schema.ts";

@@ -6,7 +6,7 @@
  * Prometheus.
  */
 import assert from "node:assert/strict";
-import { applyListenEnv, defaultConfig, validateConfig } from "../src/config.ts";
+import { applyListenEnv, defaultConfig, validateConfig } from "../src/config/config.ts";
 import {
   Counter,
   Gauge,
@@ -14,8 +14,8 @@ import {
   Metrics,
   METRICS_CONTENT_TYPE,
   serveMetrics,
-} from "../src/metrics.ts";
-import { Router } from "../src/router.ts";
+} from "../src/ops/metrics.ts";
+import { Router } from "../src/request/router.ts";
 import {
   anthropicHeaders,
   bodies,

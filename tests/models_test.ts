@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { codexConfig as codexSettings } from "../plugins/responses/codex.ts";
-import { type Config, validateConfig } from "../src/config.ts";
-import { modelSettings } from "../src/router.ts";
+import { type Config, validateConfig } from "../src/config/config.ts";
+import { modelSettings } from "../src/request/router.ts";
 import {
   anthropicHeaders,
   googleHeaders,

@@ -4,7 +4,7 @@
  * alike — and relayed streams report the usage their provider sent.
  */
 import assert from "node:assert/strict";
-import type { Observer, Trace } from "../src/trace.ts";
+import type { Observer, Trace } from "../src/ops/trace.ts";
 import { INGRESS, post, startHarness, wsExchange } from "./helpers.ts";
 import { usageFor } from "./mock/upstream.ts";
 

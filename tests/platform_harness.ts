@@ -1,7 +1,7 @@
 /** A gateway in this process over loopback, configured for platform tests. */
-import type { Config } from "../src/config.ts";
-import { checkFormats, validateConfig } from "../src/config.ts";
-import type { Formats } from "../src/formats.ts";
+import type { Config } from "../src/config/config.ts";
+import { checkFormats, validateConfig } from "../src/config/config.ts";
+import type { Formats } from "../src/request/formats.ts";
 import { createGateway } from "../src/server.ts";
 import { FORMATS, KEY, serveGateway } from "./helpers.ts";
 import { BEDROCK_TEST_CREDENTIALS } from "./mock/bedrock.ts";

@@ -8,9 +8,9 @@
  * are read with each format's own codec and their content asserted.
  */
 import assert from "node:assert/strict";
-import type * as ir from "../src/contract/ir.ts";
-import type { SseEvent } from "../src/contract/sse.ts";
-import { sseFraming } from "../src/stream_stage.ts";
+import type * as ir from "../src/kit/ir.ts";
+import type { SseEvent } from "../src/kit/sse.ts";
+import { sseFraming } from "../src/request/stream_stage.ts";
 import { TEST_FORMATS, type TestFormat } from "./formats.ts";
 import { KEY, post, type WsEvent, wsExchange } from "./helpers.ts";
 import { AZURE_TEST_KEY, startMockAzure } from "./mock/azure.ts";

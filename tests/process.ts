@@ -1,5 +1,5 @@
 /** The gateway (main.ts) and other servers as child processes, for end-to-end tests. */
-import type { Config } from "../src/config.ts";
+import type { Config } from "../src/config/config.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { responsesCodec as codec } from "../plugins/responses/codec.ts";
 import { validateRequest } from "../plugins/responses/schema.ts";
-import { GatewayError } from "../src/contract/errors.ts";
-import type * as ir from "../src/contract/ir.ts";
-import type { SseEvent } from "../src/contract/sse.ts";
+import { GatewayError } from "../src/kit/errors.ts";
+import type * as ir from "../src/kit/ir.ts";
+import type { SseEvent } from "../src/kit/sse.ts";
 import { pipe, rejects } from "./codec_helpers.ts";
 
 const DECODE = { now: 1700000000, id: "gw_test" };

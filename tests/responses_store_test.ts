@@ -5,8 +5,8 @@
  * ever logged.
  */
 import assert from "node:assert/strict";
-import { validateConfig } from "../src/config.ts";
-import { MemoryStore, type StoredTurn } from "../src/store.ts";
+import { validateConfig } from "../src/config/config.ts";
+import { MemoryStore, type StoredTurn } from "../src/state/store.ts";
 import {
   type Harness,
   HASHED_KEY,

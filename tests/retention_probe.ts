@@ -5,7 +5,7 @@
  * stream is open, and prints by how many bytes the JS heap grew, per model, as JSON.
  */
 import { startMock } from "../bench/processes.ts";
-import { setAccessLogSink } from "../src/log.ts";
+import { setAccessLogSink } from "../src/ops/log.ts";
 import { createGateway, createHandler } from "../src/server.ts";
 import { FORMATS, mockConfig, openaiHeaders } from "./helpers.ts";
 

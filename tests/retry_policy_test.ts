@@ -4,8 +4,8 @@
  * to the next target.
  */
 import assert from "node:assert/strict";
-import type { Config } from "../src/config.ts";
-import { validateConfig } from "../src/config.ts";
+import type { Config } from "../src/config/config.ts";
+import { validateConfig } from "../src/config/config.ts";
 import {
   bodies,
   type Harness,
@@ -165,7 +165,7 @@ Deno.test("retry policy: retry-after 0, negative or in the past never causes bac
 });
 
 Deno.test("retry policy: retry-after parses strictly", async () => {
-  const { retryAfterMs } = await import("../src/failover.ts");
+  const { retryAfterMs } = await import("../src/request/failover.ts");
   const now = Date.parse("Wed, 21 Oct 2015 07:28:00 GMT");
   const of = (name: string, value: string) => retryAfterMs(new Headers({ [name]: value }), now);
   assert.equal(of("retry-after", "7"), 7000);

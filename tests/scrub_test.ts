@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { createGateway, createHandler } from "../src/server.ts";
-import { setAccessLogSink } from "../src/log.ts";
+import { setAccessLogSink } from "../src/ops/log.ts";
 import { FORMATS, INGRESS, type Ingress, mockConfig, wsExchange } from "./helpers.ts";
 
 /** A key with a `/` (spelled `\/` in JSON) and a `+` (percent-encoded in URLs). */

@@ -1,13 +1,13 @@
 /** The ending of a cut SSE stream is the client dialect's own text: the core adds nothing. */
 import assert from "node:assert/strict";
-import type { Dialect } from "../src/contract/format.ts";
-import { sseFraming } from "../src/stream_stage.ts";
+import type { Dialect } from "../src/kit/format.ts";
+import { sseFraming } from "../src/request/stream_stage.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 
 /** A dialect without an end marker (the Interactions API has none). */
 const plain = (message: string) => `event: error\ndata: {"message":${JSON.stringify(message)}}\n\n`;
 
-// Relayed and converted SSE streams end through the same framing (src/answer.ts, relay_attempt.ts).
+// Relayed and converted SSE streams end through the same framing (src/request/answer.ts, relay_attempt.ts).
 Deno.test("stream end: a cut SSE stream ends with exactly the dialect's interruption, relayed or converted", () => {
   const own = PLUGINS.flatMap((p) => p.dialect ? [p.dialect] : []);
   const dialects: Dialect[] = [...own, { ...own[0], interruption: plain }];

@@ -5,9 +5,9 @@
  * mock upstream.
  */
 import assert from "node:assert/strict";
-import { checkFormats, type Config, ConfigError, validateConfig } from "../src/config.ts";
-import { Formats } from "../src/formats.ts";
-import { setAccessLogSink } from "../src/log.ts";
+import { checkFormats, type Config, ConfigError, validateConfig } from "../src/config/config.ts";
+import { Formats } from "../src/request/formats.ts";
+import { setAccessLogSink } from "../src/ops/log.ts";
 import { createGateway, createHandler } from "../src/server.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 import { FORMATS, KEY, mockConfig, openaiHeaders, post } from "./helpers.ts";

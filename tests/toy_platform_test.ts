@@ -6,8 +6,8 @@
  * adjustment, re-framed streams, its error reading, in-stream exceptions and per-model family.
  */
 import assert from "node:assert/strict";
-import { type Config, ConfigError, validateConfig } from "../src/config.ts";
-import { Formats } from "../src/formats.ts";
+import { type Config, ConfigError, validateConfig } from "../src/config/config.ts";
+import { Formats } from "../src/request/formats.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 import { anthropicHeaders, bodies, mockConfig, openaiHeaders, post } from "./helpers.ts";
 import { platformConfig, sseEvents, startPlatformGateway } from "./platform_harness.ts";

@@ -1,7 +1,7 @@
 /** `sparseObject`: optional fields checked only when present, with zod's paths and kinds. */
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { parseBody, sparseObject } from "../src/validate.ts";
+import { parseBody, sparseObject } from "../src/kit/validate.ts";
 import { rejects } from "./codec_helpers.ts";
 
 const schema = sparseObject({ model: z.string() }, {

@@ -8,7 +8,7 @@
  * Anthropic to Vertex Claude.
  */
 import assert from "node:assert/strict";
-import { ConfigError } from "../src/config.ts";
+import { ConfigError } from "../src/config/config.ts";
 import { Reloader } from "../src/reload.ts";
 import { VERTEX_CLAUDE } from "../plugins/platforms/vertex_wire.ts";
 

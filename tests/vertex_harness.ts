@@ -2,7 +2,7 @@
  * A gateway in front of the Vertex mock (tests/mock/vertex.ts) and, for failover, the vendor mock
  * as Anthropic's own API: Vertex Gemini and Vertex Claude providers from one service-account file.
  */
-import type { Config } from "../src/config.ts";
+import type { Config } from "../src/config/config.ts";
 import { type Harness, PROVIDER_KEY } from "./helpers.ts";
 import { type MockUpstream, type RecordedRequest, startMockUpstream } from "./mock/upstream.ts";
 import { type MockVertex, startMockVertex } from "./mock/vertex.ts";

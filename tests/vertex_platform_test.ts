@@ -14,7 +14,7 @@ import {
   VertexCredential,
 } from "../plugins/platforms/gcp_vertex.ts";
 import { vertexPath } from "../plugins/platforms/vertex_wire.ts";
-import type { Operation } from "../src/contract/platform.ts";
+import type { Operation } from "../src/kit/platform.ts";
 import { startMockVertex } from "./mock/vertex.ts";
 
 const USER = "Bonjour";

@@ -1,5 +1,5 @@
 /**
- * The Responses WebSocket's provider socket is dialled like an HTTP call (src/relay.ts
+ * The Responses WebSocket's provider socket is dialled like an HTTP call (src/request/relay.ts
  * openUpstreamSocket): within the provider's `connect_ms`, failing over when a dial fails, and
  * credentialed by the format plugin (the mock refuses a socket without the provider key).
  */

@@ -4,7 +4,7 @@
  * Read as the Messages body (plugins/platforms/claude_body.ts); everything else is the messages
  * codec's, `api` included: its requests relay to Messages providers.
  */
-import type { Codec } from "../../src/contract/codec.ts";
+import type { Codec } from "../../src/kit/codec.ts";
 import { messagesCodec } from "../messages/codec.ts";
 import { BEDROCK_CLAUDE } from "../platforms/bedrock.ts";
 import { fromCloudBody } from "../platforms/claude_body.ts";

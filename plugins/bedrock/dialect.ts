@@ -5,8 +5,8 @@
  * is checked for any region and the service `bedrock`; errors as Bedrock sends them, a
  * `{"message"}` body and the exception in `x-amzn-errortype` (docs/cloud-clients.md).
  */
-import type { GatewayError } from "../../src/contract/errors.ts";
-import type { Dialect } from "../../src/contract/format.ts";
+import type { GatewayError } from "../../src/kit/errors.ts";
+import type { Dialect } from "../../src/kit/format.ts";
 import { exceptionOf } from "../platforms/bedrock_wire.ts";
 import { parseSigV4, verifyAwsSignature } from "../platforms/sigv4.ts";
 import { bearer } from "../shared.ts";

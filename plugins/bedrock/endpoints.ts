@@ -5,10 +5,10 @@
  * InvokeModelCommand) and `/count-tokens` (CountTokens, either of its inputs). The path's model
  * id routes.
  */
-import { badRequest } from "../../src/contract/errors.ts";
-import type { JsonBody } from "../../src/contract/generation.ts";
-import type { PluginHandler } from "../../src/contract/handler.ts";
-import { readJsonBody } from "../../src/http.ts";
+import { badRequest } from "../../src/kit/errors.ts";
+import type { JsonBody } from "../../src/kit/generation.ts";
+import type { PluginHandler } from "../../src/kit/handler.ts";
+import { readJsonBody } from "../../src/kit/http.ts";
 import { converseCodec } from "../converse/codec.ts";
 import { parseCountTokens } from "../converse/schema.ts";
 import { messagesCodec } from "../messages/codec.ts";

@@ -4,11 +4,11 @@
  * error as an exception frame. A Messages provider's server-sent events are re-framed so; a
  * Bedrock provider's own frames pass as they came (plugins/platforms/bedrock_wire.ts).
  */
-import type { ErrorKind } from "../../src/contract/errors.ts";
-import type { UpstreamFraming } from "../../src/contract/framing.ts";
-import type { StreamFraming } from "../../src/contract/generation.ts";
-import type { SseEvent } from "../../src/contract/sse.ts";
-import { joinBytes } from "../../src/http.ts";
+import type { ErrorKind } from "../../src/kit/errors.ts";
+import type { UpstreamFraming } from "../../src/kit/framing.ts";
+import type { StreamFraming } from "../../src/kit/generation.ts";
+import type { SseEvent } from "../../src/kit/sse.ts";
+import { joinBytes } from "../../src/kit/http.ts";
 import { METRICS_KEY } from "../messages/bedrock_metrics.ts";
 import { watch } from "../messages/watch.ts";
 import { chunkFrame, exceptionOf, streamExceptionName } from "../platforms/bedrock_wire.ts";

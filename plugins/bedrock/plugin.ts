@@ -6,8 +6,8 @@
  * providers (on Bedrock itself, its frames as they came, through the aws-bedrock platform) and
  * converted for the others. Converse is the converse plugin's.
  */
-import type { FormatPlugin } from "../../src/contract/format.ts";
-import type { HandlerContext } from "../../src/contract/handler.ts";
+import type { FormatPlugin } from "../../src/kit/format.ts";
+import type { HandlerContext } from "../../src/kit/handler.ts";
 import { messagesPlugin } from "../messages/plugin.ts";
 import { modelPattern } from "../platforms/bedrock_wire.ts";
 import { bedrockMessagesCodec } from "./codec.ts";

@@ -1,5 +1,5 @@
 /** OpenAI Chat Completions, as the client's format and as a provider's API. */
-import type { Codec } from "../../src/contract/codec.ts";
+import type { Codec } from "../../src/kit/codec.ts";
 import { decodeRequest } from "./decode_request.ts";
 import { decodeStream } from "./decode_stream.ts";
 import { encodeRequest } from "./encode_request.ts";

@@ -1,7 +1,7 @@
 /** A chat client's request → IR (ingress). */
 import type { z } from "zod";
-import { badRequest } from "../../src/contract/errors.ts";
-import type * as ir from "../../src/contract/ir.ts";
+import { badRequest } from "../../src/kit/errors.ts";
+import type * as ir from "../../src/kit/ir.ts";
 import { openAiEffort, openAiJsonSchema, parseDataUri, urlSource } from "../shared.ts";
 import {
   type allowedTools,

@@ -3,11 +3,11 @@
  * delta and closes when another kind starts or `finish_reason` arrives. The stream is over
  * only at `data: [DONE]` (after the usage chunk); a `finish_reason` without it is a cut.
  */
-import { kindForStatus } from "../../src/contract/errors.ts";
-import type { DecodeContext, Emit, StreamStep } from "../../src/contract/codec.ts";
-import type * as ir from "../../src/contract/ir.ts";
-import type { SseEvent } from "../../src/contract/sse.ts";
-import { describeIssues } from "../../src/validate.ts";
+import { kindForStatus } from "../../src/kit/errors.ts";
+import type { DecodeContext, Emit, StreamStep } from "../../src/kit/codec.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { SseEvent } from "../../src/kit/sse.ts";
+import { describeIssues } from "../../src/kit/validate.ts";
 import { ANTHROPIC_STATUSES, openAiErrorStatus } from "../shared.ts";
 import { type ChatChunk, chunkSchema, type ToolCallDelta } from "./schema.ts";
 import { finishToIr, readToolCallSignature, reasoningText, toolCallId, usageToIr } from "./wire.ts";

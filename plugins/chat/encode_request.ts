@@ -1,8 +1,8 @@
 /** IR → an upstream Chat Completions request. */
-import type { EncodeContext } from "../../src/contract/codec.ts";
-import { unsupported } from "../../src/contract/errors.ts";
-import type * as ir from "../../src/contract/ir.ts";
-import { signatureFor } from "../../src/signature.ts";
+import type { EncodeContext } from "../../src/kit/codec.ts";
+import { unsupported } from "../../src/kit/errors.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import { signatureFor } from "../../src/kit/signature.ts";
 import { dataUri, TOOL_ERROR_PREFIX } from "../shared.ts";
 import { FAMILY, type Obj, signatureExtra, toolCallFromIr } from "./wire.ts";
 import { planHosted } from "../hosted.ts";

@@ -5,9 +5,9 @@
  * (`choices:[]`) when the client asked for it; then `[DONE]`.
  */
 import { openAiDialect } from "../openai.ts";
-import type { ClientContext, Emit, StreamStep } from "../../src/contract/codec.ts";
-import type * as ir from "../../src/contract/ir.ts";
-import { dataEvent, type SseEvent } from "../../src/contract/sse.ts";
+import type { ClientContext, Emit, StreamStep } from "../../src/kit/codec.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import { dataEvent, type SseEvent } from "../../src/kit/sse.ts";
 import { streamErrorBody } from "../shared.ts";
 import {
   clientSignatureExtra,

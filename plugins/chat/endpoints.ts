@@ -1,6 +1,6 @@
 /** POST /v1/chat/completions */
-import type { PluginHandler } from "../../src/contract/handler.ts";
-import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
+import type { PluginHandler } from "../../src/kit/handler.ts";
+import { flagOf, modelOf, readJsonBody } from "../../src/kit/http.ts";
 import { chatCodec } from "./codec.ts";
 import { parseRequest } from "./schema.ts";
 

@@ -1,6 +1,6 @@
 /** OpenAI Chat Completions (`/v1/chat/completions`) and OpenAI's model list. */
-import type { FormatPlugin } from "../../src/contract/format.ts";
-import type { HandlerContext } from "../../src/contract/handler.ts";
+import type { FormatPlugin } from "../../src/kit/format.ts";
+import type { HandlerContext } from "../../src/kit/handler.ts";
 import { OPENAI_FORWARD_HEADERS, openAiDialect, openAiModel, openAiUpstream } from "../openai.ts";
 import { chatCodec } from "./codec.ts";
 import { chatCompletions } from "./endpoints.ts";

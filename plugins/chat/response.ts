@@ -1,7 +1,7 @@
 /** Non-streaming completions: IR → chat client body, and upstream chat body → IR. */
-import type { ClientContext, DecodeContext } from "../../src/contract/codec.ts";
-import type * as ir from "../../src/contract/ir.ts";
-import { describeIssues } from "../../src/validate.ts";
+import type { ClientContext, DecodeContext } from "../../src/kit/codec.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import { describeIssues } from "../../src/kit/validate.ts";
 import { type ChatResponse, responseSchema } from "./schema.ts";
 import {
   badUpstream,

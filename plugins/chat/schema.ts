@@ -5,7 +5,7 @@
  * (the converting decoder rejects the ones it cannot express); known variants are strict.
  */
 import { z } from "zod";
-import { parseBody, sparseObject, tagged } from "../../src/validate.ts";
+import { parseBody, sparseObject, tagged } from "../../src/kit/validate.ts";
 
 type Loose = z.ZodType<{ type: string } & Record<string, unknown>>;
 

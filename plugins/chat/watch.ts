@@ -1,5 +1,5 @@
 /** A relayed chat stream ends with `data: [DONE]` or an error chunk; usage is in its last chunk. */
-import type { StreamWatch } from "../../src/contract/codec.ts";
+import type { StreamWatch } from "../../src/kit/codec.ts";
 import { ERROR_PAYLOAD, lastUsage } from "../shared.ts";
 import type { ChatUsage } from "./schema.ts";
 import { usageToIr } from "./wire.ts";

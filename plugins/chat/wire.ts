@@ -1,8 +1,8 @@
 /** Mappings the Chat Completions decoders and encoders share (both directions). */
 import type { z } from "zod";
-import { GatewayError } from "../../src/contract/errors.ts";
-import type * as ir from "../../src/contract/ir.ts";
-import { carrySignature, readSignature } from "../../src/signature.ts";
+import { GatewayError } from "../../src/kit/errors.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import { carrySignature, readSignature } from "../../src/kit/signature.ts";
 import type { ChatUsage, customCall, functionCall } from "./schema.ts";
 import { citedSpan } from "../hosted.ts";
 

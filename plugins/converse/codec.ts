@@ -2,7 +2,7 @@
  * The Bedrock Converse codec (`/model/{modelId}/converse`, `/converse-stream`), as client
  * format (the AWS SDKs' ConverseCommand and ConverseStreamCommand) and as upstream API.
  */
-import type { Codec } from "../../src/contract/codec.ts";
+import type { Codec } from "../../src/kit/codec.ts";
 import { modelIdSegment } from "../platforms/bedrock_wire.ts";
 import { decodeRequest } from "./decode_request.ts";
 import { decodeResponse, encodeResponse, usageOf } from "./response.ts";

@@ -1,5 +1,5 @@
 /** What Bedrock Converse's request, response and stream mappings share. */
-import type * as ir from "../../src/contract/ir.ts";
+import type * as ir from "../../src/kit/ir.ts";
 import { stopReasonFromIr as messagesStopReason } from "../messages/common.ts";
 
 /**

@@ -3,9 +3,9 @@
  * to the IR, for a route whose provider speaks another format. What only Bedrock applies
  * (guardrails, prompt management) is refused here; relayed routes take it to Bedrock as sent.
  */
-import type * as ir from "../../src/contract/ir.ts";
-import { badRequest } from "../../src/contract/errors.ts";
-import { readSignature } from "../../src/signature.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import { badRequest } from "../../src/kit/errors.ts";
+import { readSignature } from "../../src/kit/signature.ts";
 import { ATTACHED, readMarked, REDACTED } from "../shared.ts";
 import { readThinking } from "../messages/thinking.ts";
 import { FAMILY, isObj, type Obj } from "./common.ts";

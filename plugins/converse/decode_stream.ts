@@ -2,12 +2,12 @@
  * Upstream: ConverseStream events (framing.ts names each by its `:event-type`, or its
  * `:exception-type` for exceptions) to IR stream events. An exception is an IR error, so the
  * client hears Bedrock's kind in its own dialect (a rate limit, not a bare interruption), and an
- * error before content fails the attempt over (src/hold_opening.ts). Text and reasoning blocks have no
+ * error before content fails the attempt over (src/request/hold_opening.ts). Text and reasoning blocks have no
  * start event in Converse: their first delta opens them.
  */
-import type * as ir from "../../src/contract/ir.ts";
-import type { DecodeContext, StreamStep } from "../../src/contract/codec.ts";
-import type { SseEvent } from "../../src/contract/sse.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { DecodeContext, StreamStep } from "../../src/kit/codec.ts";
+import type { SseEvent } from "../../src/kit/sse.ts";
 import { jsonObjectOf } from "../shared.ts";
 import { stopPart } from "../messages/common.ts";
 import { bedrockException } from "../platforms/bedrock_wire.ts";

@@ -5,12 +5,12 @@
  * Bedrock streams them), `contentBlockDelta`s and `contentBlockStop`, then `messageStop` and
  * `metadata` with the usage. An error is the exception Bedrock streams for its kind.
  */
-import type * as ir from "../../src/contract/ir.ts";
-import type { ClientContext, StreamStep } from "../../src/contract/codec.ts";
-import type { SseEvent } from "../../src/contract/sse.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { ClientContext, StreamStep } from "../../src/kit/codec.ts";
+import type { SseEvent } from "../../src/kit/sse.ts";
 import { toolUseId } from "../messages/common.ts";
 import { exceptionOf, streamExceptionName } from "../platforms/bedrock_wire.ts";
-import { carrySignature } from "../../src/signature.ts";
+import { carrySignature } from "../../src/kit/signature.ts";
 import { FAMILY, type Obj, stopReasonFromIr, usageFromIr } from "./common.ts";
 import { attachedSignature, redactedContent } from "./response.ts";
 

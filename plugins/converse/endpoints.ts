@@ -1,6 +1,6 @@
 /** POST /model/{modelId}/converse and /converse-stream: Converse clients (the AWS SDKs). */
-import type { PluginHandler } from "../../src/contract/handler.ts";
-import { readJsonBody } from "../../src/http.ts";
+import type { PluginHandler } from "../../src/kit/handler.ts";
+import { readJsonBody } from "../../src/kit/http.ts";
 import { readModelPath } from "../platforms/bedrock_wire.ts";
 import { converseCodec } from "./codec.ts";
 import { CONVERSE_STREAM } from "./framing.ts";

@@ -6,10 +6,10 @@
  * Converse client. A relayed stream goes out as the provider's own frames. A frame that fails
  * its checksum (or has an impossible length) ends the stream as a malformed event.
  */
-import { formatSse, type SseEvent } from "../../src/contract/sse.ts";
-import type { UpstreamFraming } from "../../src/contract/framing.ts";
-import type { StreamFraming } from "../../src/contract/generation.ts";
-import { joinBytes } from "../../src/http.ts";
+import { formatSse, type SseEvent } from "../../src/kit/sse.ts";
+import type { UpstreamFraming } from "../../src/kit/framing.ts";
+import type { StreamFraming } from "../../src/kit/generation.ts";
+import { joinBytes } from "../../src/kit/http.ts";
 import {
   cutFrames,
   EVENT_STREAM_TYPE,

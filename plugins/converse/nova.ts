@@ -4,7 +4,7 @@
  * `additionalModelRequestFields`; it is off by default. Nova 1 models (`amazon.nova-pro-v1:0`)
  * have no such switch. Nova 2 Lite returns its reasoning redacted.
  */
-import type * as ir from "../../src/contract/ir.ts";
+import type * as ir from "../../src/kit/ir.ts";
 import { effortForBudget } from "../shared.ts";
 import type { Obj } from "./common.ts";
 

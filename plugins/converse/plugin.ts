@@ -3,8 +3,8 @@
  * format of the AWS SDKs' ConverseCommand and ConverseStreamCommand (docs/cloud-clients.md), in
  * Bedrock Runtime's dialect.
  */
-import type { FormatPlugin } from "../../src/contract/format.ts";
-import type { HandlerContext } from "../../src/contract/handler.ts";
+import type { FormatPlugin } from "../../src/kit/format.ts";
+import type { HandlerContext } from "../../src/kit/handler.ts";
 import { BEDROCK_PATHS, bedrockDialect } from "../bedrock/dialect.ts";
 import { converseCodec } from "./codec.ts";
 import { FAMILY } from "./common.ts";

@@ -2,9 +2,9 @@
  * A Bedrock Converse JSON response, both ways: read from a provider into the IR, and written
  * from the IR for a Converse client.
  */
-import type * as ir from "../../src/contract/ir.ts";
-import type { ClientContext, DecodeContext } from "../../src/contract/codec.ts";
-import { carrySignature } from "../../src/signature.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { ClientContext, DecodeContext } from "../../src/kit/codec.ts";
+import { carrySignature } from "../../src/kit/signature.ts";
 import { argumentsObject, ATTACHED, carryMarked, CUSTOM_INPUT_KEY, REDACTED } from "../shared.ts";
 import { toolUseId } from "../messages/common.ts";
 import {

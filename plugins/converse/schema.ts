@@ -5,7 +5,7 @@
  * a block holds is read by the decoder, which names the block when it holds none it knows.
  */
 import { z } from "zod";
-import { parseBody } from "../../src/validate.ts";
+import { parseBody } from "../../src/kit/validate.ts";
 
 const cachePoint = z.looseObject({ type: z.string(), ttl: z.string().optional() });
 

@@ -2,7 +2,7 @@
  * A relayed ConverseStream ends with `metadata` (after `messageStop`), which carries the usage,
  * or with an exception.
  */
-import type { StreamWatch } from "../../src/contract/codec.ts";
+import type { StreamWatch } from "../../src/kit/codec.ts";
 import { jsonObjectOf } from "../shared.ts";
 import { usageOf } from "./response.ts";
 

@@ -6,9 +6,9 @@
  * when something else arrives; every `functionCall` arrives whole and becomes start, one
  * arguments delta, stop.
  */
-import { kindForStatus } from "../../src/contract/errors.ts";
-import type * as ir from "../../src/contract/ir.ts";
-import type { DecodeContext } from "../../src/contract/codec.ts";
+import { kindForStatus } from "../../src/kit/errors.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { DecodeContext } from "../../src/kit/codec.ts";
 import { CUSTOM_INPUT_KEY } from "../shared.ts";
 import { isObject } from "./json_schema.ts";
 import { FAMILY, responseCallId } from "./parts.ts";

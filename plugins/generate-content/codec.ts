@@ -2,7 +2,7 @@
  * The Gemini generateContent format (`/v1beta/models/{model}:generateContent`): Gemini CLI and
  * @google/genai as clients, the Gemini API as an upstream.
  */
-import type { Codec } from "../../src/contract/codec.ts";
+import type { Codec } from "../../src/kit/codec.ts";
 import { decodeResponse, encodeResponse } from "./response.ts";
 import { decodeRequest } from "./ingress.ts";
 import { decodeStream, encodeStream } from "./stream.ts";

@@ -1,7 +1,7 @@
 /** Google's error envelope, where Gemini clients put their key, and Gemini's model list. */
-import { badRequest, type ErrorKind, type GatewayError } from "../../src/contract/errors.ts";
-import type { Dialect, ModelListing } from "../../src/contract/format.ts";
-import type { ListedModel } from "../../src/contract/format.ts";
+import { badRequest, type ErrorKind, type GatewayError } from "../../src/kit/errors.ts";
+import type { Dialect, ModelListing } from "../../src/kit/format.ts";
+import type { ListedModel } from "../../src/kit/format.ts";
 import { DONE } from "../shared.ts";
 
 const STATUS: Record<ErrorKind, string> = {

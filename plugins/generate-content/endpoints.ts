@@ -1,7 +1,7 @@
 /** POST /v1beta/models/{model}:generateContent | :streamGenerateContent */
-import type { PluginHandler } from "../../src/contract/handler.ts";
-import { badRequest } from "../../src/contract/errors.ts";
-import { checkModelName, readJsonBody } from "../../src/http.ts";
+import type { PluginHandler } from "../../src/kit/handler.ts";
+import { badRequest } from "../../src/kit/errors.ts";
+import { checkModelName, readJsonBody } from "../../src/kit/http.ts";
 import { JSON_ARRAY } from "./framing.ts";
 import { generateContentCodec } from "./codec.ts";
 import { path } from "./upstream.ts";

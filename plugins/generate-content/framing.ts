@@ -3,8 +3,8 @@
  * `alt=sse`: the elements are the events. A cut stream still ends as a parseable array, its
  * last element the interruption error.
  */
-import type { StreamFraming } from "../../src/contract/generation.ts";
-import type { Scan, UpstreamFraming } from "../../src/contract/framing.ts";
+import type { StreamFraming } from "../../src/kit/generation.ts";
+import type { Scan, UpstreamFraming } from "../../src/kit/framing.ts";
 
 /**
  * One stream's array, read (a relayed stream) or written (a converted one): either way it knows

@@ -4,7 +4,7 @@
  * segment offsets are UTF-8 byte offsets into the candidate's whole answer text; IR citations
  * are character offsets into one text part. Both directions are here.
  */
-import type * as ir from "../../src/contract/ir.ts";
+import type * as ir from "../../src/kit/ir.ts";
 import { byteLength, charOffset, citedSpan } from "../hosted.ts";
 
 type Obj = Record<string, unknown>;

@@ -3,9 +3,9 @@
  * Gemini here (same-format routes are relayed untouched), so Gemini-only features are
  * rejected with a 400 that names them.
  */
-import type * as ir from "../../src/contract/ir.ts";
-import { badRequest } from "../../src/contract/errors.ts";
-import { readSignature } from "../../src/signature.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import { badRequest } from "../../src/kit/errors.ts";
+import { readSignature } from "../../src/kit/signature.ts";
 import { fromOpenApi } from "./json_schema.ts";
 import { audioFormat, FAMILY, readThought } from "./parts.ts";
 import {

@@ -1,6 +1,6 @@
 /** Pieces shared by the request, response and stream mappings of the Gemini format. */
-import type * as ir from "../../src/contract/ir.ts";
-import { readSignature } from "../../src/signature.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import { readSignature } from "../../src/kit/signature.ts";
 import { carryMarked, readMarked, REDACTED } from "../shared.ts";
 
 export const FAMILY: ir.Family = "gemini";

@@ -1,8 +1,8 @@
 /** Gemini generateContent (`/v1beta/models/{model}:…`): Gemini CLI and @google/genai. */
-import type { FormatPlugin } from "../../src/contract/format.ts";
-import type { HandlerContext } from "../../src/contract/handler.ts";
-import type { OutgoingRequest } from "../../src/contract/format.ts";
-import { unsafeSegmentReason } from "../../src/model_segment.ts";
+import type { FormatPlugin } from "../../src/kit/format.ts";
+import type { HandlerContext } from "../../src/kit/handler.ts";
+import type { OutgoingRequest } from "../../src/kit/format.ts";
+import { unsafeSegmentReason } from "../../src/kit/model_segment.ts";
 import { generateContentCodec } from "./codec.ts";
 import { geminiModelPage, geminiModels, googleDialect } from "./dialect.ts";
 import { generateContent } from "./endpoints.ts";

@@ -1,7 +1,7 @@
 /** Whole (non-streaming) responses in both directions, and the client-side part shapes. */
-import type * as ir from "../../src/contract/ir.ts";
-import type { ClientContext, DecodeContext } from "../../src/contract/codec.ts";
-import { carrySignature } from "../../src/signature.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { ClientContext, DecodeContext } from "../../src/kit/codec.ts";
+import { carrySignature } from "../../src/kit/signature.ts";
 import { ChunkDecoder } from "./chunks.ts";
 import { argumentsObject, foldEvent } from "../shared.ts";
 import { FAMILY, redactedSignature } from "./parts.ts";

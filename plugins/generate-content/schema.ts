@@ -5,7 +5,7 @@
  * curl examples); each object maps those to camelCase for the keys it models.
  */
 import { z } from "zod";
-import { parseBody } from "../../src/validate.ts";
+import { parseBody } from "../../src/kit/validate.ts";
 
 const toCamel = (key: string) => key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 

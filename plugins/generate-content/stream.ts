@@ -1,8 +1,8 @@
 /** Streams in both directions: Gemini SSE chunks ⇄ IR stream events. */
 import { googleDialect } from "./dialect.ts";
-import type * as ir from "../../src/contract/ir.ts";
-import type { ClientContext, DecodeContext, StreamStep } from "../../src/contract/codec.ts";
-import { dataEvent, type SseEvent } from "../../src/contract/sse.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { ClientContext, DecodeContext, StreamStep } from "../../src/kit/codec.ts";
+import { dataEvent, type SseEvent } from "../../src/kit/sse.ts";
 import { jsonObjectOf, streamErrorBody } from "../shared.ts";
 import { ChunkDecoder } from "./chunks.ts";
 import { clientChunk, clientPart } from "./response.ts";

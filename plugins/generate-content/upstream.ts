@@ -1,9 +1,9 @@
 /** IR to a Gemini generateContent request body (the provider speaks Gemini). */
-import type * as ir from "../../src/contract/ir.ts";
-import type { EncodeContext } from "../../src/contract/codec.ts";
-import { badRequest, unsupported } from "../../src/contract/errors.ts";
-import { modelSegment } from "../../src/model_segment.ts";
-import { signatureFor } from "../../src/signature.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { EncodeContext } from "../../src/kit/codec.ts";
+import { badRequest, unsupported } from "../../src/kit/errors.ts";
+import { modelSegment } from "../../src/kit/model_segment.ts";
+import { signatureFor } from "../../src/kit/signature.ts";
 import { argumentsObject, CUSTOM_TOOL_SCHEMA, urlSource } from "../shared.ts";
 import { dropOptions, planHosted } from "../hosted.ts";
 import { forGemini } from "./json_schema.ts";

@@ -2,7 +2,7 @@
  * A relayed Gemini stream has no end marker of its own: its last chunk carries `finishReason`
  * (or it is an error chunk). Every chunk may carry `usageMetadata`; the last one counts.
  */
-import type { StreamWatch } from "../../src/contract/codec.ts";
+import type { StreamWatch } from "../../src/kit/codec.ts";
 import { ERROR_PAYLOAD, lastUsage } from "../shared.ts";
 import { decodeUsage } from "./chunks.ts";
 

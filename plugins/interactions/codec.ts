@@ -2,7 +2,7 @@
  * The Gemini Interactions format (`POST /v1beta/interactions`): @google/genai's
  * `client.interactions` as a client, Gemini's Interactions endpoint as an upstream.
  */
-import type { Codec } from "../../src/contract/codec.ts";
+import type { Codec } from "../../src/kit/codec.ts";
 import { decodeRequest } from "./decode_request.ts";
 import { encodeResponse } from "./encode_response.ts";
 import { encodeStream } from "./encode_stream.ts";

@@ -2,7 +2,7 @@
  * A streamed answer gathered into the IR response it adds up to, so a kept stream is stored as
  * the same `Interaction` resource a JSON answer would have been.
  */
-import type * as ir from "../../src/contract/ir.ts";
+import type * as ir from "../../src/kit/ir.ts";
 import { foldEvent } from "../shared.ts";
 
 export class AnswerCollector {

@@ -4,8 +4,8 @@
  * only Google can run — agents, background runs, stored chains it would have to resolve,
  * non-text outputs — is refused with a 400 naming the field.
  */
-import type * as ir from "../../src/contract/ir.ts";
-import { badRequest } from "../../src/contract/errors.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import { badRequest } from "../../src/kit/errors.ts";
 import {
   type GenerationConfig,
   type InteractionsRequest,

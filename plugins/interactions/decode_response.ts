@@ -1,7 +1,7 @@
 /** An Interactions provider's `Interaction` resource to an IR response (non-streaming). */
-import type * as ir from "../../src/contract/ir.ts";
-import type { DecodeContext } from "../../src/contract/codec.ts";
-import { GatewayError } from "../../src/contract/errors.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { DecodeContext } from "../../src/kit/codec.ts";
+import { GatewayError } from "../../src/kit/errors.ts";
 import { History } from "./history.ts";
 import { decodeUsage, finishOf, unixTime } from "./steps.ts";
 

@@ -5,11 +5,11 @@
  *   holds a signature, which goes to the tool call that follows (or becomes thinking);
  * - a hosted run (call step, then result step) is one IR part, sent whole at its result.
  */
-import type * as ir from "../../src/contract/ir.ts";
-import type { DecodeContext, StreamStep } from "../../src/contract/codec.ts";
-import type { ErrorKind } from "../../src/contract/errors.ts";
-import type { SseEvent } from "../../src/contract/sse.ts";
-import { readSignature } from "../../src/signature.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { DecodeContext, StreamStep } from "../../src/kit/codec.ts";
+import type { ErrorKind } from "../../src/kit/errors.ts";
+import type { SseEvent } from "../../src/kit/sse.ts";
+import { readSignature } from "../../src/kit/signature.ts";
 import { jsonObjectOf } from "../shared.ts";
 import { charOffset } from "../hosted.ts";
 import { decodeUsage, FAMILY, finishOf, unixTime } from "./steps.ts";

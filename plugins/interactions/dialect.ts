@@ -2,8 +2,8 @@
  * Interactions clients speak Google's dialect (key headers, error envelope); only the end of a
  * cut stream differs: an `error` event, whose `error.code` says `upstream_interrupted`.
  */
-import type { Dialect } from "../../src/contract/format.ts";
-import { formatSse } from "../../src/contract/sse.ts";
+import type { Dialect } from "../../src/kit/format.ts";
+import { formatSse } from "../../src/kit/sse.ts";
 import { googleDialect } from "../generate-content/dialect.ts";
 import { errorEvent } from "./encode_stream.ts";
 

@@ -3,10 +3,10 @@
  * whole conversation as steps every time, with `store: false`: Google keeps nothing it would
  * only be asked to forget.
  */
-import type * as ir from "../../src/contract/ir.ts";
-import type { EncodeContext } from "../../src/contract/codec.ts";
-import { unsupported } from "../../src/contract/errors.ts";
-import { signatureFor } from "../../src/signature.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { EncodeContext } from "../../src/kit/codec.ts";
+import { unsupported } from "../../src/kit/errors.ts";
+import { signatureFor } from "../../src/kit/signature.ts";
 import { CUSTOM_TOOL_SCHEMA, urlSource } from "../shared.ts";
 import { dropOptions, planHosted } from "../hosted.ts";
 import { FAMILY, modelSteps, type SignatureSlot, textContent } from "./steps.ts";

@@ -4,9 +4,9 @@
  * the answer's only: the request's input is the stored interaction's business. `output_text`
  * is left out as Google leaves it out: the SDK computes it from the steps.
  */
-import type * as ir from "../../src/contract/ir.ts";
-import type { ClientContext } from "../../src/contract/codec.ts";
-import { carrySignature } from "../../src/signature.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { ClientContext } from "../../src/kit/codec.ts";
+import { carrySignature } from "../../src/kit/signature.ts";
 import { encodeUsage, FAMILY, isoTime, modelSteps, type SignatureSlot, statusOf } from "./steps.ts";
 
 /** Signatures of every family ride to the client (Gemini's untouched). */

@@ -5,9 +5,9 @@
  * position among the interaction's steps, which differs from the IR index where a signature
  * becomes a step of its own or a hosted run two.
  */
-import type * as ir from "../../src/contract/ir.ts";
-import type { ClientContext, StreamStep } from "../../src/contract/codec.ts";
-import type { SseEvent } from "../../src/contract/sse.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { ClientContext, StreamStep } from "../../src/kit/codec.ts";
+import type { SseEvent } from "../../src/kit/sse.ts";
 import { streamErrorBody } from "../shared.ts";
 import { carried, interactionResource, resourceHead } from "./encode_response.ts";
 import { AnswerCollector } from "./collect.ts";

@@ -1,8 +1,8 @@
 /** POST /v1beta/interactions: a model interaction, as JSON or an SSE event stream. */
-import { badRequest } from "../../src/contract/errors.ts";
-import type { GenerationSpec } from "../../src/contract/generation.ts";
-import type { PluginHandler } from "../../src/contract/handler.ts";
-import { checkModelName, readJsonBody } from "../../src/http.ts";
+import { badRequest } from "../../src/kit/errors.ts";
+import type { GenerationSpec } from "../../src/kit/generation.ts";
+import type { PluginHandler } from "../../src/kit/handler.ts";
+import { checkModelName, readJsonBody } from "../../src/kit/http.ts";
 import { interactionsCodec } from "./codec.ts";
 import { cancellable } from "./running.ts";
 import { parseRequest } from "./schema.ts";

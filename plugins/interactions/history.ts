@@ -2,9 +2,9 @@
  * Interactions input to IR messages: a user turn of content blocks, or a history of steps (the
  * steps of earlier interactions, as a client sends them back or a provider answers them).
  */
-import type * as ir from "../../src/contract/ir.ts";
-import { badRequest } from "../../src/contract/errors.ts";
-import { readSignature } from "../../src/signature.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import { badRequest } from "../../src/kit/errors.ts";
+import { readSignature } from "../../src/kit/signature.ts";
 import { readMarked, REDACTED } from "../shared.ts";
 import { charOffset } from "../hosted.ts";
 import { type InputItem, type InteractionsRequest, isContentType } from "./schema.ts";

@@ -1,6 +1,6 @@
 /** Gemini Interactions (`/v1beta/interactions`): @google/genai's `client.interactions`. */
-import type { FormatPlugin } from "../../src/contract/format.ts";
-import type { HandlerContext } from "../../src/contract/handler.ts";
+import type { FormatPlugin } from "../../src/kit/format.ts";
+import type { HandlerContext } from "../../src/kit/handler.ts";
 import { googleAuthorize } from "../generate-content/plugin.ts";
 import { interactionsCodec } from "./codec.ts";
 import { interactionsDialect } from "./dialect.ts";

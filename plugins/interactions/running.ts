@@ -3,9 +3,9 @@
  * Cancelling ends the upstream call as a client leaving does, then ends the client's stream with
  * `interaction.completed` in status `cancelled`; a cancelled interaction is not kept.
  */
-import { badRequest } from "../../src/contract/errors.ts";
-import type { PluginHandler } from "../../src/contract/handler.ts";
-import { formatSse } from "../../src/contract/sse.ts";
+import { badRequest } from "../../src/kit/errors.ts";
+import type { PluginHandler } from "../../src/kit/handler.ts";
+import { formatSse } from "../../src/kit/sse.ts";
 import { interactionEvent } from "./encode_stream.ts";
 import { idFromPath, notFound, ownInteraction } from "./stored.ts";
 

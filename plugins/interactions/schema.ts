@@ -6,7 +6,7 @@
  * recognised here and refused by the converting decoder.
  */
 import { z } from "zod";
-import { parseBody, sparseObject, tagged } from "../../src/validate.ts";
+import { parseBody, sparseObject, tagged } from "../../src/kit/validate.ts";
 
 const record = z.record(z.string(), z.unknown());
 

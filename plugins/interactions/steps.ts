@@ -4,7 +4,7 @@
  * only (a `function_call` step has no signature field): a signed tool call is a summary-less
  * `thought` step holding the signature, directly before the call.
  */
-import type * as ir from "../../src/contract/ir.ts";
+import type * as ir from "../../src/kit/ir.ts";
 import { argumentsObject, REDACTED } from "../shared.ts";
 import { byteLength, citedSpan } from "../hosted.ts";
 

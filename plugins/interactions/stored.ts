@@ -5,11 +5,11 @@
  * `?stream=true` replays the interaction as its event stream). Every lookup is by the calling
  * client key: another key's interaction is not found.
  */
-import { badRequest, GatewayError } from "../../src/contract/errors.ts";
-import type { StoredTurn } from "../../src/contract/conversations.ts";
-import type { HandlerContext, PluginHandler, Route } from "../../src/contract/handler.ts";
-import { formatSse } from "../../src/contract/sse.ts";
-import { decodePathSegment, STREAM_HEADERS } from "../../src/http.ts";
+import { badRequest, GatewayError } from "../../src/kit/errors.ts";
+import type { StoredTurn } from "../../src/kit/conversations.ts";
+import type { HandlerContext, PluginHandler, Route } from "../../src/kit/handler.ts";
+import { formatSse } from "../../src/kit/sse.ts";
+import { decodePathSegment, STREAM_HEADERS } from "../../src/kit/http.ts";
 import { interactionEvent } from "./encode_stream.ts";
 import { type InteractionsRequest, isContentType } from "./schema.ts";
 

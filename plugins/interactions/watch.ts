@@ -2,7 +2,7 @@
  * A relayed Interactions stream ends with `interaction.completed` (which carries the usage) or
  * an `error` event.
  */
-import type { StreamWatch } from "../../src/contract/codec.ts";
+import type { StreamWatch } from "../../src/kit/codec.ts";
 import { lastUsage } from "../shared.ts";
 import { decodeUsage } from "./steps.ts";
 

@@ -1,5 +1,5 @@
 /** The Anthropic Messages codec (`/v1/messages`), as client format and as upstream API. */
-import type { Codec } from "../../src/contract/codec.ts";
+import type { Codec } from "../../src/kit/codec.ts";
 import { decodeRequest } from "./decode_request.ts";
 import { encodeRequest } from "./encode_request.ts";
 import { decodeResponse, encodeResponse } from "./response.ts";

@@ -1,7 +1,7 @@
 /** Mappings the Anthropic Messages decoders and encoders share (both directions). */
-import type * as ir from "../../src/contract/ir.ts";
-import { badRequest, type ErrorKind, kindForStatus } from "../../src/contract/errors.ts";
-import { carrySignature } from "../../src/signature.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import { badRequest, type ErrorKind, kindForStatus } from "../../src/kit/errors.ts";
+import { carrySignature } from "../../src/kit/signature.ts";
 import {
   ANTHROPIC_STATUSES,
   ATTACHED,

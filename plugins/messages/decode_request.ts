@@ -1,8 +1,8 @@
 /** Ingress: an Anthropic Messages client request to the IR. */
-import type * as ir from "../../src/contract/ir.ts";
+import type * as ir from "../../src/kit/ir.ts";
 import type { z } from "zod";
-import { badRequest } from "../../src/contract/errors.ts";
-import { readSignature } from "../../src/signature.ts";
+import { badRequest } from "../../src/kit/errors.ts";
+import { readSignature } from "../../src/kit/signature.ts";
 import { userLocationOf } from "../hosted.ts";
 import { FAMILY, readAttached, readCache } from "./common.ts";
 import { readThinking } from "./thinking.ts";

@@ -1,7 +1,7 @@
 /** Upstream: Anthropic Messages SSE events to IR stream events, one event at a time. */
-import type * as ir from "../../src/contract/ir.ts";
-import type { DecodeContext, StreamStep } from "../../src/contract/codec.ts";
-import type { SseEvent } from "../../src/contract/sse.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { DecodeContext, StreamStep } from "../../src/kit/codec.ts";
+import type { SseEvent } from "../../src/kit/sse.ts";
 import { jsonObjectOf } from "../shared.ts";
 import { withBedrockMetrics } from "./bedrock_metrics.ts";
 import {

@@ -1,7 +1,7 @@
 /** Anthropic's error envelope, where its clients put their key, and its model list. */
-import type { ErrorKind, GatewayError } from "../../src/contract/errors.ts";
-import type { Dialect, ModelListing } from "../../src/contract/format.ts";
-import type { ListedModel } from "../../src/contract/format.ts";
+import type { ErrorKind, GatewayError } from "../../src/kit/errors.ts";
+import type { Dialect, ModelListing } from "../../src/kit/format.ts";
+import type { ListedModel } from "../../src/kit/format.ts";
 import { bearer, DONE, rateLimitHeaders } from "../shared.ts";
 
 const TYPE: Record<ErrorKind, string> = {

@@ -1,8 +1,8 @@
 /** Upstream: the IR to an Anthropic Messages request body. */
-import type * as ir from "../../src/contract/ir.ts";
-import type { EncodeContext } from "../../src/contract/codec.ts";
-import { unsupported } from "../../src/contract/errors.ts";
-import { signatureFor } from "../../src/signature.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { EncodeContext } from "../../src/kit/codec.ts";
+import { unsupported } from "../../src/kit/errors.ts";
+import { signatureFor } from "../../src/kit/signature.ts";
 import {
   argumentsObject,
   CUSTOM_TOOL_SCHEMA,

@@ -4,10 +4,10 @@
  * `message_stop` (only on IR `finish`). Every record has its `event:` line.
  */
 import { anthropicDialect } from "./dialect.ts";
-import type * as ir from "../../src/contract/ir.ts";
-import type { ClientContext, StreamStep } from "../../src/contract/codec.ts";
-import { carrySignature } from "../../src/signature.ts";
-import { type SseEvent, typedEvent } from "../../src/contract/sse.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { ClientContext, StreamStep } from "../../src/kit/codec.ts";
+import { carrySignature } from "../../src/kit/signature.ts";
+import { type SseEvent, typedEvent } from "../../src/kit/sse.ts";
 import { CUSTOM_INPUT_KEY, streamErrorBody } from "../shared.ts";
 import {
   attachedSignatureBlocks,

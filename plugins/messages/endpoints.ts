@@ -1,8 +1,8 @@
 /** POST /v1/messages and /v1/messages/count_tokens */
-import type { JsonBody } from "../../src/contract/generation.ts";
-import type { HandlerContext, PluginHandler } from "../../src/contract/handler.ts";
-import { badRequest } from "../../src/contract/errors.ts";
-import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
+import type { JsonBody } from "../../src/kit/generation.ts";
+import type { HandlerContext, PluginHandler } from "../../src/kit/handler.ts";
+import { badRequest } from "../../src/kit/errors.ts";
+import { flagOf, modelOf, readJsonBody } from "../../src/kit/http.ts";
 import { messagesCodec } from "./codec.ts";
 import { validateRequest } from "./schema.ts";
 

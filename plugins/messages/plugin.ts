@@ -1,6 +1,6 @@
 /** Anthropic Messages (`/v1/messages`, count_tokens): Claude Code and the Anthropic SDKs. */
-import type { FormatPlugin } from "../../src/contract/format.ts";
-import type { HandlerContext } from "../../src/contract/handler.ts";
+import type { FormatPlugin } from "../../src/kit/format.ts";
+import type { HandlerContext } from "../../src/kit/handler.ts";
 import { messagesCodec } from "./codec.ts";
 import { anthropicDialect, anthropicModels } from "./dialect.ts";
 import { countTokens, messages } from "./endpoints.ts";

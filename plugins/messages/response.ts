@@ -1,7 +1,7 @@
 /** Non-streaming bodies: an Anthropic Message from upstream to the IR, and the IR to clients. */
-import type * as ir from "../../src/contract/ir.ts";
-import type { ClientContext, DecodeContext } from "../../src/contract/codec.ts";
-import { carrySignature } from "../../src/signature.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { ClientContext, DecodeContext } from "../../src/kit/codec.ts";
+import { carrySignature } from "../../src/kit/signature.ts";
 import { argumentsObject } from "../shared.ts";
 import {
   applyServerResult,

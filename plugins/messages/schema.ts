@@ -4,7 +4,7 @@
  * passthrough routes working); the known variants are checked field by field.
  */
 import { z } from "zod";
-import { parseBody, sparseObject, tagged } from "../../src/validate.ts";
+import { parseBody, sparseObject, tagged } from "../../src/kit/validate.ts";
 
 type Schema = z.ZodType<Record<string, unknown>>;
 

@@ -4,10 +4,10 @@
  * rules hold on both: budgets below max_tokens, no sampling hints beside thinking, and a tool
  * loop replays the signed thinking that Claude issued through the same API (`family`).
  */
-import type * as ir from "../../src/contract/ir.ts";
-import type { EncodeContext } from "../../src/contract/codec.ts";
-import { badRequest } from "../../src/contract/errors.ts";
-import { signatureFor } from "../../src/signature.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { EncodeContext } from "../../src/kit/codec.ts";
+import { badRequest } from "../../src/kit/errors.ts";
+import { signatureFor } from "../../src/kit/signature.ts";
 import type { Obj } from "./common.ts";
 
 /** Effort levels as thinking budgets, for `thinking: {type: "enabled"}`. */

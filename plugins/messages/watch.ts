@@ -3,7 +3,7 @@
  * parts: input counts in `message_start`, cumulative output counts in `message_delta`; on
  * Bedrock, its own counts in `message_stop` (bedrock_metrics.ts) replace them.
  */
-import type { StreamWatch } from "../../src/contract/codec.ts";
+import type { StreamWatch } from "../../src/kit/codec.ts";
 import { jsonObjectOf } from "../shared.ts";
 import { METRICS_KEY, withBedrockMetrics } from "./bedrock_metrics.ts";
 import { type Obj, usageToIr, type WireUsage } from "./common.ts";

@@ -7,7 +7,7 @@
  * call carries, as the official `@anthropic-ai/aws-sdk` sends them.
  */
 import { z } from "zod";
-import type { Platform } from "../../src/contract/platform.ts";
+import type { Platform } from "../../src/kit/platform.ts";
 import { bedrockError } from "./bedrock_wire.ts";
 import { AWS_KEYS, awsCredential, checkKeys } from "./aws_keys.ts";
 

@@ -4,8 +4,8 @@
  * service), or without one the provider's `api_key` goes as `Authorization: Bearer`.
  */
 import { z } from "zod";
-import type { Credential, CredentialContext } from "../../src/contract/platform.ts";
-import type { OutgoingRequest } from "../../src/contract/format.ts";
+import type { Credential, CredentialContext } from "../../src/kit/platform.ts";
+import type { OutgoingRequest } from "../../src/kit/format.ts";
 import { signAwsRequest } from "./sigv4.ts";
 
 /** The block's fields: a region, and an optional access key pair (and session token). */

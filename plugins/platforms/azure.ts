@@ -6,7 +6,7 @@
  * token) goes as `Authorization: Bearer`.
  */
 import { z } from "zod";
-import type { Platform } from "../../src/contract/platform.ts";
+import type { Platform } from "../../src/kit/platform.ts";
 
 const PATHS: Record<string, string> = { chat: "/chat/completions", responses: "/responses" };
 

@@ -10,9 +10,9 @@
  * Bedrock's own Converse format too (`api: converse`, plugins/converse/), as that plugin has it.
  */
 import { z } from "zod";
-import { badRequest } from "../../src/contract/errors.ts";
-import type { UpstreamFraming } from "../../src/contract/framing.ts";
-import type { Platform, PlatformCall } from "../../src/contract/platform.ts";
+import { badRequest } from "../../src/kit/errors.ts";
+import type { UpstreamFraming } from "../../src/kit/framing.ts";
+import type { Platform, PlatformCall } from "../../src/kit/platform.ts";
 import {
   bedrockError,
   countTokensAnswer,

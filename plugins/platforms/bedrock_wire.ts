@@ -4,12 +4,12 @@
  * InvokeModel streams (AWS event-stream `chunk` frames, each holding one event of the format
  * in base64) re-framed as the format's SSE, the events' JSON byte for byte.
  */
-import { badRequest, type ErrorKind, GatewayError } from "../../src/contract/errors.ts";
-import { checkModelName, decodePathSegment } from "../../src/http.ts";
-import type { StreamException, UpstreamFraming } from "../../src/contract/framing.ts";
-import type { Usage } from "../../src/contract/ir.ts";
-import type { PlatformError } from "../../src/contract/platform.ts";
-import { formatSse, type SseEvent } from "../../src/contract/sse.ts";
+import { badRequest, type ErrorKind, GatewayError } from "../../src/kit/errors.ts";
+import { checkModelName, decodePathSegment } from "../../src/kit/http.ts";
+import type { StreamException, UpstreamFraming } from "../../src/kit/framing.ts";
+import type { Usage } from "../../src/kit/ir.ts";
+import type { PlatformError } from "../../src/kit/platform.ts";
+import { formatSse, type SseEvent } from "../../src/kit/sse.ts";
 import { cutFrames, EVENT_STREAM_TYPE, type EventStreamFrame, jsonFrame } from "./event_stream.ts";
 
 /**

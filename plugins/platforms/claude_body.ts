@@ -8,7 +8,7 @@
  * into the Messages body and the headers the Messages API takes (`fromCloudBody`,
  * `messagesHeaders`).
  */
-import { badRequest } from "../../src/contract/errors.ts";
+import { badRequest } from "../../src/kit/errors.ts";
 
 /** How one cloud carries the Messages body. */
 export interface CloudClaude {

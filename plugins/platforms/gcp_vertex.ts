@@ -4,9 +4,9 @@
  * wants (vertex_wire.ts), and the OAuth2 access token every call carries (google_token.ts).
  */
 import { z } from "zod";
-import type { OutgoingRequest } from "../../src/contract/format.ts";
-import type { Platform, PlatformCall } from "../../src/contract/platform.ts";
-import { unsafeSegmentReason } from "../../src/model_segment.ts";
+import type { OutgoingRequest } from "../../src/kit/format.ts";
+import type { Platform, PlatformCall } from "../../src/kit/platform.ts";
+import { unsafeSegmentReason } from "../../src/kit/model_segment.ts";
 import { toCloudBody } from "./claude_body.ts";
 import { GoogleTokenSource, type ServiceAccountKey } from "./google_token.ts";
 import { PUBLISHERS, VERTEX_CLAUDE, vertexPath } from "./vertex_wire.ts";

@@ -3,7 +3,7 @@
  * to the core by `main.ts` beside the formats. A provider without `platform:` is the vendor's
  * own API, as its format plugin describes it.
  */
-import type { AnyPlatform } from "../../src/contract/platform.ts";
+import type { AnyPlatform } from "../../src/kit/platform.ts";
 import { awsAnthropicPlatform } from "./aws_anthropic.ts";
 import { azurePlatform } from "./azure.ts";
 import { bedrockPlatform } from "./bedrock.ts";

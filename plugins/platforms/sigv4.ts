@@ -8,8 +8,8 @@
  * puts in the request's URL).
  */
 import { SignatureV4 } from "@smithy/signature-v4";
-import { GatewayError } from "../../src/contract/errors.ts";
-import { joinBytes } from "../../src/http.ts";
+import { GatewayError } from "../../src/kit/errors.ts";
+import { joinBytes } from "../../src/kit/http.ts";
 
 export interface AwsCredentials {
   accessKeyId: string;

@@ -5,7 +5,7 @@
  * `/{v1|v1beta1}/projects/{project}/locations/{location}/publishers/{publisher}/models/{model}`,
  * followed by `:{action}`; the publisher says the wire format its models speak.
  */
-import type { Operation } from "../../src/contract/platform.ts";
+import type { Operation } from "../../src/kit/platform.ts";
 import type { CloudClaude } from "./claude_body.ts";
 
 /** How rawPredict carries Anthropic's Messages body: Vertex's version, the betas as headers. */

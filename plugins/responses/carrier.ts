@@ -12,8 +12,8 @@
  * One IR thinking part is one reasoning item, so several Anthropic thinking blocks keep their
  * own signatures.
  */
-import type * as ir from "../../src/contract/ir.ts";
-import { carrySignature, readSignature } from "../../src/signature.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import { carrySignature, readSignature } from "../../src/kit/signature.ts";
 import { ATTACHED, carryMarked, readMarked, REDACTED } from "../shared.ts";
 
 /** `encrypted_content` for a thinking or redacted-thinking part (none for unsigned thinking). */

@@ -1,5 +1,5 @@
 /** The OpenAI Responses codec: ingress for Responses clients (Codex, SDKs), upstream for providers. */
-import type { Codec } from "../../src/contract/codec.ts";
+import type { Codec } from "../../src/kit/codec.ts";
 import { decodeRequest } from "./decode_request.ts";
 import { decodeResponse } from "./decode_response.ts";
 import { decodeStream } from "./decode_stream.ts";

@@ -4,7 +4,7 @@
  * metadata for `…` not found" and uses fallback metadata, whose context window is not the
  * model's. Its config carries the window instead; this prints those lines from the `catalog`.
  */
-import type { Route } from "../../src/contract/handler.ts";
+import type { Route } from "../../src/kit/handler.ts";
 import { chatPlugin } from "../chat/plugin.ts";
 
 /** The model's route and its `catalog` window, as the caller (`main.ts`) resolved them. */

@@ -5,8 +5,8 @@
  * `compaction` item: compaction.ts) answered in the compact endpoint's shape: the user
  * messages, then that one item. Its tokens are not billed (the endpoint is `unbilled`).
  */
-import type { JsonBody } from "../../src/contract/generation.ts";
-import type { HandlerContext, Route } from "../../src/contract/handler.ts";
+import type { JsonBody } from "../../src/kit/generation.ts";
+import type { HandlerContext, Route } from "../../src/kit/handler.ts";
 import { responsesCodec } from "./codec.ts";
 import { responseSettings } from "./echo.ts";
 import { parseRequest } from "./schema.ts";

@@ -5,8 +5,8 @@
  * encrypted compaction, so the gateway asks the model for a summary and carries it in the
  * item as `gwcmp1:` + base64(UTF-8 text); a replayed item becomes that summary again.
  */
-import { badRequest } from "../../src/contract/errors.ts";
-import type * as ir from "../../src/contract/ir.ts";
+import { badRequest } from "../../src/kit/errors.ts";
+import type * as ir from "../../src/kit/ir.ts";
 
 const PREFIX = "gwcmp1:";
 

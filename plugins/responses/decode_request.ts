@@ -7,8 +7,8 @@
  * tools become IR hosted tools (the target maps, drops or refuses them); server-side state
  * cannot be converted and gets a 400 naming the field.
  */
-import { badRequest } from "../../src/contract/errors.ts";
-import type * as ir from "../../src/contract/ir.ts";
+import { badRequest } from "../../src/kit/errors.ts";
+import type * as ir from "../../src/kit/ir.ts";
 import { openAiEffort, openAiJsonSchema, parseDataUri, urlSource } from "../shared.ts";
 import { userLocationOf } from "../hosted.ts";
 import { appendReasoning, reasoningText } from "./carrier.ts";

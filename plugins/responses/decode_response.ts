@@ -1,7 +1,7 @@
 /** A Responses provider's answer → IR (non-streaming), and what streams share with it. */
-import type { DecodeContext } from "../../src/contract/codec.ts";
-import { GatewayError, kindForStatus } from "../../src/contract/errors.ts";
-import type * as ir from "../../src/contract/ir.ts";
+import type { DecodeContext } from "../../src/kit/codec.ts";
+import { GatewayError, kindForStatus } from "../../src/kit/errors.ts";
+import type * as ir from "../../src/kit/ir.ts";
 import { appendReasoning, reasoningText } from "./carrier.ts";
 import { arr, type Json, num, obj, str } from "./read.ts";
 import { fromWireUsage } from "./usage.ts";

@@ -6,10 +6,10 @@
  * item announced only by `output_item.done` (some compatible servers skip the deltas) is
  * emitted whole. `finish` comes only with `response.completed` / `response.incomplete`.
  */
-import { kindForStatus } from "../../src/contract/errors.ts";
-import type { DecodeContext, Emit, StreamStep } from "../../src/contract/codec.ts";
-import type * as ir from "../../src/contract/ir.ts";
-import type { SseEvent } from "../../src/contract/sse.ts";
+import { kindForStatus } from "../../src/kit/errors.ts";
+import type { DecodeContext, Emit, StreamStep } from "../../src/kit/codec.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { SseEvent } from "../../src/kit/sse.ts";
 import { ANTHROPIC_STATUSES, jsonObjectOf } from "../shared.ts";
 import { citationOf, failure, finishOf, outputItemParts, toolCall } from "./decode_response.ts";
 import { type Json, num, obj, str } from "./read.ts";

@@ -5,10 +5,10 @@
  * sequences, several choices, penalties, audio) are rejected; randomness hints it lacks
  * (`seed`, `top_k`) are dropped and reported in `ctx.dropped`.
  */
-import type { EncodeContext } from "../../src/contract/codec.ts";
-import { unsupported } from "../../src/contract/errors.ts";
-import type * as ir from "../../src/contract/ir.ts";
-import { signatureFor } from "../../src/signature.ts";
+import type { EncodeContext } from "../../src/kit/codec.ts";
+import { unsupported } from "../../src/kit/errors.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import { signatureFor } from "../../src/kit/signature.ts";
 import { dataUri, effortForBudget, TOOL_ERROR_PREFIX } from "../shared.ts";
 import { dropOptions, planHosted } from "../hosted.ts";
 

@@ -1,7 +1,7 @@
 /** IR response → the Responses `response` object a client receives (non-streaming). */
-import type { ClientContext } from "../../src/contract/codec.ts";
-import { GatewayError } from "../../src/contract/errors.ts";
-import type * as ir from "../../src/contract/ir.ts";
+import type { ClientContext } from "../../src/kit/codec.ts";
+import { GatewayError } from "../../src/kit/errors.ts";
+import type * as ir from "../../src/kit/ir.ts";
 import { attachedSignature, encryptedContentOf } from "./carrier.ts";
 import {
   callPrefix,

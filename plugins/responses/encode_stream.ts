@@ -6,9 +6,9 @@
  * same events become WebSocket text frames, so everything a client needs is in `data`.
  */
 import { openAiErrorCode } from "../openai.ts";
-import type { ClientContext, Emit, StreamStep } from "../../src/contract/codec.ts";
-import type * as ir from "../../src/contract/ir.ts";
-import { type SseEvent, typedEvent } from "../../src/contract/sse.ts";
+import type { ClientContext, Emit, StreamStep } from "../../src/kit/codec.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import { type SseEvent, typedEvent } from "../../src/kit/sse.ts";
 import { attachedSignature, encryptedContentOf } from "./carrier.ts";
 import {
   callPrefix,

@@ -1,9 +1,9 @@
 /** POST /v1/responses and /v1/responses/compact (converted routes: compact.ts) */
-import type * as ir from "../../src/contract/ir.ts";
-import { badRequest } from "../../src/contract/errors.ts";
-import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
-import type { GenerationSpec } from "../../src/contract/generation.ts";
-import type { HandlerContext, PluginHandler, Route } from "../../src/contract/handler.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import { badRequest } from "../../src/kit/errors.ts";
+import { flagOf, modelOf, readJsonBody } from "../../src/kit/http.ts";
+import type { GenerationSpec } from "../../src/kit/generation.ts";
+import type { HandlerContext, PluginHandler, Route } from "../../src/kit/handler.ts";
 import { responsesCodec } from "./codec.ts";
 import { compactConverted } from "./compact.ts";
 import { responseSettings } from "./echo.ts";

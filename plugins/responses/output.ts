@@ -1,6 +1,6 @@
 /** Client-facing Responses shapes, shared by the JSON answer and the stream. */
-import type { ClientContext } from "../../src/contract/codec.ts";
-import type * as ir from "../../src/contract/ir.ts";
+import type { ClientContext } from "../../src/kit/codec.ts";
+import type * as ir from "../../src/kit/ir.ts";
 import { citedSpan } from "../hosted.ts";
 import { compactionContent } from "./compaction.ts";
 import { toWireUsage } from "./usage.ts";

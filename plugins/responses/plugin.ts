@@ -2,8 +2,8 @@
  * OpenAI Responses (`/v1/responses` over HTTP and WebSocket, compact, stored responses): Codex
  * and the OpenAI SDKs. Its model list is chat's (one OpenAI list).
  */
-import type { FormatPlugin } from "../../src/contract/format.ts";
-import type { HandlerContext } from "../../src/contract/handler.ts";
+import type { FormatPlugin } from "../../src/kit/format.ts";
+import type { HandlerContext } from "../../src/kit/handler.ts";
 import { OPENAI_FORWARD_HEADERS, openAiDialect, openAiUpstream } from "../openai.ts";
 import { responsesCodec } from "./codec.ts";
 import { compact, responses } from "./endpoints.ts";

@@ -5,7 +5,7 @@
  * `internal_chat_message_metadata_passthrough`) pass through to passthrough routes untouched.
  */
 import { z } from "zod";
-import { parseBody, sparseObject, tagged } from "../../src/validate.ts";
+import { parseBody, sparseObject, tagged } from "../../src/kit/validate.ts";
 
 const str = z.string();
 const optStr = z.string().nullish();

@@ -1,13 +1,13 @@
 /**
  * Stored responses on routes where the gateway builds the Responses object itself, on the core's
- * stored-conversation service (src/conversations.ts, which keeps a finished response unless
+ * stored-conversation service (src/request/conversations.ts, which keeps a finished response unless
  * `store: false`): expanding `previous_response_id` into the stored chain's items, and
  * GET / DELETE /v1/responses/{id} and GET …/input_items, all by the calling client key.
  */
-import type { StoredTurn } from "../../src/contract/conversations.ts";
-import { badRequest, GatewayError } from "../../src/contract/errors.ts";
-import type { HandlerContext, PluginHandler, Route } from "../../src/contract/handler.ts";
-import { decodePathSegment } from "../../src/http.ts";
+import type { StoredTurn } from "../../src/kit/conversations.ts";
+import { badRequest, GatewayError } from "../../src/kit/errors.ts";
+import type { HandlerContext, PluginHandler, Route } from "../../src/kit/handler.ts";
+import { decodePathSegment } from "../../src/kit/http.ts";
 import { itemId } from "./output.ts";
 
 const ID = /^resp_[A-Za-z0-9_-]{1,200}$/;

@@ -1,5 +1,5 @@
 /** Responses `usage` ↔ IR usage (wire-formats §5.6: both count cache and reasoning inside). */
-import type * as ir from "../../src/contract/ir.ts";
+import type * as ir from "../../src/kit/ir.ts";
 import { num, obj } from "./read.ts";
 
 interface WireUsage {

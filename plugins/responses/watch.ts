@@ -1,5 +1,5 @@
 /** A relayed Responses stream ends with its terminal event, whose response carries the usage. */
-import type { StreamWatch } from "../../src/contract/codec.ts";
+import type { StreamWatch } from "../../src/kit/codec.ts";
 import { lastUsage } from "../shared.ts";
 import { obj } from "./read.ts";
 import { fromWireUsage } from "./usage.ts";

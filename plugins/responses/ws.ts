@@ -1,7 +1,7 @@
 /**
  * GET /v1/responses upgraded to a WebSocket (Codex's transport): one `response.create` JSON
  * frame in, the Responses stream events out, one JSON event per text frame. The core runs the
- * socket (src/socket_session.ts: per-frame auth and limits, bounds, backlog, the provider
+ * socket (src/request/socket_session.ts: per-frame auth and limits, bounds, backlog, the provider
  * socket); this is what its frames mean.
  *
  * - Passthrough routes get one upstream WebSocket per client socket, because with
@@ -11,12 +11,12 @@
  *   response so `previous_response_id` (Codex chains its turn onto its warm-up) expands to full
  *   input.
  */
-import { GatewayError } from "../../src/contract/errors.ts";
-import type { HandlerContext, PluginHandler, Route } from "../../src/contract/handler.ts";
-import type { ResponseEnd, SocketReply, SocketWire } from "../../src/contract/socket.ts";
-import type { SseEvent } from "../../src/contract/sse.ts";
-import { jsonErrorPosition, modelOf } from "../../src/http.ts";
-import { checkNesting } from "../../src/nesting.ts";
+import { GatewayError } from "../../src/kit/errors.ts";
+import type { HandlerContext, PluginHandler, Route } from "../../src/kit/handler.ts";
+import type { ResponseEnd, SocketReply, SocketWire } from "../../src/kit/socket.ts";
+import type { SseEvent } from "../../src/kit/sse.ts";
+import { jsonErrorPosition, modelOf } from "../../src/kit/http.ts";
+import { checkNesting } from "../../src/kit/nesting.ts";
 import { openAiDialect } from "../openai.ts";
 import { responsesCodec } from "./codec.ts";
 import { checkStatefulFields, isPassthroughRoute, warmupResponse } from "./endpoints.ts";

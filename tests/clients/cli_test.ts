@@ -9,7 +9,7 @@
  * How each CLI is aimed at the gateway: tests/clients/README.md.
  */
 import assert from "node:assert/strict";
-import type { RouteConfig } from "../../src/config.ts";
+import type { RouteConfig } from "../../src/config/config.ts";
 import { type Harness, KEY, startHarness } from "../helpers.ts";
 import { claude, codex, gemini, installed, PROMPT, RUN_TIMEOUT_MS, type RunResult } from "./cli.ts";
 import { SEARCH_CITED, SEARCH_RESULTS } from "../mock/scenario.ts";

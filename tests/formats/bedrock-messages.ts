@@ -12,7 +12,7 @@ import { bedrockHeaders, bedrockModelPath, bodies } from "../requests.ts";
 import { side as messages } from "./messages.ts";
 import { INVOKE_STREAM } from "../../plugins/bedrock/framing.ts";
 import { invokeStreamFraming } from "../../plugins/platforms/bedrock_wire.ts";
-import { sseFraming } from "../../src/stream_stage.ts";
+import { sseFraming } from "../../src/request/stream_stage.ts";
 
 const decoder = new TextDecoder();
 

@@ -1,6 +1,6 @@
 /** Test side of `chat` (OpenAI chat completions). */
 import type { FormatSide } from "../formats.ts";
-import type { SseEvent } from "../../src/contract/sse.ts";
+import type { SseEvent } from "../../src/kit/sse.ts";
 import { bodies, LOOP_TOOL, openaiHeaders } from "../requests.ts";
 
 type Obj = Record<string, unknown>;

@@ -3,16 +3,10 @@
  * `stop` and `tokens`; a stream `{"delta"}` lines then one `{"done": true, …}` line (or a
  * `{"fault"}` line).
  */
-import type {
-  Codec,
-  DecodeContext,
-  Emit,
-  StreamStep,
-  StreamWatch,
-} from "../../src/contract/codec.ts";
-import { type ErrorKind, GatewayError, unsupported } from "../../src/contract/errors.ts";
-import type * as ir from "../../src/contract/ir.ts";
-import type { SseEvent } from "../../src/contract/sse.ts";
+import type { Codec, DecodeContext, Emit, StreamStep, StreamWatch } from "../../src/kit/codec.ts";
+import { type ErrorKind, GatewayError, unsupported } from "../../src/kit/errors.ts";
+import type * as ir from "../../src/kit/ir.ts";
+import type { SseEvent } from "../../src/kit/sse.ts";
 
 type Obj = Record<string, unknown>;
 

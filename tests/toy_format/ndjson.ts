@@ -2,9 +2,9 @@
  * Newline-delimited JSON, the toy's stream framing in both directions: one JSON object per
  * line, no SSE records. A cut stream ends with the interruption line on a line of its own.
  */
-import type { StreamFraming } from "../../src/contract/generation.ts";
-import type { SseEvent } from "../../src/contract/sse.ts";
-import type { Scan, UpstreamFraming } from "../../src/contract/framing.ts";
+import type { StreamFraming } from "../../src/kit/generation.ts";
+import type { SseEvent } from "../../src/kit/sse.ts";
+import type { Scan, UpstreamFraming } from "../../src/kit/framing.ts";
 
 const NDJSON_TYPE = "application/x-ndjson";
 

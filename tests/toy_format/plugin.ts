@@ -4,10 +4,10 @@
  * and error envelope, HMAC-signed upstream requests, and NDJSON streams instead of SSE.
  */
 import { createHash, createHmac } from "node:crypto";
-import { badRequest } from "../../src/contract/errors.ts";
-import type { Dialect, FormatPlugin, OutgoingRequest } from "../../src/contract/format.ts";
-import type { HandlerContext, PluginHandler } from "../../src/contract/handler.ts";
-import { flagOf, modelOf, readJsonBody } from "../../src/http.ts";
+import { badRequest } from "../../src/kit/errors.ts";
+import type { Dialect, FormatPlugin, OutgoingRequest } from "../../src/kit/format.ts";
+import type { HandlerContext, PluginHandler } from "../../src/kit/handler.ts";
+import { flagOf, modelOf, readJsonBody } from "../../src/kit/http.ts";
 import { faultKind, toyCodec } from "./codec.ts";
 import { interruptionLine, NDJSON, ndjsonFraming } from "./ndjson.ts";
 

@@ -6,9 +6,9 @@
  * format's SSE), its own error header and in-stream exception lines.
  */
 import { z } from "zod";
-import type { UpstreamFraming } from "../../src/contract/framing.ts";
-import type { SseEvent } from "../../src/contract/sse.ts";
-import type { Platform } from "../../src/contract/platform.ts";
+import type { UpstreamFraming } from "../../src/kit/framing.ts";
+import type { SseEvent } from "../../src/kit/sse.ts";
+import type { Platform } from "../../src/kit/platform.ts";
 
 export const TOY_VERSION = "toy-2025-01-01";
 

@@ -1,0 +1,196 @@
+/**
+ * HTTP helpers of the plugin kit: a request body read (bounded, decoded) and parsed, the fields
+ * every generation body carries, path segments, and the headers of an SSE answer.
+ */
+import {
+  codingsOf,
+  concat,
+  decode,
+  DecodedTooLarge,
+  isSupported,
+  SUPPORTED_CODINGS,
+} from "./content_encoding.ts";
+import { badRequest, GatewayError } from "./errors.ts";
+import type { JsonBody } from "./generation.ts";
+import { clip, MAX_MODEL_CHARS } from "./model_name.ts";
+
+/** Matches Anthropic's documented request limit; Kong may enforce a smaller one. */
+export const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+const tooLarge = () =>
+  new GatewayError(413, "request_too_large", `request body exceeds ${MAX_BODY_BYTES} bytes`);
+
+/**
+ * The body as text, refusing (without buffering further) once it passes the limit. A compressed
+ * body is decoded first, and the limit applies to what it decodes to.
+ */
+function readLimited(req: Request): Promise<string> {
+  const length = req.headers.get("content-length");
+  if (Number(length ?? 0) > MAX_BODY_BYTES) throw tooLarge();
+  // `identity` (or an empty header) names no coding: the body is read as sent.
+  const codings = codingsOf(req.headers.get("content-encoding") ?? "");
+  if (codings.length) return readEncoded(req.body, codings);
+  // A declared length is enforced by Deno: the whole-body read is its fast native path (and
+  // `req.body` is not touched: that would make it a JS stream, read chunk by chunk).
+  return length !== null ? req.text() : readChunked(req);
+}
+
+/** A compressed body, decoded; the limit counts the decoded bytes. */
+async function readEncoded(body: ReadableStream<Uint8Array> | null, codings: string[]) {
+  const unknown = codings.find((c) => !isSupported(c));
+  if (unknown !== undefined) {
+    throw new GatewayError(
+      415,
+      "invalid_request",
+      `Content-Encoding "${clip(unknown)}" is not supported (send ${SUPPORTED_CODINGS} or none)`,
+    );
+  }
+  try {
+    return new TextDecoder().decode(await decode(body, codings, MAX_BODY_BYTES));
+  } catch (e) {
+    if (e instanceof DecodedTooLarge) throw tooLarge();
+    throw badRequest(`request body is not valid ${codings.join(", ")}: ${(e as Error).message}`);
+  }
+}
+
+/** A body of undeclared length (chunked), counted as it arrives. */
+async function readChunked(req: Request): Promise<string> {
+  return new TextDecoder().decode(await chunkedBytes(req));
+}
+
+async function chunkedBytes(req: Request): Promise<Uint8Array<ArrayBuffer>> {
+  if (!req.body) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of req.body) {
+    size += chunk.byteLength;
+    if (size > MAX_BODY_BYTES) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return concat(chunks, size);
+}
+
+/**
+ * The body's bytes exactly as sent (a compressed one still compressed: what a request signature
+ * covers), refused once past the limit.
+ */
+export function readBodyBytes(req: Request): Promise<Uint8Array<ArrayBuffer>> {
+  const length = req.headers.get("content-length");
+  if (Number(length ?? 0) > MAX_BODY_BYTES) throw tooLarge();
+  return length !== null ? req.bytes() : chunkedBytes(req);
+}
+
+/** Byte chunks as one (a lone chunk as is). */
+export function joinBytes(parts: readonly Uint8Array[]): Uint8Array {
+  return parts.length === 1
+    ? parts[0]
+    : concat([...parts], parts.reduce((n, p) => n + p.length, 0));
+}
+
+/** Where a JSON.parse error is, never its message: that quotes the text (it may hold a prompt). */
+export function jsonErrorPosition(e: unknown): string {
+  const at = String((e as Error).message).match(/position (\d+)/)?.[1];
+  return at ? ` (at character ${at})` : "";
+}
+
+/** Bodies above this size let other requests run between their costly synchronous steps. */
+const LARGE_BODY_CHARS = 1024 * 1024;
+
+/**
+ * Whether a body is large enough that other requests should run between its costly synchronous
+ * steps (callers `await breather()` then; a small body does not even await: each await costs a
+ * turn of the microtask queue on the hot path).
+ */
+export const isLarge = (chars: number) => chars > LARGE_BODY_CHARS;
+
+/** Large bodies waiting for their next synchronous step, in the order they asked. */
+const breathing: (() => void)[] = [];
+/** A step is running (until its first await), or the timer of the next one is set. */
+let busy = false;
+
+/**
+ * Lets the event loop serve others before a large body's next synchronous step. Concurrent
+ * large bodies take turns, one step per timer turn, and the next turn is set only once a step
+ * has run: with a timer each, their timers fell due together and their steps ran back to back,
+ * one stall as long as all of them.
+ */
+export function breather(): Promise<void> {
+  const { promise, resolve } = Promise.withResolvers<void>();
+  breathing.push(resolve);
+  if (!busy) nextTurn();
+  return promise;
+}
+
+function nextTurn() {
+  busy = breathing.length > 0;
+  if (busy) setTimeout(step, 0);
+}
+
+function step() {
+  breathing.shift()!();
+  // Queued after the step's own continuation: runs once the step reached its next await.
+  queueMicrotask(nextTurn);
+}
+
+export async function readJsonBody(req: Request): Promise<JsonBody> {
+  const raw = await readLimited(req);
+  const large = isLarge(raw.length);
+  if (large) await breather();
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (e) {
+    throw badRequest(`request body is not valid JSON${jsonErrorPosition(e)}`);
+  }
+  if (large) await breather();
+  if (!json || typeof json !== "object" || Array.isArray(json)) {
+    throw badRequest("request body must be a JSON object");
+  }
+  return { json: json as Record<string, unknown>, raw };
+}
+
+/**
+ * A path segment, percent-decoded; a malformed escape (`%ZZ`, a lone `%E2`) is the client's 400
+ * naming `field`, not an internal error. The segment is not quoted: it may be any length.
+ */
+export function decodePathSegment(segment: string, field: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw badRequest(`${field}: malformed percent-encoding in the request path`, field);
+  }
+}
+
+/** The `model` field every generation body must carry. */
+export function modelOf(json: Record<string, unknown>): string {
+  if (typeof json.model !== "string" || json.model === "") {
+    throw badRequest("model: required, expected a non-empty string", "model");
+  }
+  return checkModelName(json.model);
+}
+
+/** `model`, or a 400 naming it when it is over the bound (see model_name.ts). */
+export function checkModelName(model: string): string {
+  if (model.length > MAX_MODEL_CHARS) {
+    throw badRequest(
+      `model: ${model.length} characters is longer than the limit of ${MAX_MODEL_CHARS}`,
+      "model",
+    );
+  }
+  return model;
+}
+
+/** A boolean flag that may be absent. */
+export function flagOf(json: Record<string, unknown>, field: string): boolean {
+  const v = json[field];
+  if (v === undefined || v === null) return false;
+  if (typeof v !== "boolean") throw badRequest(`${field}: expected boolean`, field);
+  return v;
+}
+
+/** The headers of every SSE answer, relayed or written by the gateway. */
+export const STREAM_HEADERS = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache",
+  "x-accel-buffering": "no",
+} as const;

@@ -1,0 +1,160 @@
+/**
+ * The contract between the core and a platform plugin. A provider is a wire format (`api:`, a
+ * format plugin: the shapes of bodies and stream events) reached through a platform
+ * (`platform:`: how a call is addressed, credentialed, framed and how its errors read). A
+ * provider without `platform:` is the vendor's own API, exactly as its format plugin describes
+ * it. `main.ts` hands the platforms to the core beside the formats; nothing in `src/kit/`
+ * imports the rest of `src/`.
+ */
+import type { z } from "zod";
+import type { ErrorKind } from "./errors.ts";
+import type { Usage } from "./ir.ts";
+import type { OutgoingRequest } from "./format.ts";
+import type { UpstreamFraming } from "./framing.ts";
+
+/** What an upstream call does: generate (one answer, or a stream), or count tokens. */
+export type Operation = "generate" | "count_tokens";
+
+/** A provider as its platform sees it. */
+export interface PlatformProvider<S> {
+  name: string;
+  /** The wire format (`messages`). */
+  api: string;
+  /** The provider's `base_url`, else the platform's default; no trailing slash. */
+  base_url: string;
+  /** The provider's block (`aws:`), as the platform's schema parsed it. */
+  settings: S;
+}
+
+/** One upstream call. */
+export interface PlatformCall {
+  /** The upstream model name, route renames applied. */
+  model: string;
+  operation: Operation;
+  stream: boolean;
+  /**
+   * The call's path and query on the vendor's own API (`/v1beta/models/m:streamGenerateContent`
+   * without `?alt=sse` is Gemini's JSON-array stream), for a platform that keeps part of it.
+   */
+  path: string;
+}
+
+/** What a credential source may ask of the core. */
+export interface CredentialContext {
+  /**
+   * Registers a secret the source holds or mints (a secret key, a token): from then on it is
+   * scrubbed from every upstream text like a configured key. Call it before the secret is used.
+   */
+  secret(value: string): void;
+}
+
+/**
+ * A provider's credential, made once per provider and config snapshot (a reload makes a new
+ * one, re-reading what its block names). What it mints it caches, and refreshes ahead of expiry.
+ */
+export interface Credential {
+  /**
+   * Puts the credential on a request: a header, or a signature over method, URL, headers and
+   * body. `key` is the provider's pool key (`api_key`/`api_keys`), if it has one; `signal`
+   * aborts a wait for a token (the client left).
+   */
+  authorize(
+    req: OutgoingRequest,
+    key: string | undefined,
+    signal: AbortSignal,
+  ): void | Promise<void>;
+  /**
+   * The platform answered 401 to `req`, which this credential authorized: what it carried is
+   * forgotten (not a newer credential other calls already got), and the core authorizes and
+   * sends the call once more.
+   */
+  refused?(req: OutgoingRequest): void;
+}
+
+/** What a platform's error says, where the format's reading does not: each field overrides. */
+export interface PlatformError {
+  kind?: ErrorKind;
+  /** The status the error counts as (failover and the client see it). */
+  status?: number;
+  message?: string;
+  /**
+   * Whether another attempt may succeed, overriding the route's `retry.on` (which decides when
+   * this is absent): `false` for what no retry can cure.
+   */
+  retry?: boolean;
+}
+
+export interface Platform<S = unknown> {
+  /** The `platform:` that providers name (`aws-bedrock`); distinct from every format id. */
+  id: string;
+  /** OpenTelemetry `gen_ai.provider.name` of its providers (`aws.bedrock`). */
+  system: string;
+  /** The wire formats (`api:`) it carries. */
+  apis: readonly string[];
+  /**
+   * The provider's config block (`aws:`) and its schema; errors are reported at the block's
+   * path. Absent: the platform takes no block.
+   */
+  settings?: { key: string; schema: z.ZodType<S> };
+  /** The base URL when the provider gives none; undefined: `base_url` is required. */
+  defaultBaseUrl?(settings: S): string | undefined;
+  /**
+   * The full URL of one call. It may throw a GatewayError (a 400) for a call the platform cannot
+   * address (Bedrock counts no tokens); the client then hears it in its dialect.
+   */
+  url(provider: PlatformProvider<S>, call: PlatformCall): string;
+  credential(provider: PlatformProvider<S>, ctx: CredentialContext): Credential;
+  /**
+   * The body as the platform takes it, relayed or converted alike (fields removed or set);
+   * `headers` are the outgoing ones, before the credential (a header may move into the body).
+   * `provider.api` says which of its formats the body is.
+   */
+  adjust?(
+    body: Record<string, unknown>,
+    headers: Headers,
+    call: PlatformCall,
+    provider: PlatformProvider<S>,
+  ): Record<string, unknown>;
+  /**
+   * A stream's framing on this platform, given the format's own (`inner`), whose endings it
+   * keeps: bytes of another framing (AWS event stream) are re-framed as `inner` frames them.
+   * Absent, or `inner` returned: the format's framing.
+   */
+  framing?(
+    inner: UpstreamFraming,
+    call: PlatformCall,
+    provider: PlatformProvider<S>,
+  ): UpstreamFraming;
+  /**
+   * A successful JSON answer (read whole by the core: bounded, scrubbed, parsed) as the format
+   * reads it, where the platform's own operation answers in another shape (Bedrock's CountTokens
+   * `{"inputTokens"}` for Anthropic's `{"input_tokens"}`); undefined: the answer stands. Throws
+   * a GatewayError for an answer it cannot read. Never called for streams.
+   */
+  answer?(
+    json: Record<string, unknown>,
+    call: PlatformCall,
+    provider: PlatformProvider<S>,
+  ): Record<string, unknown> | undefined;
+  /**
+   * The usage of a successful JSON answer where the platform reports its own counts (Bedrock's
+   * token-count headers), given the body's as the format read it; undefined: the body's stands.
+   */
+  usage?(headers: Headers, body: Usage | undefined): Usage | undefined;
+  /**
+   * What an error answer means (status, all response headers, the body as text, scrubbed).
+   * Absent, or undefined: the format's reading stands.
+   */
+  readError?(status: number, headers: Headers, body: string): PlatformError | undefined;
+  /**
+   * Who can read the signatures of `model` on this platform where it serves several families
+   * (Bedrock serves Claude, Nova, Llama…); undefined: the format's family.
+   */
+  family?(model: string, api: string): string | undefined;
+  /** Why a model name cannot be sent through this platform (e.g. it is not one path segment). */
+  unsafeModel?(model: string): string | undefined;
+}
+
+/** A platform of any settings type, as lists of platforms hold them. */
+// deno-lint-ignore no-explicit-any -- each platform has its own settings type
+export type AnyPlatform = Platform<any>;

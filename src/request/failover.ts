@@ -1,0 +1,214 @@
+/**
+ * Failover and retries: the targets of a route in the order src/state/health.ts plans, the pool key
+ * each attempt sends, and what a failure means (move on, rotate the key, or give up).
+ */
+import { DEFAULT_RETRY } from "../config/config.ts";
+import type { RequestContext } from "./context.ts";
+import { GatewayError } from "../kit/errors.ts";
+import { logEvent } from "../ops/log.ts";
+import { ClientGone } from "./stream_end.ts";
+import { type Resolved, retarget } from "./router.ts";
+import type { PoolKey } from "../state/health.ts";
+
+/** An HTTP date in its one current form (IMF-fixdate, RFC 9110 section 5.6.7). */
+const HTTP_DATE = /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+
+/**
+ * How long a provider asked us to wait: `retry-after-ms` (a non-negative number), else
+ * `retry-after` as non-negative integer seconds or an HTTP date in the future. Anything else
+ * (`-5`, `1e308`, `Infinity`, a past date) is no hint at all. Not capped: callers cap it.
+ */
+export function retryAfterMs(headers: Headers | undefined, now = Date.now()): number | undefined {
+  const ms = headers?.get("retry-after-ms")?.trim();
+  if (ms && /^\d{1,15}(\.\d+)?$/.test(ms)) return Number(ms);
+  const after = headers?.get("retry-after")?.trim();
+  if (!after) return undefined;
+  if (/^\d{1,15}$/.test(after)) return Number(after) * 1000;
+  if (!HTTP_DATE.test(after)) return undefined;
+  const wait = Date.parse(after) - now;
+  return wait > 0 ? wait : undefined;
+}
+
+/** The pause before sending to a target again in the same request: 100–200 ms, jittered. */
+const backoffMs = () => 100 + Math.random() * 100;
+
+/** What a failed attempt means for the request. */
+type Verdict = "retry" | "key" | "final";
+
+/** The provider refused the gateway's own credential (never the client's: it is not sent). */
+const refusedCredential = (e: GatewayError) => e.status === 401 || e.status === 403;
+
+/** `on`: the statuses and error kinds the route retries. */
+function verdict(e: GatewayError, on: (number | string)[], transport: boolean): Verdict {
+  if (transport) return "retry";
+  if (refusedCredential(e)) return "key";
+  if (e.retry !== undefined) return e.retry ? "retry" : "final";
+  return on.includes(e.status) || on.includes(e.kind) ? "retry" : "final";
+}
+
+export interface Attempt<T> {
+  /**
+   * Runs one attempt on a target; throws a GatewayError to fail it. `last`: no other attempt
+   * would follow (a stream then need not hold its opening back).
+   */
+  run(r: Resolved, key: PoolKey | undefined, last: boolean): Promise<T>;
+  /** Targets that can serve this request at all (provider-bound state); default: all. */
+  eligible?: (r: Resolved) => boolean;
+  /** Why targets were left out by `eligible`, for the error when none is left. */
+  bound?: string;
+}
+
+/**
+ * An attempt the provider refused (its status counts), as opposed to a transport failure;
+ * `answer`: the provider's own error, relayed as is if it is the last.
+ */
+export class ProviderFailure extends GatewayError {
+  constructor(e: GatewayError, readonly answer?: Response, headers = e.headers) {
+    super(e.status, e.kind, e.message, e.param, headers, e.code);
+    this.retry = e.retry;
+  }
+}
+
+/**
+ * Tries a route's targets until one answers: each at most once (again only with another pool
+ * key, or after a retry-after short enough to wait for), at most `retry.attempts` upstream
+ * calls in all. A target that cannot express the request (a 400 before any call) is skipped
+ * without counting. Responses get `x-gateway-provider` / `x-gateway-attempts`, and so does the
+ * last error, thrown when every target failed (a relayed one carries its `answer`).
+ */
+export async function failover<T>(
+  ctx: RequestContext,
+  r: Resolved,
+  attempt: Attempt<T>,
+): Promise<T> {
+  const health = ctx.gw.router.health;
+  const retry = r.route.retry ?? DEFAULT_RETRY;
+  const cooldown = r.route.cooldown ?? ctx.gw.config.cooldown;
+  const order = health.plan(r.targets);
+  const all = order.length === 1 ? [r] : order.map((t) => retarget(r, t, r.requested));
+  const queue = all.filter((t) => attempt.eligible?.(t) ?? true);
+  const skipped = all.length - queue.length;
+  if (queue.length === 0) {
+    throw new GatewayError(
+      400,
+      "invalid_request",
+      `${attempt.bound}; no target of route "${r.name}" can read it`,
+    );
+  }
+  const trace = ctx.trace;
+  let last: GatewayError | undefined;
+  let unexpressible: GatewayError | undefined;
+  let waited = 0;
+  let told: GatewayError | undefined;
+  /** Providers that answered 429 in this request: another 429 there is provider-wide. */
+  let limited: Set<string> | undefined;
+  while (queue.length > 0 && trace.attempts < retry.attempts) {
+    const t = queue.shift()!;
+    // The failed attempt before this one is told now, under its own provider's name.
+    if (told !== last && last) trace.attemptFailed(last.status, last.kind);
+    told = last;
+    const key = health.key(t.provider);
+    trace.target(r.requested, t);
+    trace.providerKey = key?.name;
+    const before = trace.attempts;
+    const lastOne = queue.length === 0 || before + 1 >= retry.attempts;
+    try {
+      const out = await attempt.run(t, key, lastOne);
+      health.succeeded(t.provider.name);
+      if (out instanceof Response) gatewayHeaders(out.headers, t.provider.name, trace.attempts);
+      return out;
+    } catch (e) {
+      if (!(e instanceof GatewayError)) throw e;
+      if (trace.attempts === before) {
+        // Nothing was sent: the target cannot express the request (or the gateway stops).
+        if (e.status !== 400) throw e;
+        unexpressible ??= e;
+        continue;
+      }
+      const v = verdict(e, retry.on, !(e instanceof ProviderFailure));
+      if (last instanceof ProviderFailure) await last.answer?.body?.cancel();
+      last = e;
+      if (v === "key") keyRefused(ctx, t.provider.name, key, e.status);
+      if (v === "final") break;
+      const hint = retryAfterMs(e.headers);
+      const wait = hint === undefined ? undefined : Math.min(hint, cooldown.max_seconds * 1000);
+      if ((v === "key" || e.status === 429) && key) {
+        health.coolKey(t.provider, key, wait ?? cooldown.seconds * 1000);
+        // Another key of the pool may well succeed on the same deployment, unless a second key
+        // got a 429 too: then the limit is the provider's, not the key's.
+        const providerWide = e.status === 429 && !!limited?.has(t.provider.name);
+        if (e.status === 429) (limited ??= new Set()).add(t.provider.name);
+        if (!providerWide && health.hasOtherKey(t.provider, key)) {
+          await sleep(backoffMs(), ctx.req.signal);
+          queue.unshift(t);
+          continue;
+        }
+      }
+      health.failed(t.provider.name, cooldown, wait);
+      // Nothing else left: the same target again, after its retry-after (at least the backoff).
+      const pause = wait === undefined ? Infinity : Math.max(wait, backoffMs());
+      if (queue.length === 0 && waited + pause <= retry.max_wait_s * 1000) {
+        waited += pause;
+        await sleep(pause, ctx.req.signal);
+        queue.push(t);
+      }
+    }
+  }
+  // A refused credential is the operator's to fix: the client must not hear "invalid API key".
+  const err = last instanceof ProviderFailure && refusedCredential(last)
+    ? await credentialRefused(last, trace.provider!)
+    : last ?? unexpressible!;
+  // Said in the client's dialect when targets were left out, so the reason is not lost.
+  if (last && skipped > 0) err.message += ` (${skipped} other target(s) skipped: ${attempt.bound})`;
+  const relayed = err instanceof ProviderFailure && skipped === 0 ? err.answer : undefined;
+  const headers = relayed?.headers ?? new Headers(err.headers);
+  gatewayHeaders(headers, trace.provider, trace.attempts);
+  if (relayed) throw new ProviderFailure(err, relayed, headers);
+  await (err as ProviderFailure).answer?.body?.cancel();
+  throw new GatewayError(err.status, err.kind, err.message, err.param, headers, err.code);
+}
+
+/** Names the key the provider refused (by pool index, never its value) for the operator. */
+function keyRefused(
+  ctx: RequestContext,
+  provider: string,
+  key: PoolKey | undefined,
+  status: number,
+) {
+  logEvent({
+    msg: "provider_key_refused",
+    request_id: ctx.requestId,
+    provider,
+    provider_key: key?.name ?? null,
+    status,
+  }, ctx.gw.secrets);
+}
+
+/** The 502 a client gets when the provider refused every credential the gateway has. */
+async function credentialRefused(e: ProviderFailure, provider: string): Promise<GatewayError> {
+  await e.answer?.body?.cancel();
+  const message = `provider \`${provider}\` rejected the gateway's credential (HTTP ${e.status})`;
+  return new GatewayError(502, "upstream", message);
+}
+
+function gatewayHeaders(h: Headers, provider: string | undefined, attempts: number) {
+  if (provider) h.set("x-gateway-provider", provider);
+  h.set("x-gateway-attempts", String(attempts));
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(new ClientGone());
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", gone);
+      resolve();
+    };
+    const gone = () => {
+      clearTimeout(timer);
+      reject(new ClientGone());
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", gone, { once: true });
+  });
+}

@@ -1,0 +1,122 @@
+/**
+ * Headers of the core's answers: allow-lists picked from a provider's answer (retry hints only
+ * well-formed, values scrubbed of keys), and responses built with their headers set once.
+ */
+import type { UpstreamFraming } from "../kit/framing.ts";
+import { STREAM_HEADERS } from "../kit/http.ts";
+import type { Secrets } from "../ops/secrets.ts";
+
+/**
+ * Header pairs, distinct names, as `pickHeaders` yields them: set once where they end up
+ * (`respond`, `headersFrom`), with no intermediate `Headers` to copy them through.
+ */
+export type HeaderPairs = [string, string][];
+
+/**
+ * The headers whose names are listed, or start with a listed prefix ending in `-`. `forEach`,
+ * not `for…of`: Deno's header iterator is dearer on the JSON path (docs/performance.md).
+ */
+export function pickHeaders(from: Headers, allow: readonly string[]): HeaderPairs {
+  const { names, prefixes } = compiled(allow);
+  const out: HeaderPairs = [];
+  from.forEach((v, k) => {
+    if (names.has(k) || prefixes.some((p) => k.startsWith(p))) out.push([k, v]);
+  });
+  return out;
+}
+
+/** Allow-lists are fixed at startup: each is split into names and prefixes once. */
+const compiledLists = new WeakMap<readonly string[], { names: Set<string>; prefixes: string[] }>();
+
+function compiled(allow: readonly string[]) {
+  let c = compiledLists.get(allow);
+  if (!c) {
+    c = {
+      names: new Set(allow.filter((a) => !a.endsWith("-"))),
+      prefixes: allow.filter((a) => a.endsWith("-")),
+    };
+    compiledLists.set(allow, c);
+  }
+  return c;
+}
+
+/**
+ * Sets each pair on `headers` and returns it. Deno converts a `headers` init (pairs, a record or a
+ * `Headers`) through WebIDL's generic sequence conversion, several times dearer than `set`
+ * (docs/performance.md). Names must be distinct: a later pair replaces an earlier one.
+ */
+function setAll(headers: Headers, pairs: Iterable<readonly [string, string]>): Headers {
+  for (const [name, value] of pairs) headers.set(name, value);
+  return headers;
+}
+
+/** A response with these headers, set once it is built rather than passed in its init. */
+export function respond(
+  body: BodyInit | null,
+  status: number,
+  headers: Iterable<readonly [string, string]>,
+): Response {
+  const res = new Response(body, { status });
+  setAll(res.headers, headers);
+  return res;
+}
+
+/** `Headers` holding these pairs, set one by one rather than passed to its constructor. */
+export const headersFrom = (pairs: HeaderPairs = []): Headers => setAll(new Headers(), pairs);
+
+/**
+ * Every header as pairs, for a `fetch` init: Deno converts a `Headers` there by generic iteration,
+ * slower than the pairs it would be made of (docs/performance.md).
+ */
+export function pairsOf(headers: Headers): HeaderPairs {
+  const out: HeaderPairs = [];
+  headers.forEach((value, name) => out.push([name, value]));
+  return out;
+}
+
+export const RETRY_HEADERS = ["retry-after", "retry-after-ms", "x-should-retry"] as const;
+
+/**
+ * A relayed answer with the provider's headers. A stream (`framing`) keeps the provider's own
+ * content type (it need not be SSE) unless its framing re-frames it; the stream headers fill
+ * in the rest.
+ */
+export function respondRelayed(
+  body: BodyInit,
+  status: number,
+  headers: Iterable<readonly [string, string]>,
+  framing: Pick<UpstreamFraming, "relayedType"> | undefined,
+): Response {
+  const res = respond(body, status, headers);
+  if (!framing) return res;
+  for (const [k, v] of Object.entries(STREAM_HEADERS)) {
+    if (!res.headers.has(k)) res.headers.set(k, v);
+  }
+  if (framing.relayedType) res.headers.set("content-type", framing.relayedType);
+  res.headers.set("x-accel-buffering", "no");
+  return res;
+}
+
+/** Retry hints a client's SDK acts on: relayed only in the form it expects. */
+const WELL_FORMED: Record<string, RegExp> = {
+  // Seconds, or an HTTP date (IMF-fixdate), as RFC 9110 has it.
+  "retry-after": /^(\d+|[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT)$/,
+  "retry-after-ms": /^\d+(\.\d+)?$/,
+  "x-should-retry": /^(true|false)$/,
+};
+
+/**
+ * The provider's response headers a client sees: the allow-listed ones, values scrubbed of keys
+ * (a proxy may echo the credential into a request id), retry hints dropped unless well-formed.
+ */
+export function upstreamHeaders(
+  res: Response,
+  allow: readonly string[],
+  secrets: Secrets,
+): HeaderPairs {
+  const out = pickHeaders(res.headers, allow)
+    .filter(([name, value]) => WELL_FORMED[name]?.test(value) ?? true);
+  // One search over all the values: they almost never hold a key.
+  if (!secrets.found(out.map(([, value]) => value).join("\n"))) return out;
+  return out.map(([name, value]) => [name, secrets.scrub(value)]);
+}

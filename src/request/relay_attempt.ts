@@ -1,0 +1,154 @@
+/**
+ * One relayed attempt on one target: the client's bytes go to a provider of the same format
+ * (only the model may be renamed) and its answer comes back as is, streams included.
+ */
+import type { UpstreamSpec } from "../kit/format.ts";
+import type { GenerationSpec, OtherEndpoint } from "../kit/generation.ts";
+import type { RequestContext } from "./context.ts";
+import { idFor } from "./answer.ts";
+import { errorResponse } from "./error_response.ts";
+import { type Attempt, ProviderFailure } from "./failover.ts";
+import type { PoolKey } from "../state/health.ts";
+import { holdRelayedOpening } from "./hold_opening.ts";
+import { headersFrom, pickHeaders, respondRelayed, upstreamHeaders } from "./headers.ts";
+import { callUpstream, type UpstreamResponse } from "./relay.ts";
+import {
+  answerUsage,
+  readErrorText,
+  readProviderError,
+  readUpstreamJson,
+} from "./upstream_body.ts";
+import { throughPlatform } from "./platform_call.ts";
+import type { Resolved } from "./router.ts";
+import { EventReader, framingOf, relayStream } from "./stream_stage.ts";
+
+/** What a relayed request needs of its generation spec. */
+type Relayed = Pick<
+  GenerationSpec,
+  "ingress" | "body" | "stream" | "relayPath" | "framing" | "headers"
+>;
+
+/** Relayed attempts, to providers of the client's format only. */
+export function relaying(
+  ctx: RequestContext,
+  spec: Relayed,
+  why?: string,
+  other?: OtherEndpoint,
+): Attempt<Response> {
+  const api = spec.ingress.api;
+  return {
+    run: (t, key, last) => relayAttempt(ctx, spec, t, key, last, other),
+    eligible: (t) => t.provider.api === api,
+    bound: why ?? `the request is relayed as is to ${api} providers`,
+  };
+}
+
+/** One relayed attempt on one target. */
+async function relayAttempt(
+  ctx: RequestContext,
+  spec: Relayed,
+  r: Resolved,
+  key: PoolKey | undefined,
+  last: boolean,
+  other?: OtherEndpoint,
+): Promise<Response> {
+  const path = other?.path ?? spec.relayPath?.(r.upstreamModel) ??
+    spec.ingress.path(r.upstreamModel, spec.stream);
+  const { json, raw } = spec.body;
+  const renamed = r.upstreamModel !== r.requested && typeof json.model === "string";
+  const { formats } = ctx.gw;
+  const api = r.provider.api;
+  const upstream = formats.upstream(api)!;
+  const sent = renamed ? { ...json, model: r.upstreamModel } : json;
+  const operation = other ? other.operation ?? path : "generate";
+  const platform = throughPlatform(ctx, r, sent, spec.stream, operation, path);
+  ctx.trace.routed("relay");
+  ctx.trace.attempt();
+  const up = await callUpstream({
+    provider: r.provider,
+    spec: upstream,
+    key: key?.value,
+    path,
+    body: renamed ? JSON.stringify(sent) : raw,
+    forward: pickHeaders(spec.headers ?? ctx.req.headers, formats.forwardHeaders(api)),
+    signal: ctx.req.signal,
+    stopping: ctx.gw.stopping,
+    platform,
+    framing: spec.stream ? relayFraming(ctx, spec, upstream) : undefined,
+  });
+  const allow = formats.responseHeaders(api, ctx.identity?.limits !== undefined);
+  if (!up.res.ok) {
+    // The provider's own error envelope reaches only clients of its format's dialect.
+    const own = formats.get(api)?.dialect === ctx.dialect;
+    return await relayError(ctx, up, allow, r.provider.timeouts.idle_ms, upstream, own);
+  }
+  const { framing } = up;
+  let body: BodyInit;
+  if (!framing) {
+    // A whole JSON document either way: a fixed body takes Deno's faster response path.
+    const read = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
+    let usage;
+    try {
+      usage = (other ?? spec.ingress).usage(read.json);
+    } catch {
+      // an unexpected shape is relayed as is; only the format's reading of usage is lost
+    }
+    ctx.trace.reportUsage(answerUsage(up, usage));
+    body = read.bytes;
+  } else {
+    const reader = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
+    // Only a target that may yet fail over holds its opening (decoded to see where content starts).
+    const events = last
+      ? reader
+      : await holdRelayedOpening(reader, spec.ingress.decodeStream({ now: 0, id: idFor(ctx) }));
+    body = relayStream(events, framing, spec.ingress.watch(), ctx.trace);
+  }
+  return respondRelayed(
+    body,
+    up.res.status,
+    upstreamHeaders(up.res, allow, ctx.gw.secrets),
+    framing,
+  );
+}
+
+/** A relayed stream's framing: the client's around the provider format's own, if it has one. */
+function relayFraming(ctx: RequestContext, spec: Relayed, upstream: UpstreamSpec) {
+  const own = framingOf(upstream, (why) => ctx.dialect.interruption(why));
+  return spec.framing?.open(own) ?? own;
+}
+
+/**
+ * A provider's error on a relayed route: a JSON error body is relayed as the provider wrote it
+ * (scrubbed of keys); anything else (an nginx HTML page, plain text) becomes the client's own
+ * error envelope with the same status and a short excerpt. Thrown, so failover may try the
+ * next target; the last one reaches the client.
+ */
+async function relayError(
+  ctx: RequestContext,
+  up: UpstreamResponse,
+  allow: readonly string[],
+  idleMs: number,
+  spec: UpstreamSpec,
+  /** The client speaks the provider format's own dialect. */
+  own: boolean,
+): Promise<never> {
+  const { secrets } = ctx.gw;
+  const headers = headersFrom(upstreamHeaders(up.res, allow, secrets));
+  const text = await readErrorText(up, idleMs, secrets);
+  const err = readProviderError(up, text, headers, spec);
+  // A platform's error envelope is not the format's, nor is the format's that of a client of
+  // another dialect (Bedrock's InvokeModel carries Anthropic's body): they hear it in theirs.
+  const answer = own && isJsonObject(text) && !up.platform
+    ? new Response(text, { status: up.res.status, headers })
+    : errorResponse(ctx.dialect, err, ctx.requestId);
+  throw new ProviderFailure(err, answer);
+}
+
+function isJsonObject(text: string): boolean {
+  try {
+    const v = JSON.parse(text);
+    return typeof v === "object" && v !== null && !Array.isArray(v);
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * The core's request context: a request's own state, and what its handler may ask of the core
+ * (the contract's `HandlerContext`) answered by the core's modules.
+ */
+import type { GenerationSpec, OtherEndpoint } from "../kit/generation.ts";
+import type * as ir from "../kit/ir.ts";
+import type { Dialect } from "../kit/format.ts";
+import type { Gateway, RequestContext } from "./context.ts";
+import { answerLocally, localId, localSource } from "./answer.ts";
+import type { IrSource } from "../kit/codec.ts";
+import type { Conversations } from "../kit/conversations.ts";
+import type { HandlerContext } from "../kit/handler.ts";
+import type { SocketWire } from "../kit/socket.ts";
+import { RequestConversations } from "./conversations.ts";
+import { convertedEvents, generate, relayed, route } from "./generation.ts";
+import type { Identity } from "../state/limits/policy.ts";
+import type { Resolved } from "./router.ts";
+import { openSocketSession } from "./socket_session.ts";
+import type { Trace } from "../ops/trace.ts";
+
+export class RequestCall implements RequestContext {
+  #conversations?: Conversations;
+
+  constructor(
+    readonly gw: Gateway,
+    readonly req: Request,
+    readonly url: URL,
+    readonly requestId: string,
+    readonly dialect: Dialect,
+    readonly identity: Identity | undefined,
+    readonly trace: Trace,
+  ) {}
+
+  get conversations(): Conversations {
+    return this.#conversations ??= new RequestConversations(this);
+  }
+
+  // The routes a handler passes back are the ones `route` gave it: the core's own.
+  route(model: string): Resolved {
+    return route(this, model);
+  }
+
+  generate(spec: GenerationSpec, r?: Resolved): Promise<Response> {
+    return generate(this, spec, r);
+  }
+
+  relay(other: OtherEndpoint, r: Resolved): Promise<Response> {
+    return relayed(this, other, r);
+  }
+
+  events(req: ir.Request, r: Resolved): Promise<IrSource> {
+    return convertedEvents(this, r, req);
+  }
+
+  localEvents(res: ir.Response): IrSource {
+    this.trace.routed("local");
+    return localSource(res);
+  }
+
+  answer(spec: GenerationSpec, res: ir.Response): Response {
+    return answerLocally(this, spec, res);
+  }
+
+  localId(): { id: string; now: number } {
+    return localId(this);
+  }
+
+  socket<F>(wire: SocketWire<F, HandlerContext>): Response {
+    return openSocketSession(this, wire);
+  }
+
+  next(changes: Pick<RequestContext, "gw" | "req" | "trace" | "requestId">): RequestContext {
+    const { gw, req, trace, requestId } = changes;
+    return new RequestCall(gw, req, this.url, requestId, this.dialect, this.identity, trace);
+  }
+}

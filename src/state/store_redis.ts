@@ -1,0 +1,174 @@
+/**
+ * Stored conversations in Redis (`response_store.redis_url`): one key per record under
+ * `redis_prefix`, its TTL set in Redis, so every instance behind one Kong upstream sees the
+ * same records and they survive restarts. While Redis is unreachable, commands fail at once
+ * (no offline queue), and a stalled Redis fails them after `redis_timeout_ms`: callers answer
+ * 503 naming the store; the client reconnects by itself. A value that is not a record is taken
+ * for missing. Errors are logged without content: at most the Redis key.
+ */
+import {
+  closeRedis,
+  connectRedis,
+  type RedisClient,
+  RedisTimeout,
+  withDeadline,
+} from "./redis_client.ts";
+import type { ResponseStoreConfig } from "../config/config.ts";
+import {
+  type ConversationStore,
+  keyShare,
+  maxItem,
+  type PutResult,
+  type StoredTurn,
+  storeUnavailable,
+} from "./store.ts";
+
+/**
+ * Keeps a record (unless its id exists) and books it to its owner: a sorted set of the owner's
+ * ids by age and a hash of their sizes (field "" holds the total). An owner past its share loses
+ * its own oldest records. KEYS: record, owner's ids, owner's sizes; ARGV: json, ttl, id, now,
+ * size, share, prefix. Returns 1 when kept, 0 when the id was taken.
+ */
+const PUT = `
+if not redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2], 'NX') then return 0 end
+local id, size, share = ARGV[3], tonumber(ARGV[5]), tonumber(ARGV[6])
+redis.call('ZADD', KEYS[2], ARGV[4], id)
+redis.call('HSET', KEYS[3], id, size)
+local total = redis.call('HINCRBY', KEYS[3], '', size)
+while total > share do
+  local oldest = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  if not oldest or oldest == id then break end
+  local s = tonumber(redis.call('HGET', KEYS[3], oldest) or '0')
+  redis.call('DEL', ARGV[7] .. oldest)
+  redis.call('ZREM', KEYS[2], oldest)
+  redis.call('HDEL', KEYS[3], oldest)
+  total = redis.call('HINCRBY', KEYS[3], '', -s)
+end
+redis.call('EXPIRE', KEYS[2], ARGV[2])
+redis.call('EXPIRE', KEYS[3], ARGV[2])
+return 1`;
+
+/** Deletes a record and its booking. KEYS as PUT's; ARGV: id. Returns the records deleted. */
+const DELETE = `
+local n = redis.call('DEL', KEYS[1])
+local s = redis.call('HGET', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+if s then
+  redis.call('HDEL', KEYS[3], ARGV[1])
+  redis.call('HINCRBY', KEYS[3], '', -tonumber(s))
+end
+return n`;
+/** A key holding another Redis type (a hash, a list) has no record: GARBAGE, not an outage. */
+const GARBAGE = Symbol("garbage");
+
+function wrongTypeIsGarbage(e: unknown): typeof GARBAGE {
+  if (e instanceof Error && e.message.startsWith("WRONGTYPE")) return GARBAGE;
+  throw e;
+}
+
+/** A stored record, if `json` is one (parsed, and of the record's shape). */
+function recordOf(json: string): StoredTurn | undefined {
+  let v: unknown;
+  try {
+    v = JSON.parse(json);
+  } catch {
+    return undefined;
+  }
+  const r = v as Partial<StoredTurn> | null;
+  const ok = typeof r === "object" && r !== null && typeof r.id === "string" &&
+    typeof r.owner === "string" && Array.isArray(r.input) &&
+    typeof r.response === "object" && r.response !== null && !Array.isArray(r.response);
+  return ok ? r as StoredTurn : undefined;
+}
+
+export class RedisStore implements ConversationStore {
+  readonly name = "redis";
+  private lastLogged = 0;
+
+  private constructor(
+    private readonly client: RedisClient,
+    private readonly cfg: ResponseStoreConfig,
+  ) {}
+
+  /** Starts connecting; the gateway starts even if Redis is down. */
+  static connect(cfg: ResponseStoreConfig): RedisStore {
+    let store: RedisStore | undefined;
+    const client = connectRedis(cfg.redis_url, (e) => store?.logError(e));
+    return store = new RedisStore(client, cfg);
+  }
+
+  /** At most one line per 5 s: the error's name and message, never a key or a record. */
+  private logError(e: unknown) {
+    const now = Date.now();
+    if (now - this.lastLogged < 5000) return;
+    this.lastLogged = now;
+    const error = e instanceof Error ? `${e.name}: ${e.message}` : "unknown error";
+    console.error(JSON.stringify({ level: "error", msg: "response store", store: "redis", error }));
+  }
+
+  private key(id: string) {
+    return this.cfg.redis_prefix + id;
+  }
+
+  /** A record's key and its owner's booking keys (no format's ids begin `owner-`: no clash). */
+  private keys(id: string, owner: string): string[] {
+    const p = this.cfg.redis_prefix;
+    return [p + id, `${p}owner-ids:${owner}`, `${p}owner-sizes:${owner}`];
+  }
+
+  /** One command, within `redis_timeout_ms`; any failure is the store's 503. */
+  private async run<T>(op: () => Promise<T>): Promise<T> {
+    if (!this.client.isReady) throw storeUnavailable(this.name);
+    try {
+      return await withDeadline(op(), this.cfg.redis_timeout_ms);
+    } catch (e) {
+      this.logError(e);
+      // Said to the client when it timed out; Redis's own errors stay in the log.
+      throw storeUnavailable(this.name, e instanceof RedisTimeout ? e : undefined);
+    }
+  }
+
+  async get(id: string, owner: string): Promise<StoredTurn | undefined> {
+    const key = this.key(id);
+    const json = await this.run(() => this.client.get(key).catch(wrongTypeIsGarbage));
+    if (json === null) return undefined;
+    const record = typeof json === "string" ? recordOf(json) : undefined;
+    if (!record) {
+      // Written by something else, or corrupted: missing. Its characters are never printed.
+      console.error(JSON.stringify({
+        level: "warn",
+        msg: "response store: unreadable record, taken for missing",
+        store: "redis",
+        key,
+      }));
+      return undefined;
+    }
+    return record.owner === owner ? record : undefined;
+  }
+
+  async put(record: StoredTurn): Promise<PutResult> {
+    const json = JSON.stringify(record);
+    if (json.length > maxItem(this.cfg)) return "too_large";
+    const { id, owner } = record;
+    const args = [json, this.cfg.ttl_s, id, Date.now(), json.length, keyShare(this.cfg)];
+    const kept = await this.run(() =>
+      this.client.eval(PUT, {
+        keys: this.keys(id, owner),
+        arguments: [...args.map(String), this.cfg.redis_prefix],
+      })
+    );
+    return kept === 1 ? "kept" : "taken";
+  }
+
+  async delete(id: string, owner: string): Promise<boolean> {
+    if (!(await this.get(id, owner))) return false;
+    const n = await this.run(() =>
+      this.client.eval(DELETE, { keys: this.keys(id, owner), arguments: [id] })
+    );
+    return Number(n) > 0;
+  }
+
+  close(): Promise<void> {
+    return closeRedis(this.client);
+  }
+}
