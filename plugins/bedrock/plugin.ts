@@ -11,7 +11,7 @@ import type { HandlerContext } from "../../src/kit/handler.ts";
 import { messagesPlugin } from "../messages/plugin.ts";
 import { modelPattern } from "../platforms/bedrock_wire.ts";
 import { bedrockMessagesCodec } from "./codec.ts";
-import { BEDROCK_PATHS, bedrockDialect } from "./dialect.ts";
+import { BEDROCK_PATHS, bedrockDialect } from "../converse/dialect.ts";
 import { countTokens, invoke } from "./endpoints.ts";
 
 const MODEL = "anthropic.claude-sonnet-4-5-20250929-v1%3A0";

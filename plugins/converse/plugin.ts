@@ -5,7 +5,7 @@
  */
 import type { FormatPlugin } from "../../src/kit/format.ts";
 import type { HandlerContext } from "../../src/kit/handler.ts";
-import { BEDROCK_PATHS, bedrockDialect } from "../bedrock/dialect.ts";
+import { BEDROCK_PATHS, bedrockDialect } from "./dialect.ts";
 import { converseCodec } from "./codec.ts";
 import { FAMILY } from "./common.ts";
 import { bedrockException, modelPattern, unsafeModelName } from "../platforms/bedrock_wire.ts";

@@ -1,5 +1,6 @@
 /**
- * Amazon Bedrock Runtime as its clients hear it (InvokeModel, Converse, CountTokens): the
+ * Amazon Bedrock Runtime as its clients hear it (Converse, and beside it InvokeModel and
+ * CountTokens, plugins/bedrock/): the
  * gateway key as a Bedrock API key (`Authorization: Bearer`), or an AWS Signature V4 made with
  * it — the access key id names the key (`keys[].name`), the secret access key is the key — which
  * is checked for any region and the service `bedrock`; errors as Bedrock sends them, a
