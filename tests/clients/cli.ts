@@ -97,9 +97,16 @@ async function runCli(
 }
 
 export function claude(url: string, args: string[]): Promise<RunResult> {
+  return claudeWith({ ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: KEY }, args);
+}
+
+/** `claude -p …` aimed by `env` (another mode's switches: Bedrock's, Vertex's). */
+export function claudeWith(
+  env: Record<string, string>,
+  args: string[],
+): Promise<RunResult> {
   return runCli("claude", ["-p", ...args], {
-    ANTHROPIC_BASE_URL: url,
-    ANTHROPIC_API_KEY: KEY,
+    ...env,
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
     DISABLE_AUTOUPDATER: "1",
   });
