@@ -1,7 +1,7 @@
 /**
  * The formats this gateway serves, in the order the core consults them (the first one's
- * dialect answers paths no format claims; Bedrock's InvokeModel is spoken by clients only).
- * `main.ts` hands them to the core.
+ * dialect answers paths no format claims; Bedrock's InvokeModel and Vertex AI's formats are
+ * spoken by clients only). `main.ts` hands them to the core.
  */
 import type { FormatPlugin } from "../src/kit/format.ts";
 import type { HandlerContext } from "../src/kit/handler.ts";
@@ -12,6 +12,7 @@ import { generateContentPlugin } from "./generate-content/plugin.ts";
 import { interactionsPlugin } from "./interactions/plugin.ts";
 import { messagesPlugin } from "./messages/plugin.ts";
 import { responsesPlugin } from "./responses/plugin.ts";
+import { vertexGenerateContentPlugin, vertexMessagesPlugin } from "./vertex/plugin.ts";
 
 export const PLUGINS: readonly FormatPlugin<HandlerContext>[] = [
   chatPlugin,
@@ -20,5 +21,7 @@ export const PLUGINS: readonly FormatPlugin<HandlerContext>[] = [
   generateContentPlugin,
   interactionsPlugin,
   bedrockMessagesPlugin,
+  vertexMessagesPlugin,
+  vertexGenerateContentPlugin,
   conversePlugin,
 ];

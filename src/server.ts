@@ -145,7 +145,8 @@ export function createHandler(
     const url = new URL(req.url);
     dropSpanQuery(url);
     const requestId = requestIdOf(req);
-    const dialect = gw.formats.dialectOf(url.pathname);
+    // The dialect of the path's prefix, until an endpoint matches: then its own.
+    let dialect = gw.formats.dialectOf(url.pathname);
     const trace = new Trace(gw.observers, {
       requestId,
       method: req.method,
@@ -157,7 +158,8 @@ export function createHandler(
     let identity: Identity | undefined;
     try {
       const endpoint = findEndpoint(gw.formats, req, url.pathname);
-      trace.matched(endpoint);
+      dialect = endpoint.dialect;
+      trace.matched(endpoint, dialect.id);
       if (!endpoint.internal) {
         if (gw.draining) {
           throw new GatewayError(503, "overloaded", "the gateway is shutting down; retry");

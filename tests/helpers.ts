@@ -20,6 +20,8 @@ export {
   KEY,
   openaiHeaders,
   THINKING_SIGNATURE,
+  vertexHeaders,
+  vertexModels,
 } from "./requests.ts";
 
 export const PROVIDER_KEY = "sk-provider-secret";

@@ -75,12 +75,18 @@ export function vertexPath(
 }
 
 /**
- * A model path as clients send it (`@google/genai` uses v1beta1, the Anthropic Vertex SDK and
- * Claude Code v1; genai's express mode leaves out project and location). Project and location
- * are not captured: the model alone routes.
+ * The model paths clients send for `publisher` (`@google/genai` uses v1beta1, the Anthropic
+ * Vertex SDK and Claude Code v1; genai's express mode leaves out project and location), `model`
+ * being the last segment's pattern. Project and location are not captured: the model alone
+ * routes.
  */
-export const VERTEX_MODEL_PATH =
-  /^\/v1(?:beta1)?\/(?:projects\/[^/]+\/locations\/[^/]+\/)?publishers\/([^/]+)\/models\/([^/]+)$/;
+export const vertexModelPath = (publisher: string, model: string): RegExp =>
+  new RegExp(
+    `^/v1(?:beta1)?/(?:projects/[^/]+/locations/[^/]+/)?publishers/${publisher}/models/${model}$`,
+  );
+
+/** Any publisher's model path: the publisher and the last segment captured. */
+const MODEL_PATH = vertexModelPath("([^/]+)", "([^/]+)");
 
 /** A client's call as its path names it: the publisher, the model segment (raw) and action. */
 export interface VertexCall {
@@ -90,9 +96,9 @@ export interface VertexCall {
   action: string;
 }
 
-/** The publisher, model segment and action of a path `VERTEX_MODEL_PATH` matches. */
+/** The publisher, model segment and action of a model path (`vertexModelPath`). */
 export function readVertexPath(pathname: string): VertexCall {
-  const [, publisher, target] = pathname.match(VERTEX_MODEL_PATH) ?? ["", "", ""];
+  const [, publisher, target] = pathname.match(MODEL_PATH) ?? ["", "", ""];
   const colon = target.lastIndexOf(":");
   return colon < 0
     ? { publisher, segment: target, action: "" }

@@ -57,6 +57,13 @@ export interface Dialect {
   signedRequest?(req: Request, url: URL): SignedRequest | undefined;
   /** The JSON error body of this dialect. */
   errorBody(err: GatewayError, requestId?: string): unknown;
+  /**
+   * A relayed provider's own JSON error (its wire format's envelope) reaches these clients as
+   * the provider wrote it, as the cloud they call passes it through (Vertex AI relays Claude's
+   * errors in Anthropic's envelope). Default: only clients of the wire format's own dialect get
+   * it; others hear the error in their dialect.
+   */
+  passesWireErrors?: boolean;
   /** Headers its SDKs read an error by, beside the body (AWS: `x-amzn-errortype`). */
   errorHeaders?(err: GatewayError): [string, string][];
   /** The HTTP status this dialect's SDKs must see for `status` (default: the same). */

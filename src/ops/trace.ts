@@ -42,7 +42,8 @@ export class Trace {
   readonly requestId: string;
   readonly method: string;
   readonly path: string;
-  readonly dialect: string;
+  /** The id of the client's error dialect: its path's, then its endpoint's (a metric label). */
+  dialect: string;
   readonly clientIp?: string;
   endpoint = "unknown";
   /** `gen_ai.operation.name` when the endpoint is a GenAI call. */
@@ -109,9 +110,13 @@ export class Trace {
     this.clientIp = start.clientIp;
   }
 
-  /** The endpoint the request matched. */
-  matched(e: Pick<EndpointSpec<unknown>, "name" | "operation" | "unbilled">): void {
+  /** The endpoint the request matched, and the dialect it speaks. */
+  matched(
+    e: Pick<EndpointSpec<unknown>, "name" | "operation" | "unbilled">,
+    dialect: string,
+  ): void {
     this.endpoint = e.name;
+    this.dialect = dialect;
     this.operation = e.operation;
     this.billedEndpoint = !e.unbilled;
   }

@@ -78,8 +78,9 @@ async function relayAttempt(
   });
   const allow = formats.responseHeaders(api, ctx.identity?.limits !== undefined);
   if (!up.res.ok) {
-    // The provider's own error envelope reaches only clients of its format's dialect.
-    const own = formats.get(api)?.dialect === ctx.dialect;
+    // The provider's own error envelope reaches clients of its format's dialect, and of those
+    // that pass it through.
+    const own = formats.get(api)?.dialect === ctx.dialect || ctx.dialect.passesWireErrors === true;
     return await relayError(ctx, up, allow, r.provider.timeouts.idle_ms, upstream, own);
   }
   const { framing } = up;
@@ -129,7 +130,7 @@ async function relayError(
   allow: readonly string[],
   idleMs: number,
   spec: UpstreamSpec,
-  /** The client speaks the provider format's own dialect. */
+  /** The client hears the provider format's own envelope (`Dialect.passesWireErrors`). */
   own: boolean,
 ): Promise<never> {
   const { secrets } = ctx.gw;
@@ -137,7 +138,7 @@ async function relayError(
   const text = await readErrorText(up, idleMs, secrets);
   const err = readProviderError(up, text, headers, spec);
   // A platform's error envelope is not the format's, nor is the format's that of a client of
-  // another dialect (Bedrock's InvokeModel carries Anthropic's body): they hear it in theirs.
+  // another dialect (unless it passes the format's through): they hear it in theirs.
   const answer = own && isJsonObject(text) && !up.platform
     ? new Response(text, { status: up.res.status, headers })
     : errorResponse(ctx.dialect, err, ctx.requestId);
