@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 // deno-lint-ignore no-import-prefix
 import { AwsV4Signer } from "npm:aws4fetch@1.0.20";
 import { bedrockHeaders, bedrockModelPath, bodies, LOOP_TOOL } from "./requests.ts";
+import { BEDROCK_TEST_CREDENTIALS } from "./mock/bedrock.ts";
 import {
   type BedrockClientHarness,
   clientFrames,
@@ -534,6 +535,36 @@ Deno.test("bedrock clients: errors as Bedrock's, in-stream exceptions, model ids
       );
       assert.match(metrics, /gen_ai_provider_name="openai",gen_ai_request_model="chat-errevent"/);
     });
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("bedrock clients: a provider's secret echoed into a relayed event stream is scrubbed", async (t) => {
+  const h = await startBedrockClientHarness();
+  const { sessionToken, secretAccessKey } = BEDROCK_TEST_CREDENTIALS;
+  try {
+    for (
+      const [what, path, body] of [
+        [
+          "InvokeModel's chunk frames (base64 inside)",
+          invokePath("bi-echo", true),
+          bodies.invoke(),
+        ],
+        ["ConverseStream's frames", conversePath("bc-echo", true), bodies.converse()],
+      ] as const
+    ) {
+      await t.step(what, async () => {
+        const res = await call(h, path, body);
+        assert.equal(res.status, 200);
+        const frames = clientFrames(new Uint8Array(await res.arrayBuffer()));
+        const text = JSON.stringify(frames);
+        assert.match(text, /AWS4-HMAC-SHA256/, "the mock quoted the request's credentials");
+        assert.ok(!text.includes(sessionToken), "the session token is scrubbed");
+        assert.ok(!text.includes(secretAccessKey));
+        assert.ok(frames.length > 2 && !frames.some((f) => f.exception), "still a stream");
+      });
+    }
   } finally {
     await h.close();
   }
