@@ -8,10 +8,9 @@
  */
 import { validateConfig } from "../src/config/config.ts";
 import { checkFormats } from "../src/config/config.ts";
-import { createGateway, createHandler } from "../src/server.ts";
-import { setAccessLogSink } from "../src/ops/log.ts";
+import { createGateway } from "../src/server.ts";
 import type { Gateway } from "../src/request/context.ts";
-import { FORMATS, HASHED_KEY, KEY, sha256Hex } from "./helpers.ts";
+import { FORMATS, HASHED_KEY, KEY, serveGateway, sha256Hex } from "./helpers.ts";
 import { BEDROCK_TEST_CREDENTIALS, startMockBedrock } from "./mock/bedrock.ts";
 import { decodeFrames } from "./mock/eventstream.ts";
 import { type MockUpstream, startMockUpstream } from "./mock/upstream.ts";
@@ -76,33 +75,21 @@ export async function startBedrockClientHarness(): Promise<BedrockClientHarness>
     ],
   });
   checkFormats(config, FORMATS);
-  const gw = await createGateway(config, FORMATS);
-  const logs: Record<string, unknown>[] = [];
-  const previous = setAccessLogSink((line) => logs.push(JSON.parse(line)));
   const received: BedrockClientHarness["received"] = [];
-  const handler = createHandler(gw);
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req, info) => {
+  const served = serveGateway(await createGateway(config, FORMATS), (req) =>
     received.push({
       path: new URL(req.url).pathname,
       host: req.headers.has("host"),
       authorization: req.headers.get("authorization") ?? "",
-    });
-    return handler(req, info);
-  });
+    }));
   return {
-    url: `http://127.0.0.1:${server.addr.port}`,
-    gw,
+    ...served,
     vendors,
     bedrock,
     received,
-    logs,
     calls: () => vendors.requests.length + bedrock.requests.length,
     async close() {
-      await server.shutdown();
-      await gw.providerModels.stop();
-      await gw.store.close();
-      await gw.limiter.store.close();
-      setAccessLogSink(previous);
+      await served.close();
       await vendors.close();
       await bedrock.close();
     },

@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import { AwsV4Signer } from "npm:aws4fetch@1.0.20";
 import { bedrockHeaders, bedrockModelPath, bodies, LOOP_TOOL } from "./requests.ts";
 import { BEDROCK_TEST_CREDENTIALS } from "./mock/bedrock.ts";
+import { side as converseSide } from "./formats/converse.ts";
 import {
   type BedrockClientHarness,
   clientFrames,
@@ -312,18 +313,8 @@ Deno.test("bedrock clients: InvokeModel on routes of each family, JSON and event
 
 Deno.test("bedrock clients: Converse on routes of each family, JSON and event stream", async (t) => {
   const h = await startBedrockClientHarness();
-  const converse = {
-    ...bodies.converse(),
-    toolConfig: {
-      tools: [{
-        toolSpec: {
-          name: LOOP_TOOL.name,
-          description: LOOP_TOOL.description,
-          inputSchema: { json: LOOP_TOOL.parameters },
-        },
-      }],
-    },
-  };
+  // Converse's tool loop as its test side asks it (LOOP_TOOL declared).
+  const converse = converseSide.loop!.ask("", false, "hi there");
   try {
     for (
       const [prefix, vendor] of [

@@ -125,11 +125,21 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   };
 }
 
-/** A gateway served on loopback, its access log collected; `close` stops all it started. */
-export function serveGateway(gw: Gateway): Omit<Harness, "upstream"> {
+/**
+ * A gateway served on loopback, its access log collected; `close` stops all it started.
+ * `seen` is shown each request as the gateway receives it.
+ */
+export function serveGateway(
+  gw: Gateway,
+  seen?: (req: Request) => void,
+): Omit<Harness, "upstream"> {
   const logs: Record<string, unknown>[] = [];
   const previous = setAccessLogSink((line) => logs.push(JSON.parse(line)));
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, createHandler(gw));
+  const handler = createHandler(gw);
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    seen ? (req, info) => (seen(req), handler(req, info)) : handler,
+  );
   return {
     url: `http://127.0.0.1:${server.addr.port}`,
     gw,
