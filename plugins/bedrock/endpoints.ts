@@ -21,24 +21,24 @@ import { isObj } from "../converse/common.ts";
 import { bedrockMessagesCodec } from "./codec.ts";
 import { INVOKE_STREAM } from "./framing.ts";
 
-/** An InvokeModel body as the Messages request it stands for, and its headers. */
+/** An InvokeModel body as the Messages request it stands for, and the headers it implies. */
 function messagesRequest(
   json: Record<string, unknown>,
   model: string,
   stream: boolean,
-  req: Request,
+  headers: Headers,
 ) {
   checkCloudVersion(json, BEDROCK_CLAUDE);
   const read = fromCloudBody(json, { model, stream }, BEDROCK_CLAUDE);
   const body: JsonBody = { json: read.body, raw: JSON.stringify(read.body) };
-  return { body, headers: messagesHeaders(req.headers, read) };
+  return { body, headers: messagesHeaders(headers, read) };
 }
 
 export const invoke: PluginHandler = async (ctx) => {
   const { model, operation } = readModelPath(ctx.url.pathname);
   const stream = operation === "invoke-with-response-stream";
   const { json } = await readJsonBody(ctx.req);
-  const { body, headers } = messagesRequest(json, model, stream, ctx.req);
+  const { body, headers } = messagesRequest(json, model, stream, ctx.req.headers);
   validateRequest(body.json);
   return await ctx.generate({
     ingress: bedrockMessagesCodec,
@@ -79,7 +79,8 @@ export const countTokens: PluginHandler = async (ctx) => {
   let body: Record<string, unknown>;
   let headers: Headers | undefined;
   if (input.invokeModel) {
-    const read = messagesRequest(invokeInput(input.invokeModel.body), model, false, ctx.req);
+    const invokeBody = invokeInput(input.invokeModel.body);
+    const read = messagesRequest(invokeBody, model, false, ctx.req.headers);
     body = read.body.json;
     headers = read.headers;
   } else if (input.converse) {
@@ -90,5 +91,8 @@ export const countTokens: PluginHandler = async (ctx) => {
   const res = await countTokensOf(ctx, { json, raw: JSON.stringify(json) }, headers);
   if (!res.ok) return res;
   const { input_tokens } = await res.json();
-  return Response.json({ inputTokens: input_tokens }, { headers: res.headers });
+  // The provider's headers (request ids) stay; the body's length does not.
+  const answered = new Headers(res.headers);
+  answered.delete("content-length");
+  return Response.json({ inputTokens: input_tokens }, { headers: answered });
 };
