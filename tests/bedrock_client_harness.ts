@@ -3,7 +3,8 @@
  * on the mock upstream (`msg-*` Anthropic, `chat-*` OpenAI chat, `gem-*` Gemini) and on the
  * Bedrock mock (`bi-*` Claude through InvokeModel, `bc-*` Converse), the model's other words
  * picking the mock's scenario; Claude Code's default Bedrock model ids (`us.anthropic.…`) and
- * ARNs go to the Bedrock mock's Claude. Keys: `team-a` in plaintext (it can sign), `team-b` as
+ * ARNs go to the Bedrock mock's Claude; `fo-err429` and `fo-earlyerr` fail over from a throttling
+ * Bedrock to Anthropic. Keys: `team-a` in plaintext (it can sign), `team-b` as
  * a digest only.
  */
 import { validateConfig } from "../src/config/config.ts";
@@ -72,6 +73,14 @@ export async function startBedrockClientHarness(): Promise<BedrockClientHarness>
         provider: "bedrock-claude",
         model: "bi-text",
       },
+      // Bedrock throttling (a 429, or a throttlingException frame before content), then Anthropic.
+      ...["err429", "earlyerr"].map((fault) => ({
+        models: [`fo-${fault}`],
+        targets: [
+          { provider: "bedrock-claude", model: `bi-${fault}` },
+          { provider: "anthropic", model: "msg-text" },
+        ],
+      })),
     ],
   });
   checkFormats(config, FORMATS);

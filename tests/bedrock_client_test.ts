@@ -560,3 +560,26 @@ Deno.test("bedrock clients: a provider's secret echoed into a relayed event stre
     await h.close();
   }
 });
+
+Deno.test("bedrock clients: a throttling Bedrock fails over to Anthropic, before content, JSON and stream", async (t) => {
+  const h = await startBedrockClientHarness();
+  try {
+    for (const [model, stream] of [["fo-err429", false], ["fo-earlyerr", true]] as const) {
+      await t.step(`${model}${stream ? ", streamed" : ""}`, async () => {
+        const res = await call(h, invokePath(model, stream), bodies.invoke());
+        assert.equal(res.status, 200);
+        assert.equal(res.headers.get("x-gateway-provider"), "anthropic");
+        assert.equal(res.headers.get("x-gateway-attempts"), "2");
+        const text = stream
+          ? clientFrames(new Uint8Array(await res.arrayBuffer())).flatMap((f) =>
+            f.data.type === "content_block_delta" ? [(f.data.delta as { text: string }).text] : []
+          ).join("")
+          : (await res.json()).content[0].text;
+        assert.equal(text, "Hello from messages mock: hi there");
+        assert.ok(h.bedrock.requests.at(-1)!.path.startsWith(`/model/bi-`));
+      });
+    }
+  } finally {
+    await h.close();
+  }
+});

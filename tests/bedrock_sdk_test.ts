@@ -119,6 +119,22 @@ Deno.test("@aws-sdk/client-bedrock-runtime through the gateway: every command, e
           assert.equal(text, `Hello from ${vendor} mock: ${QUESTION}`);
           assert.equal(stop, "end_turn");
           assert.ok(output > 0);
+          // A tool call, streamed: its name first, its input in deltas.
+          const tool = await client.send(
+            new ConverseStreamCommand({
+              modelId: `${prefix}-tool`,
+              messages: [{ role: "user", content: [{ text: QUESTION }] }],
+              toolConfig: converseTools,
+            }),
+          );
+          let name = "";
+          let input = "";
+          for await (const e of tool.stream!) {
+            name ||= e.contentBlockStart?.start?.toolUse?.name ?? "";
+            input += e.contentBlockDelta?.delta?.toolUse?.input ?? "";
+          }
+          assert.equal(name, LOOP_TOOL.name);
+          assert.deepEqual(JSON.parse(input), { city: "Paris" });
         });
 
         await t.step(`${auth} ${prefix}: InvokeModelCommand, a tool call`, async () => {
@@ -152,6 +168,19 @@ Deno.test("@aws-sdk/client-bedrock-runtime through the gateway: every command, e
           ).join("");
           assert.equal(text, `Hello from ${vendor} mock: ${QUESTION}`);
           assert.ok(events.at(-1)!["amazon-bedrock-invocationMetrics"]);
+          const tool = await client.send(
+            new InvokeModelWithResponseStreamCommand({
+              modelId: `${prefix}-tool`,
+              contentType: "application/json",
+              body: invokeBody(true),
+            }),
+          );
+          const json: string[] = [];
+          for await (const e of tool.body!) {
+            const event = e.chunk?.bytes && JSON.parse(decoder.decode(e.chunk.bytes));
+            if (event?.delta?.type === "input_json_delta") json.push(event.delta.partial_json);
+          }
+          assert.deepEqual(JSON.parse(json.join("")), { city: "Paris" });
         });
       }
 
@@ -268,6 +297,9 @@ Deno.test("@anthropic-ai/bedrock-sdk through the gateway: create and stream, eve
           const text = message.content[0];
           assert.equal(text.type === "text" && text.text, `Hello from ${vendor} mock: ${QUESTION}`);
           assert.ok(message.usage.output_tokens > 0);
+          const tool = await client.messages.stream(ask(`${prefix}-tool`)).finalMessage();
+          const use = tool.content.find((b) => b.type === "tool_use");
+          assert.deepEqual(use?.type === "tool_use" && use.input, { city: "Paris" });
         });
       }
     }
