@@ -244,6 +244,61 @@ export function lastUsage(read: (json: Record<string, unknown>) => ir.Usage | un
   };
 }
 
+const QUOTE = 34;
+const BACKSLASH = 92;
+const isSpace = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
+
+/**
+ * Characters of the string values of the members `names` anywhere in a JSON text, an escape
+ * counted as the character it stands for; without parsing it. A relayed stream's watch counts
+ * the output it relays with it (`StreamWatch.output`): a `"name"` followed by `:` is always a
+ * member (a quote inside a string is escaped), so a string that mentions a name does not count.
+ */
+export function stringChars(json: string, names: readonly string[]): number {
+  let chars = 0;
+  for (const name of names) {
+    const key = `"${name}"`;
+    for (let at = json.indexOf(key); at !== -1; at = json.indexOf(key, at)) {
+      let i = at + key.length;
+      while (isSpace(json.charCodeAt(i))) i++;
+      if (json.charCodeAt(i++) !== 58 /* : */) {
+        at = i;
+        continue;
+      }
+      while (isSpace(json.charCodeAt(i))) i++;
+      if (json.charCodeAt(i) !== QUOTE) {
+        at = i;
+        continue;
+      }
+      const end = stringEnd(json, i + 1);
+      chars += end - (i + 1) - escapeExtra(json, i + 1, end);
+      at = end + 1;
+    }
+  }
+  return chars;
+}
+
+/** The index of the quote that closes the JSON string starting at `from` (or the text's end). */
+function stringEnd(json: string, from: number): number {
+  for (let q = json.indexOf('"', from); q !== -1; q = json.indexOf('"', q + 1)) {
+    let slashes = 0;
+    while (json.charCodeAt(q - 1 - slashes) === BACKSLASH) slashes++;
+    if (slashes % 2 === 0) return q;
+  }
+  return json.length;
+}
+
+/** How many more characters the escapes in json[from, end) take than what they stand for. */
+function escapeExtra(json: string, from: number, end: number): number {
+  let extra = 0;
+  for (let b = json.indexOf("\\", from); b !== -1 && b < end; b = json.indexOf("\\", b)) {
+    const unicode = json.charCodeAt(b + 1) === 117; /* u */
+    extra += unicode ? 5 : 1;
+    b += unicode ? 6 : 2;
+  }
+  return extra;
+}
+
 /**
  * A page of a `{data: [{id}], has_more, last_id}` model list (Anthropic's, and OpenAI-compatible
  * servers that page), whose next page is asked for with `after` = the last id.

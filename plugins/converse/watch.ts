@@ -3,19 +3,25 @@
  * or with an exception.
  */
 import type { StreamWatch } from "../../src/kit/codec.ts";
-import { jsonObjectOf } from "../shared.ts";
+import { jsonObjectOf, stringChars } from "../shared.ts";
 import { usageOf } from "./response.ts";
+
+/** What a block's delta adds: text, reasoning text, a tool call's input. */
+const OUTPUT = ["text", "input"];
 
 export function watch(): StreamWatch {
   let metadata: string | undefined;
+  let output = 0;
   return {
     inspect(e) {
-      if (e.event === "metadata") {
+      if (e.event === "contentBlockDelta") output += stringChars(e.data, OUTPUT);
+      else if (e.event === "metadata") {
         metadata = e.data;
         return true;
       }
       return e.event?.endsWith("Exception") === true;
     },
+    output: () => output,
     usage: () => metadata === undefined ? undefined : usageOf(jsonObjectOf(metadata) ?? {}),
   };
 }

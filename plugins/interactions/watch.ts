@@ -3,19 +3,25 @@
  * an `error` event.
  */
 import type { StreamWatch } from "../../src/kit/codec.ts";
-import { lastUsage } from "../shared.ts";
+import { lastUsage, stringChars } from "../shared.ts";
 import { decodeUsage } from "./steps.ts";
 
 const TERMINAL = /"event_type"\s*:\s*"(interaction\.completed|error)"/;
+const DELTA = /"event_type"\s*:\s*"step\.delta"/;
+/** What a step's delta adds: text (a thought summary's too), a call's arguments. */
+const OUTPUT = ["text", "arguments"];
 
 export function watch(): StreamWatch {
   const last = lastUsage((json) => decodeUsage((json.interaction as { usage?: unknown })?.usage));
+  let output = 0;
   return {
     inspect(e) {
       const end = TERMINAL.exec(e.data);
       if (end?.[1] === "interaction.completed") last.keep(e.data);
+      else if (end === null && DELTA.test(e.data)) output += stringChars(e.data, OUTPUT);
       return end !== null;
     },
     usage: last.usage,
+    output: () => output,
   };
 }

@@ -1,6 +1,6 @@
 /** A relayed Responses stream ends with its terminal event, whose response carries the usage. */
 import type { StreamWatch } from "../../src/kit/codec.ts";
-import { lastUsage } from "../shared.ts";
+import { lastUsage, stringChars } from "../shared.ts";
 import { obj } from "./read.ts";
 import { fromWireUsage } from "./usage.ts";
 
@@ -12,16 +12,26 @@ const TERMINAL = new Set([
 ]);
 const TYPE = /"type"\s*:\s*"([^"]+)"/;
 
+/** Every `*.delta` event's `delta` is output: text, refusal, reasoning, a call's arguments. */
+const OUTPUT = ["delta"];
+
 export function watch(): StreamWatch {
   const last = lastUsage((json) => fromWireUsage(obj(json.response).usage));
+  let output = 0;
   return {
     inspect(e) {
       // The `event:` line names the type; a provider that omits it has it first in the JSON.
       const type = e.event ?? e.data.match(TYPE)?.[1];
-      if (!type || !TERMINAL.has(type)) return false;
+      if (!type) return false;
+      if (type.endsWith(".delta")) {
+        output += stringChars(e.data, OUTPUT);
+        return false;
+      }
+      if (!TERMINAL.has(type)) return false;
       if (type !== "error") last.keep(e.data);
       return true;
     },
     usage: last.usage,
+    output: () => output,
   };
 }

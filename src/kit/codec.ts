@@ -69,8 +69,13 @@ export interface ClientContext {
 export interface StreamWatch {
   /** Looks at one upstream event; true if it ends the stream (its terminal event, an error). */
   inspect(e: SseEvent): boolean;
-  /** The usage the stream reported, if any. */
+  /** The usage the stream reported so far, if any (on a cut, what it had said by then). */
   usage(): ir.Usage | undefined;
+  /**
+   * Characters of generated output (text, reasoning, tool-call arguments) in the events looked
+   * at so far: a cut stream's output is estimated from them where the provider gave no count.
+   */
+  output(): number;
 }
 
 /** Where a stream step puts what it makes. */

@@ -3,11 +3,12 @@
  * every generation body carries, path segments, and the headers of an SSE answer.
  */
 import {
+  BodyTooLarge,
   codingsOf,
   concat,
   decode,
-  DecodedTooLarge,
   isSupported,
+  MAX_CODINGS,
   SUPPORTED_CODINGS,
 } from "./content_encoding.ts";
 import { badRequest, GatewayError } from "./errors.ts";
@@ -35,23 +36,31 @@ function readLimited(req: Request): Promise<string> {
   return length !== null ? req.text() : readChunked(req);
 }
 
-/** A compressed body, decoded; the limit counts the decoded bytes. */
+/**
+ * A compressed body, decoded; the limit counts the decoded bytes (and the bytes as sent). The
+ * codings are checked before any decoder is made or any byte read.
+ */
 async function readEncoded(body: ReadableStream<Uint8Array> | null, codings: string[]) {
+  if (codings.length > MAX_CODINGS) {
+    throw unsupportedEncoding(
+      `Content-Encoding lists more than ${MAX_CODINGS} codings (the gateway decodes at most ${MAX_CODINGS})`,
+    );
+  }
   const unknown = codings.find((c) => !isSupported(c));
   if (unknown !== undefined) {
-    throw new GatewayError(
-      415,
-      "invalid_request",
+    throw unsupportedEncoding(
       `Content-Encoding "${clip(unknown)}" is not supported (send ${SUPPORTED_CODINGS} or none)`,
     );
   }
   try {
     return new TextDecoder().decode(await decode(body, codings, MAX_BODY_BYTES));
   } catch (e) {
-    if (e instanceof DecodedTooLarge) throw tooLarge();
+    if (e instanceof BodyTooLarge) throw tooLarge();
     throw badRequest(`request body is not valid ${codings.join(", ")}: ${(e as Error).message}`);
   }
 }
+
+const unsupportedEncoding = (message: string) => new GatewayError(415, "invalid_request", message);
 
 /** A body of undeclared length (chunked), counted as it arrives. */
 async function readChunked(req: Request): Promise<string> {

@@ -64,6 +64,7 @@ function line(t: Trace) {
     billable: t.usage ? t.billable : undefined,
     ...tokens(t),
     interrupted: t.interrupted || undefined,
+    usage_estimated: t.estimated || undefined,
     error: t.error,
     dropped: t.dropped,
     stored: t.stored,

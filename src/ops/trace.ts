@@ -7,6 +7,7 @@ import type { EndpointSpec } from "../kit/format.ts";
 import type { ErrorKind } from "../kit/errors.ts";
 import type { Usage } from "../kit/ir.ts";
 import type { ProviderConfig } from "../config/config.ts";
+import { tokensFor } from "./estimate.ts";
 
 /** How a request reached its answer: bytes relayed, converted through the IR, or answered here. */
 export type Mode = "relay" | "convert" | "local";
@@ -85,6 +86,15 @@ export class Trace {
   interrupted = false;
   /** The client went away before the answer was complete. */
   clientGone = false;
+  /** Characters of the request body sent upstream (a cut answer's input estimate). */
+  sentChars = 0;
+  /**
+   * Characters of generated output (text, reasoning, tool-call arguments) the client was sent:
+   * a cut answer's output is estimated from them where the provider gave no count.
+   */
+  outputChars = 0;
+  /** The usage holds estimates: the answer was cut before the provider counted all of it. */
+  estimated = false;
   ttfbMs?: number;
   durationMs?: number;
   /** A streamed answer ends when its body does: the stream stage calls `end`, not the server. */
@@ -189,6 +199,31 @@ export class Trace {
     this.error = message;
   }
 
+  /**
+   * A streamed answer that the client left or the upstream cut, once the provider took the
+   * request: it has used tokens, counted or not.
+   */
+  private get cutShort(): boolean {
+    return this.streaming && !this.upgrade && this.attempts > 0 &&
+      (this.interrupted || this.clientGone);
+  }
+
+  /**
+   * A cut answer's usage: what the provider had reported by then; the input estimated from the
+   * request sent where it reported none, and the output from what the client was sent where
+   * that is more (docs/limits.md). Told to the observers like any usage.
+   */
+  private completeUsage(): void {
+    const u = this.usage;
+    const inputTokens = u?.inputTokens || tokensFor(this.sentChars);
+    const outputTokens = Math.max(u?.outputTokens ?? 0, tokensFor(this.outputChars));
+    if (u ? u.inputTokens === inputTokens && u.outputTokens === outputTokens : !inputTokens) {
+      return;
+    }
+    this.estimated = true;
+    this.reportUsage({ ...u, inputTokens, outputTokens });
+  }
+
   /** The stream was cut short: the client got the interruption ending. */
   interruptedBy(why: string): void {
     this.interrupted = true;
@@ -199,6 +234,7 @@ export class Trace {
     if (this.ended) return;
     this.ended = true;
     if (status !== undefined) this.status = status;
+    if (this.cutShort) this.completeUsage();
     this.durationMs = Math.round(performance.now() - this.started);
     for (const o of this.observers) o.ended(this);
   }

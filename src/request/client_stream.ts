@@ -48,15 +48,39 @@ export function localIr(events: ir.StreamEvent[]): IrSource {
   };
 }
 
-/** Watches IR events for the stream's real end (`finish`, or an upstream `error`) and usage. */
+/**
+ * Watches IR events for the stream's real end (`finish`, or an upstream `error`), usage and the
+ * output they carry.
+ */
 export class IrWatch {
   ended = false;
+  /** What the opening reported (Anthropic's input count), told if nothing later is. */
+  private opening?: ir.Usage;
 
   constructor(private readonly trace: Trace) {}
 
   see(e: ir.StreamEvent): void {
-    if (e.type === "finish" || e.type === "error") this.ended = true;
+    switch (e.type) {
+      case "text_delta":
+      case "thinking_delta":
+        this.trace.outputChars += e.text.length;
+        return;
+      case "arguments_delta":
+        this.trace.outputChars += e.json.length;
+        return;
+      case "start":
+        this.opening = e.usage;
+        return;
+      case "finish":
+      case "error":
+        this.ended = true;
+    }
     if (e.type === "usage" || e.type === "finish") this.trace.reportUsage(e.usage);
+  }
+
+  /** The stream stopped, however: a cut one's usage is what its opening said, if nothing later. */
+  stopped(): void {
+    if (!this.trace.usage) this.trace.reportUsage(this.opening);
   }
 }
 
@@ -109,13 +133,15 @@ export function clientStream(
   const write = framing.write ?? formatSse;
   const pending = new Pending();
   const emit = { enqueue: (e: SseEvent) => pending.add(write(e)) };
-  const finish = (controller: ReadableStreamDefaultController<Uint8Array>, why?: string) =>
-    closeStream(
+  const finish = (controller: ReadableStreamDefaultController<Uint8Array>, why?: string) => {
+    watch.stopped();
+    return closeStream(
       controller,
       trace,
       why === undefined ? framing.complete() : framing.interrupted(why),
       why,
     );
+  };
   trace.streaming = true;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -125,7 +151,10 @@ export function clientStream(
         try {
           batch = await source.next();
         } catch (e) {
-          if (e instanceof ClientGone) return clientGone(trace, controller, e);
+          if (e instanceof ClientGone) {
+            watch.stopped();
+            return clientGone(trace, controller, e);
+          }
           // A failure after the end (e.g. a reset after the last event) lost nothing.
           return finish(controller, watch.ended ? undefined : failureMessage(e));
         }
@@ -145,6 +174,7 @@ export function clientStream(
       controller.enqueue(pending.take());
     },
     cancel(reason) {
+      watch.stopped();
       clientGone(trace);
       return source.cancel(reason);
     },

@@ -158,6 +158,7 @@ async function callConverted(
   if (large) await breather();
   ctx.trace.routed("convert");
   ctx.trace.attempt();
+  ctx.trace.sentChars = text.length;
   const up = await callUpstream({
     provider: r.provider,
     spec,

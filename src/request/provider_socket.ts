@@ -4,6 +4,7 @@
  * `connect_ms`), then each frame relayed untouched both ways, every response in flight under
  * the first-byte and idle deadlines of an HTTP stream.
  */
+import type { StreamWatch } from "../kit/codec.ts";
 import type { ProviderSocketWire, ResponseEnd } from "../kit/socket.ts";
 import type { RequestContext } from "./context.ts";
 import { Deadline } from "./deadline.ts";
@@ -49,15 +50,29 @@ export async function openProviderSocket(
         signal,
         stopping: ctx.gw.stopping,
       });
-      const socket = new ProviderSocket(t.provider.name, ws, t.provider.timeouts, wire, client);
+      const watch = () => formats.codec(wire.api).watch();
+      const socket = new ProviderSocket(
+        t.provider.name,
+        ws,
+        t.provider.timeouts,
+        wire,
+        client,
+        watch,
+      );
       return { socket, target: t };
     },
   });
 }
 
+/** A response sent on the provider socket: its trace, and what its frames said so far. */
+interface Pending {
+  trace: Trace;
+  watch: StreamWatch;
+}
+
 export class ProviderSocket {
   /** Responses sent and not yet ended, oldest first (a socket runs them in order). */
-  private readonly pending: Trace[] = [];
+  private readonly pending: Pending[] = [];
 
   /** First-byte, then idle deadline of the response in flight (as for an HTTP stream). */
   private readonly deadline = new Deadline((err) => {
@@ -71,10 +86,14 @@ export class ProviderSocket {
     private readonly timeouts: { first_byte_ms: number; idle_ms: number },
     wire: ProviderSocketWire,
     private readonly client: SocketClient,
+    /** A watch of the format's stream events, whose frames these are (a cut counts by it). */
+    private readonly watch: () => StreamWatch,
   ) {
     ws.onmessage = (e) => {
       const text = typeof e.data === "string" ? e.data : "";
-      this.pending[0]?.firstByte();
+      const current = this.pending[0];
+      current?.trace.firstByte();
+      current?.watch.inspect({ data: text });
       const end = wire.ends(text);
       if (end) this.end(end);
       this.arm(timeouts.idle_ms, "went idle");
@@ -85,7 +104,7 @@ export class ProviderSocket {
 
   /** Logs the oldest response with what its terminal frame says (status, usage). */
   private end({ status, usage }: ResponseEnd) {
-    const done = this.pending.shift();
+    const done = this.pending.shift()?.trace;
     if (!done) return;
     if (status !== undefined) done.status = status;
     else done.reportUsage(usage);
@@ -102,13 +121,18 @@ export class ProviderSocket {
   interrupt(why: string, code?: number) {
     this.deadline.clear();
     const [current, ...queued] = this.pending.splice(0);
-    if (current) this.client.interrupted(current, why);
-    for (const t of [current, ...queued]) t?.end(502);
+    if (current) {
+      // What its frames said by then: the usage so far, the output relayed.
+      current.trace.reportUsage(current.watch.usage());
+      current.trace.outputChars = current.watch.output();
+      this.client.interrupted(current.trace, why);
+    }
+    for (const p of [current, ...queued]) p?.trace.end(502);
     this.client.close(code, code ? why : undefined);
   }
 
   send(text: string, trace: Trace) {
-    this.pending.push(trace);
+    this.pending.push({ trace, watch: this.watch() });
     this.arm(this.timeouts.first_byte_ms, "sent no data");
     this.ws.send(text);
   }

@@ -60,16 +60,18 @@ async function relayAttempt(
   const api = r.provider.api;
   const upstream = formats.upstream(api)!;
   const sent = renamed ? { ...json, model: r.upstreamModel } : json;
+  const text = renamed ? JSON.stringify(sent) : raw;
   const operation = other ? other.operation ?? path : "generate";
   const platform = throughPlatform(ctx, r, sent, spec.stream, operation, path);
   ctx.trace.routed("relay");
   ctx.trace.attempt();
+  ctx.trace.sentChars = text.length;
   const up = await callUpstream({
     provider: r.provider,
     spec: upstream,
     key: key?.value,
     path,
-    body: renamed ? JSON.stringify(sent) : raw,
+    body: text,
     forward: pickHeaders(spec.headers ?? ctx.req.headers, formats.forwardHeaders(api)),
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,

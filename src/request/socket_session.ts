@@ -269,10 +269,17 @@ class SocketSession<F> {
         }
       }
     } catch (e) {
+      watch.stopped();
       if (!this.closed.signal.aborted) this.interrupted(trace, failureMessage(e));
+      else {
+        // The client left: the trace ends as an HTTP stream's does then.
+        trace.clientGone = true;
+        trace.failed("invalid_request", "client disconnected");
+      }
       return false;
     }
     if (!watch.ended) {
+      watch.stopped();
       this.interrupted(trace, "the upstream closed the stream before its end");
       return false;
     }
@@ -320,7 +327,9 @@ class SocketSession<F> {
       r = retarget(r, target, r.requested);
       trace.target(r.requested, r);
     }
-    this.upstream.send(frame(r.upstreamModel), trace);
+    const text = frame(r.upstreamModel);
+    trace.sentChars = text.length;
+    this.upstream.send(text, trace);
     return true;
   }
 }

@@ -264,8 +264,13 @@ export function relayStream(
   trace: Trace,
 ): ReadableStream<Uint8Array> {
   let ended = false;
-  const finish = (controller: ReadableStreamDefaultController<Uint8Array>, why?: string) => {
+  // What the trace knows when the stream stops, however: the usage so far, the output relayed.
+  const seen = () => {
     trace.reportUsage(watch.usage());
+    trace.outputChars = watch.output();
+  };
+  const finish = (controller: ReadableStreamDefaultController<Uint8Array>, why?: string) => {
+    seen();
     const ending = why === undefined ? framing.complete() : framing.interrupted(why);
     return closeStream(controller, trace, ending, why);
   };
@@ -276,7 +281,10 @@ export function relayStream(
       try {
         batch = await events.next();
       } catch (e) {
-        if (e instanceof ClientGone) return clientGone(trace, controller, e);
+        if (e instanceof ClientGone) {
+          seen();
+          return clientGone(trace, controller, e);
+        }
         // A failure after the stream's terminal event (a reset after it) lost nothing.
         return finish(controller, ended ? undefined : (e as GatewayError).message);
       }
@@ -291,6 +299,7 @@ export function relayStream(
       controller.enqueue(batch.bytes);
     },
     cancel(reason) {
+      seen();
       clientGone(trace);
       return events.cancel(reason);
     },

@@ -55,6 +55,12 @@ export interface Scenario {
   textPieces: number;
   /** Send the first event(s), then nothing for STALL_MS. */
   stall: boolean;
+  /**
+   * `linger`: send every content fragment but the last (Gemini's last chunk carries the end) or
+   * all of them, then nothing for STALL_MS before the events that end the stream and carry its
+   * usage: a client that read the text leaves before the usage comes.
+   */
+  linger: boolean;
   /** Pause between stream events (SLOW_MS for `slow`). */
   delayMs: number;
   /** Reasoning before the answer. */
@@ -95,6 +101,7 @@ export function parseScenario(model: string): Scenario {
     huge: m.includes("huge"),
     textPieces: Number(m.match(/chunks(\d+)/)?.[1] ?? 3),
     stall: m.includes("stall"),
+    linger: m.includes("linger"),
     delayMs: m.includes("slow") ? SLOW_MS : 0,
     think: m.includes("think"),
     tool: m.includes("tool"),

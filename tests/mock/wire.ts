@@ -94,7 +94,8 @@ export interface Faults {
 /**
  * Yields `events` with the scenario's timing and returns how the delivery ended: `cut` stops
  * after the second content fragment (never sending the last event); `stall` waits STALL_MS
- * before the first fragment; `slow` waits between events.
+ * before the first fragment, `linger` before the first event after the last one (or before the
+ * last event, when that is a fragment); `slow` waits between events.
  */
 export async function* paced(
   events: WireEvent[],
@@ -106,7 +107,11 @@ export async function* paced(
     : scenario.cut || scenario.errEvent
     ? cutIndex(events)
     : -1;
-  const stallAt = scenario.stall ? stallIndex(events) : -1;
+  const stallAt = scenario.stall
+    ? stallIndex(events)
+    : scenario.linger
+    ? Math.min((deltaIndexes(events).at(-1) ?? 0) + 1, events.length - 1)
+    : -1;
   for (let index = 0; index < events.length; index++) {
     if (index === cutAt) return "cut";
     const pause = index === stallAt ? STALL_MS : index > 0 ? scenario.delayMs : 0;

@@ -154,14 +154,30 @@ function decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.StreamEvent> 
 const DONE = /^\{\s*"done"\s*:\s*true/;
 const FAULT = /^\{\s*"fault"\s*:/;
 
-/** A relayed toy stream ends at its done line (which carries the usage) or a fault line. */
+const DELTA = /^\{\s*"delta"\s*:\s*"/;
+
+function deltaOf(line: string): string {
+  try {
+    return String(JSON.parse(line).delta);
+  } catch {
+    return ""; // the decoder reports a broken line
+  }
+}
+
+/**
+ * A relayed toy stream ends at its done line (which carries the usage) or a fault line; its
+ * output is its delta lines' text.
+ */
 function watch(): StreamWatch {
   let done: string | undefined;
+  let output = 0;
   return {
     inspect(e) {
+      if (DELTA.test(e.data)) output += deltaOf(e.data).length;
       if (DONE.test(e.data)) done = e.data;
       return done !== undefined || FAULT.test(e.data);
     },
+    output: () => output,
     usage() {
       try {
         return done === undefined ? undefined : usageOf(JSON.parse(done).tokens);
