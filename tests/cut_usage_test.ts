@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import type { Config } from "../src/config/config.ts";
 import { CHARS_PER_TOKEN } from "../src/ops/estimate.ts";
-import { TEST_FORMATS, type TestFormat } from "./formats.ts";
+import { speaksUpstream, streamText, TEST_FORMATS, type TestFormat } from "./formats.ts";
 import { type Harness, KEY, openaiHeaders, startHarness } from "./helpers.ts";
 import { pieces } from "./mock/scenario.ts";
 import { stringChars } from "../plugins/shared.ts";
@@ -19,15 +19,18 @@ import { stringChars } from "../plugins/shared.ts";
 /** The text the mock's reply to "hi there" begins with: its first two of three deltas. */
 const SENT_TEXT = (vendor: string) => pieces(`Hello from ${vendor} mock: hi there`, 3).slice(0, 2);
 
+/** The registered formats providers speak, each a provider of the mock. */
+const PROVIDED = TEST_FORMATS.filter(speaksUpstream);
+
 /** A route per registered client format to a mock provider of its own API: `abort-<id>-*`. */
 function abortRoutes(config: Config) {
   // A provider and a route of the mock config, their defaults filled in, as models.
   const mock = config.providers.find((p) => p.base_url)!;
   const plain = config.routes.find((r) => !r.passthrough && !r.model)!;
   const origin = new URL(mock.base_url!).origin;
-  for (const f of TEST_FORMATS) {
+  for (const f of PROVIDED) {
     const name = `abort-${f.id}`;
-    config.providers.push({ ...mock, name, api: f.id, base_url: origin + f.providerBase });
+    config.providers.push({ ...mock, name, api: f.id, base_url: origin + (f.providerBase ?? "") });
     config.routes.unshift({ ...plain, models: [`${name}-*`], provider: name });
   }
   config.keys[0] = { ...config.keys[0], limits: { tokens_per_day: 1e9, spend_per_month_usd: 1e6 } };
@@ -63,10 +66,10 @@ async function accessLine(h: Harness, match: (l: Record<string, unknown>) => boo
   throw new Error("the cut request was never logged");
 }
 
-/** Each (client format, provider format) pair of the registry; relayed when they are one. */
+/** Each (client format, provider format) pair of the registry; relayed when they are one wire. */
 const PAIRS = TEST_FORMATS.flatMap((f) =>
-  TEST_FORMATS.map((to) => {
-    const relayed = to.id === f.id;
+  PROVIDED.map((to) => {
+    const relayed = to.id === f.plugin.codec.api;
     return { f, to, relayed, label: `${f.id} client, ${relayed ? "relayed" : `from ${to.id}`}` };
   })
 );
@@ -100,12 +103,13 @@ async function readThenLeave(
   const res = await askStream(h, f, model, ctrl.signal);
   if (res.status !== 200) throw new Error(`${res.status}: ${await res.text()}`);
   const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
+  let bytes = new Uint8Array();
   let text = "";
   while (!wanted.every((w) => text.includes(w))) {
     const { value, done } = await reader.read();
     if (done) throw new Error(`the stream ended before the text came: ${text}`);
-    text += decoder.decode(value, { stream: true });
+    bytes = new Uint8Array([...bytes, ...value]);
+    text = streamText(f, bytes);
   }
   ctrl.abort();
   await reader.cancel().catch(() => {});
@@ -171,7 +175,7 @@ Deno.test("cut usage: a stream the upstream cuts is counted the same way, every 
       await t.step(label, async () => {
         const before = await counted(h);
         const res = await askStream(h, f, `abort-${to.id}-cut`);
-        const text = await res.text();
+        const text = streamText(f, new Uint8Array(await res.arrayBuffer()));
         // The mock cuts after the second of three text deltas.
         const sent = SENT_TEXT(to.id);
         assert.ok(sent.every((s) => text.includes(s)), text);
@@ -225,7 +229,7 @@ Deno.test("cut usage: a Responses WebSocket client that leaves mid-response is c
     const cases = [
       // A passthrough route: the frame goes to the provider's own socket.
       { label: "relayed (passthrough)", model: "pt-linger", upstream: "responses", relayed: true },
-      ...TEST_FORMATS.map((to) => ({
+      ...PROVIDED.map((to) => ({
         label: `converted from ${to.id}`,
         model: `abort-${to.id}-linger`,
         upstream: to.id,

@@ -159,3 +159,15 @@ export const UPSTREAM_FORMATS: readonly UpstreamFormat[] = await Promise.all(
 /** Whether providers speak `format` (a format only clients speak has no `upstream`). */
 export const speaksUpstream = (format: UpstreamFormat): boolean =>
   format.plugin.upstream !== undefined;
+
+/**
+ * What a client of `format` has read of a stream so far, as text: the events' data where its
+ * stream is binary (`streams.read`: Bedrock's frames, a `chunk`'s base64 unwrapped), else the
+ * bytes as UTF-8. Whole events only, for a binary stream (a frame still arriving is not read).
+ */
+export function streamText(format: TestFormat, bytes: Uint8Array): string {
+  const decoder = new TextDecoder();
+  const read = format.streams.read?.();
+  if (!read) return decoder.decode(bytes);
+  return read.scan(bytes, 0, (b) => decoder.decode(b)).events.map((e) => e.data).join("\n");
+}

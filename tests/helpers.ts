@@ -9,7 +9,7 @@ import type { LimitStore } from "../src/state/limits/store.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 import { PLATFORMS } from "../plugins/platforms/mod.ts";
 import { type MockUpstream, startMockUpstream } from "./mock/upstream.ts";
-import { TEST_FORMATS } from "./formats.ts";
+import { speaksUpstream, streamText, TEST_FORMATS, type TestFormat } from "./formats.ts";
 import { HASHED_KEY, KEY } from "./requests.ts";
 
 export {
@@ -172,16 +172,50 @@ export interface Ingress {
   body: (model: string, stream: boolean) => unknown;
   /** A model on the route whose provider speaks this same format (passthrough). */
   model: string;
+  /** The provider format its requests relay to (its own id, but for a format only clients speak). */
+  wire: string;
+  /**
+   * What its client reads of a stream's bytes, as text (formats.ts `streamText`): only the events
+   * of a binary one (`binary`: Bedrock's event stream), not the provider's other lines.
+   */
+  streamText(bytes: Uint8Array): string;
+  binary: boolean;
 }
 
+/** How a client of `f` reads its streams. */
+const reading = (f: TestFormat) => ({
+  streamText: (bytes: Uint8Array) => streamText(f, bytes),
+  binary: f.streams.read !== undefined,
+});
+
 /** The registered formats with a provider in the mock config, in registry order. */
-export const INGRESS: Ingress[] = MOCKED.map(({ id, client, mock }) => ({
-  name: id,
-  path: client.path,
-  headers: client.headers(KEY),
-  body: mock.body ?? client.body,
-  model: mock.relayModel,
+export const INGRESS: Ingress[] = MOCKED.map((f) => ({
+  name: f.id,
+  path: f.client.path,
+  headers: f.client.headers(KEY),
+  body: f.mock.body ?? f.client.body,
+  model: f.mock.relayModel,
+  wire: f.id,
+  ...reading(f),
 }));
+
+/**
+ * Every registered client format, in registry order: `INGRESS`, then the formats only clients
+ * speak (Vertex's), whose `model` relays on their wire's provider. For properties every client
+ * format has whatever its wire (scrubbing, faults, bad input, metrics).
+ */
+export const CLIENTS: Ingress[] = [
+  ...INGRESS,
+  ...TEST_FORMATS.filter((f) => !speaksUpstream(f)).map((f) => ({
+    name: f.id,
+    path: f.client.path,
+    headers: f.client.headers(KEY),
+    body: f.client.body,
+    model: INGRESS.find((c) => c.name === f.plugin.codec.api)!.model,
+    wire: f.plugin.codec.api,
+    ...reading(f),
+  })),
+];
 
 export type WsEvent = Record<string, unknown>;
 /** A frame, or a function of the responses so far (to chain `previous_response_id`). */

@@ -250,3 +250,38 @@ Deno.test("vertex client format: Claude Code's body to a Vertex Claude provider 
     await h.close();
   }
 });
+
+Deno.test("vertex client format: the identity's limits and usage count Vertex calls; a refusal is Google's 429", async () => {
+  const h = await startHarness({
+    tweak: (c) => void (c.keys[0] = { ...c.keys[0], limits: { requests_per_minute: 2 } }),
+  });
+  try {
+    const claude = `${h.url}${CLAUDE}msg-text:rawPredict`;
+    const gemini = `${h.url}${GEMINI}chat-text:streamGenerateContent?alt=sse`;
+    const first = await post(claude, vertexHeaders(), bodies.vertexClaude("msg-text"));
+    assert.equal(first.status, 200);
+    await first.body?.cancel();
+    const second = await post(gemini, vertexHeaders(), bodies.gemini());
+    assert.equal(second.status, 200);
+    await second.text();
+    const calls = h.upstream.requests.filter((r) => r.method === "POST").length;
+    const refused = await post(claude, vertexHeaders(), bodies.vertexClaude("msg-text"));
+    assert.match(
+      await googleError(refused, 429, "RESOURCE_EXHAUSTED"),
+      /^team-a has reached its limit requests_per_minute \(2 requests per minute\)/,
+    );
+    assert.ok(Number(refused.headers.get("retry-after")) >= 1);
+    assert.equal(h.upstream.requests.filter((r) => r.method === "POST").length, calls);
+    // Usage as the provider reported it, relayed (Anthropic's JSON) and converted (chat's stream).
+    const lines = h.logs.filter((l) => l.status === 200 && String(l.path).includes("/publishers/"));
+    assert.deepEqual(lines.map((l) => [l.provider, l.passthrough]), [
+      ["anthropic", true],
+      ["oai-chat", false],
+    ]);
+    for (const l of lines) {
+      assert.ok(Number(l.input_tokens) > 0 && Number(l.output_tokens) > 0, JSON.stringify(l));
+    }
+  } finally {
+    await h.close();
+  }
+});

@@ -7,7 +7,7 @@
  * refused (the official client never sends one). Front-door refusals are AWS's (`x-amzn-errortype`
  * and `{"message"}`); everything behind it is Anthropic's, errors included.
  */
-import { bedrockError } from "./bedrock.ts";
+import { bedrockError } from "./bedrock_wire.ts";
 import { messages } from "./messages.ts";
 import { type AwsCredentials, verifySigV4 } from "./sigv4.ts";
 import { bodyStream, type MockUpstream, startMockUpstream } from "./upstream.ts";

@@ -15,8 +15,10 @@
  * - POST /v1beta/models/{model}:generateContent | :streamGenerateContent[?alt=sse] | :countTokens
  * - GET  /v1/models (OpenAI's, or Anthropic's with x-api-key), GET /v1beta/models: model_lists.ts
  * - POST /v1beta/interactions                         Gemini Interactions (JSON or `event:` SSE)
+ * - POST /model/{id}/converse | /converse-stream      Bedrock Converse (JSON or AWS event stream)
  * - GET|DELETE /v1beta/interactions/{id}              an interaction the mock answered
  */
+import { converse, CONVERSE_STREAM } from "./bedrock_wire.ts";
 import { chat } from "./chat.ts";
 import { generateContent } from "./generate-content.ts";
 import { interactionResource, interactions } from "./interactions.ts";
@@ -139,6 +141,7 @@ export type Endpoint =
 
 export const bodyStream = (framing: Framing) => (call: Call) =>
   call.body.stream === true ? framing : undefined;
+/** A model named by a path segment (Gemini's, Converse's). */
 const geminiModel = (m: RegExpMatchArray) => decodeURIComponent(m[1]);
 
 const ENDPOINTS: Endpoint[] = [
@@ -169,6 +172,19 @@ const ENDPOINTS: Endpoint[] = [
     framing: (c) => c.url.searchParams.get("alt") === "sse" ? GEMINI_SSE : GEMINI_ARRAY,
   },
   { path: /^\/v1beta\/interactions$/, vendor: interactions, framing: bodyStream(TYPED_SSE) },
+  // Converse at Bedrock's paths, the model id one percent-encoded segment (no SigV4 here).
+  {
+    path: /^\/model\/([^/]+)\/converse$/,
+    vendor: converse,
+    model: geminiModel,
+    framing: () => undefined,
+  },
+  {
+    path: /^\/model\/([^/]+)\/converse-stream$/,
+    vendor: converse,
+    model: geminiModel,
+    framing: () => CONVERSE_STREAM,
+  },
   {
     path: /^\/v1beta\/models\/([^/:]+):countTokens$/,
     vendor: generateContent,
