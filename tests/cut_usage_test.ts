@@ -14,7 +14,7 @@ import { CHARS_PER_TOKEN } from "../src/ops/estimate.ts";
 import { speaksUpstream, streamText, TEST_FORMATS, type TestFormat } from "./formats.ts";
 import { type Harness, KEY, openaiHeaders, startHarness } from "./helpers.ts";
 import { pieces } from "./mock/scenario.ts";
-import { stringChars } from "../plugins/shared.ts";
+import { members, stringChars } from "../plugins/shared.ts";
 
 /** The text the mock's reply to "hi there" begins with: its first two of three deltas. */
 const SENT_TEXT = (vendor: string) => pieces(`Hello from ${vendor} mock: hi there`, 3).slice(0, 2);
@@ -192,13 +192,16 @@ Deno.test("cut usage: a stream the upstream cuts is counted the same way, every 
 });
 
 Deno.test("cut usage: a watch counts the output members' string values, not what strings say", () => {
-  const names = ["text", "delta"];
+  const names = members(["text", "delta"]);
   assert.equal(stringChars('{"type":"x","delta":"Hello"}', names), 5);
   // Escapes count as the character they stand for; pretty-printed members count too.
   assert.equal(stringChars('{"text" :\n  "a\\"b\\u00e9\\n"}', names), 5);
   // A member name inside a string is text, and a non-string value is not output.
   assert.equal(stringChars('{"other":"say \\"text\\": \\"no\\"","text":{"a":1}}', names), 0);
   assert.equal(stringChars('{"delta":"ab","n":[{"text":"cd"}],"delta":"e"}', names), 5);
+  // `first`: one text sent under two names counts once.
+  const reasoning = members(["reasoning_content", "reasoning"]);
+  assert.equal(stringChars('{"reasoning_content":"abc","reasoning":"abc"}', reasoning, true), 3);
   // A string cut short (an event still arriving) counts to its end.
   assert.equal(stringChars('{"text":"abc', names), 3);
 });

@@ -283,3 +283,28 @@ export async function assertDisconnectAborts(
   }
   assert.equal(h.upstream.aborted, before + 1, `${label}: the provider saw the abort`);
 }
+
+/** A request on a connection of its own, so the kernel may hand it to either thread. */
+export async function send(
+  url: string,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<{ status: number; json: Record<string, unknown>; requestId: string }> {
+  const client = Deno.createHttpClient({});
+  try {
+    const res = await fetch(url, {
+      client,
+      method: body === undefined ? "GET" : "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return {
+      status: res.status,
+      json: text.startsWith("{") ? JSON.parse(text) : { text },
+      requestId: res.headers.get("x-gateway-request-id") ?? "",
+    };
+  } finally {
+    client.close();
+  }
+}

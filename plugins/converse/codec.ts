@@ -3,6 +3,7 @@
  * format (the AWS SDKs' ConverseCommand and ConverseStreamCommand) and as upstream API.
  */
 import type { Codec } from "../../src/kit/codec.ts";
+import { countOf } from "../shared.ts";
 import { modelIdSegment } from "../platforms/bedrock_wire.ts";
 import { decodeRequest } from "./decode_request.ts";
 import { decodeResponse, encodeResponse, usageOf } from "./response.ts";
@@ -24,6 +25,7 @@ export const converseCodec: Codec = {
   encodeRequest,
   decodeResponse,
   usage: usageOf,
+  outputCap: (body) => countOf((body.inferenceConfig as { maxTokens?: unknown })?.maxTokens),
   decodeStream,
   watch,
 };

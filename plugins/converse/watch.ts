@@ -3,11 +3,11 @@
  * or with an exception.
  */
 import type { StreamWatch } from "../../src/kit/codec.ts";
-import { jsonObjectOf, stringChars } from "../shared.ts";
+import { jsonObjectOf, members, stringChars } from "../shared.ts";
 import { usageOf } from "./response.ts";
 
 /** What a block's delta adds: text, reasoning text, a tool call's input. */
-const OUTPUT = ["text", "input"];
+const OUTPUT = members(["text", "input"]);
 
 export function watch(): StreamWatch {
   let metadata: string | undefined;

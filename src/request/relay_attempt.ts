@@ -2,6 +2,7 @@
  * One relayed attempt on one target: the client's bytes go to a provider of the same format
  * (only the model may be renamed) and its answer comes back as is, streams included.
  */
+import type { StreamWatch } from "../kit/codec.ts";
 import type { UpstreamSpec } from "../kit/format.ts";
 import type { GenerationSpec, OtherEndpoint } from "../kit/generation.ts";
 import type { RequestContext } from "./context.ts";
@@ -36,10 +37,59 @@ export function relaying(
   other?: OtherEndpoint,
 ): Attempt<Response> {
   const api = spec.ingress.api;
+  const token = other ? undefined : spec.ingress.longDecode?.resumes(spec.body.json);
   return {
     run: (t, key, last) => relayAttempt(ctx, spec, t, key, last, other),
     eligible: (t) => t.provider.api === api,
     bound: why ?? `the request is relayed as is to ${api} providers`,
+    // A continuation goes to the account that issued its token.
+    pin: token === undefined ? undefined : ctx.gw.pins.get(owner(ctx), token),
+  };
+}
+
+/** Whose pins a request may use: its identity's (another client's token pins nothing). */
+const owner = (ctx: RequestContext) => ctx.identity?.name ?? "";
+
+/**
+ * Where the route could send a continuation elsewhere (several targets, or a key pool), what
+ * remembers the account a relayed answer's continuation tokens come from.
+ */
+function pinning(
+  ctx: RequestContext,
+  spec: Relayed,
+  r: Resolved,
+  key: PoolKey | undefined,
+): ((answer: Record<string, unknown>) => void) | undefined {
+  const longDecode = spec.ingress.longDecode;
+  if (!longDecode || (r.targets.length < 2 && (r.provider.api_keys?.length ?? 0) < 2)) {
+    return undefined;
+  }
+  const pin = { provider: r.provider.name, key: key?.index };
+  return (answer) => {
+    const token = longDecode.issued(answer);
+    if (token !== undefined) ctx.gw.pins.remember(owner(ctx), token, pin);
+  };
+}
+
+/** `watch`, also telling `issued` every event that may carry a continuation token. */
+function issuing(
+  watch: StreamWatch,
+  marker: string,
+  issued: (answer: Record<string, unknown>) => void,
+): StreamWatch {
+  return {
+    inspect(e) {
+      if (e.data.includes(marker)) {
+        try {
+          issued(JSON.parse(e.data));
+        } catch {
+          // not an event that issues one
+        }
+      }
+      return watch.inspect(e);
+    },
+    usage: () => watch.usage(),
+    output: () => watch.output(),
   };
 }
 
@@ -86,6 +136,7 @@ async function relayAttempt(
     return await relayError(ctx, up, allow, r.provider.timeouts.idle_ms, upstream, own);
   }
   const { framing } = up;
+  const issued = other ? undefined : pinning(ctx, spec, r, key);
   let body: BodyInit;
   if (!framing) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
@@ -97,6 +148,7 @@ async function relayAttempt(
       // an unexpected shape is relayed as is; only the format's reading of usage is lost
     }
     ctx.trace.reportUsage(answerUsage(up, usage));
+    issued?.(read.json);
     body = read.bytes;
   } else {
     const reader = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
@@ -104,7 +156,14 @@ async function relayAttempt(
     const events = last
       ? reader
       : await holdRelayedOpening(reader, spec.ingress.decodeStream({ now: 0, id: idFor(ctx) }));
-    body = relayStream(events, framing, spec.ingress.watch(), ctx.trace);
+    const watch = spec.ingress.watch();
+    const marker = spec.ingress.longDecode?.marker;
+    body = relayStream(
+      events,
+      framing,
+      issued && marker ? issuing(watch, marker, issued) : watch,
+      ctx.trace,
+    );
   }
   return respondRelayed(
     body,

@@ -96,8 +96,16 @@ async function runCli(
   }
 }
 
-export function claude(url: string, args: string[]): Promise<RunResult> {
-  return claudeWith({ ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: KEY }, args);
+/** `env`: Claude Code's own settings for the run (e.g. `CLAUDE_CODE_MAX_OUTPUT_TOKENS`). */
+export function claude(
+  url: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<RunResult> {
+  return claudeWith(
+    { ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: KEY, ...env },
+    args,
+  );
 }
 
 /** `claude -p …` aimed by `env` (another mode's switches: Bedrock's, Vertex's). */
@@ -106,9 +114,9 @@ export function claudeWith(
   args: string[],
 ): Promise<RunResult> {
   return runCli("claude", ["-p", ...args], {
-    ...env,
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
     DISABLE_AUTOUPDATER: "1",
+    ...env,
   });
 }
 
