@@ -32,7 +32,10 @@ export interface BedrockClientHarness {
   close(): Promise<void>;
 }
 
-export async function startBedrockClientHarness(): Promise<BedrockClientHarness> {
+/** `limits`: team-a's (docs/limits.md); none by default. */
+export async function startBedrockClientHarness(
+  limits?: Record<string, number>,
+): Promise<BedrockClientHarness> {
   const vendors = await startMockUpstream();
   const bedrock = await startMockBedrock();
   const { accessKeyId, secretAccessKey, sessionToken } = BEDROCK_TEST_CREDENTIALS;
@@ -51,7 +54,7 @@ export async function startBedrockClientHarness(): Promise<BedrockClientHarness>
   });
   const config = validateConfig({
     keys: [
-      { name: "team-a", key: KEY },
+      { name: "team-a", key: KEY, ...(limits && { limits }) },
       { name: "team-b", sha256: await sha256Hex(HASHED_KEY) },
     ],
     metrics: { hostname: "127.0.0.1", port: 0 },

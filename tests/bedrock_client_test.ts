@@ -4,7 +4,8 @@
  * Signature V4 made with it — checked, and every refusal in Bedrock's shape without an upstream
  * call), InvokeModel and Converse on routes of each family, JSON and event streams read by an
  * independent frame decoder, relayed to Bedrock as Bedrock sent it, CountTokens, errors and
- * in-stream exceptions, model ids raw or encoded, the target named in the metrics.
+ * in-stream exceptions, model ids raw or encoded, the target named in the metrics, the identity's
+ * limits (a refusal is Bedrock's ThrottlingException) and usage.
  */
 import assert from "node:assert/strict";
 // A SigV4 signer other than the gateway's (@smithy/signature-v4): the requests it signs are
@@ -578,6 +579,45 @@ Deno.test("bedrock clients: a throttling Bedrock fails over to Anthropic, before
         assert.equal(text, "Hello from messages mock: hi there");
         assert.ok(h.bedrock.requests.at(-1)!.path.startsWith(`/model/bi-`));
       });
+    }
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("bedrock clients: the identity's limits and usage count Bedrock calls; a refusal is Bedrock's 429", async () => {
+  const h = await startBedrockClientHarness({ requests_per_minute: 2 });
+  try {
+    const invoke = await call(h, invokePath("msg-text"), bodies.invoke());
+    assert.equal(invoke.status, 200);
+    await invoke.body?.cancel();
+    const converse = await call(h, conversePath("chat-text", true), bodies.converse());
+    assert.equal(converse.status, 200);
+    await converse.arrayBuffer();
+    const calls = h.calls();
+    for (const path of [invokePath("msg-text", true), conversePath("gem-text")]) {
+      const refused = await call(
+        h,
+        path,
+        path.includes("invoke") ? bodies.invoke() : bodies.converse(),
+      );
+      const { status, type, message } = await bedrockError(refused);
+      assert.deepEqual([status, type], [429, "ThrottlingException"], path);
+      assert.match(
+        message,
+        /^team-a has reached its limit requests_per_minute \(2 requests per minute\)/,
+      );
+      assert.ok(Number(refused.headers.get("retry-after")) >= 1, path);
+    }
+    assert.equal(h.calls(), calls, "no upstream call for a refusal");
+    // Usage as the provider reported it, relayed (Anthropic's JSON) and converted (chat's stream).
+    const lines = h.logs.filter((l) => l.status === 200 && String(l.path).startsWith("/model/"));
+    assert.deepEqual(lines.map((l) => [l.provider, l.passthrough]), [
+      ["anthropic", true],
+      ["openai", false],
+    ]);
+    for (const l of lines) {
+      assert.ok(Number(l.input_tokens) > 0 && Number(l.output_tokens) > 0, JSON.stringify(l));
     }
   } finally {
     await h.close();
