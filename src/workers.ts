@@ -11,6 +11,7 @@ import { Metrics, type MetricsSnapshot } from "./ops/metrics.ts";
 import { decideReload, reportReload } from "./reload.ts";
 import { Secrets } from "./ops/secrets.ts";
 import { SharedStores } from "./state/shared_stores.ts";
+import { Pins } from "./request/pins.ts";
 import type { FromWorker, ToWorker } from "./worker_messages.ts";
 
 /**
@@ -56,6 +57,8 @@ export class Workers {
   private current: Config;
   private port: number;
   private readonly stores: SharedStores;
+  /** Every thread's continuation pins (src/request/pins.ts), kept by the supervisor, as are they. */
+  private readonly pins = new Pins();
   private readonly secrets: Secrets;
   /** The last counts of threads that died: a replaced thread starts again from zero. */
   private readonly retired = new Metrics();
@@ -176,7 +179,7 @@ export class Workers {
         return;
       }
       case "call":
-        this.stores.answer(m).then(
+        (m.store === "pins" ? this.pins.answer(m.op, m.args) : this.stores.answer(m)).then(
           (value) => this.send(thread, { t: "reply", id: m.id, value }),
           (e) => this.send(thread, { t: "reply", id: m.id, error: String(e?.message ?? e) }),
         );

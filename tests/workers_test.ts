@@ -1,7 +1,8 @@
 /**
  * `workers: 2`: main.ts as a real process whose two gateway threads share one port, behaving as
  * one gateway without Redis — a requests_per_minute limit exact across them, Responses and
- * Interactions chains continued on the other thread (HTTP and WebSocket), one `/metrics` that is
+ * Interactions chains continued on the other thread (HTTP and WebSocket), a relayed Gemini
+ * continuation reaching the pool key that issued its token from either thread, one `/metrics` that is
  * the exact sum, one reload (SIGHUP) reaching both and a rejected one leaving both as they were,
  * SIGTERM draining both; and a thread that dies is replaced within seconds, logged.
  */
@@ -60,9 +61,15 @@ function total(text: string, name: string, labels = ""): number {
     .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
 }
 
+/** The Gemini provider's key pool: a continuation token is good only on the key that issued it. */
+const GEMINI_POOL = ["gk-pool-key-zero", "gk-pool-key-one"];
+
 async function workersConfig(upstream: string): Promise<Config> {
   const config = await mockConfig(upstream);
   config.workers = 2;
+  const gemini = config.providers.find((p) => p.name === "gemini")!;
+  gemini.api_keys = GEMINI_POOL;
+  delete gemini.api_key;
   config.keys.push({ name: "limited", key: LIMITED_KEY, limits: { requests_per_minute: LIMIT } });
   return config;
 }
@@ -146,6 +153,34 @@ Deno.test("workers: 2 threads on one port behave as one gateway", async (t) => {
       );
       assert.match(upstream.requests.at(-1)!.body, /swordfish/);
     });
+
+    await t.step(
+      "a relayed Gemini continuation reaches the key that issued its token, on either thread",
+      async () => {
+        const path = "/v1beta/models/gem-long3:streamGenerateContent?alt=sse";
+        const headers = { "x-goog-api-key": KEY };
+        const body = {
+          contents: [{ role: "user", parts: [{ text: "hi" }] }],
+          generationConfig: { maxOutputTokens: 200_000 },
+        };
+        const generate = () =>
+          upstream.requests.filter((r) => r.path.endsWith(":streamGenerateContent"));
+        // Each hop on a new connection, until six continuations crossed threads (a thread
+        // without the pin rotates its pool on: half of them would go to the other key).
+        let crossed = 0;
+        for (let i = 0; i < 80 && crossed < 6; i++) {
+          const first = await send(gw.url + path, headers, body);
+          const token = String(first.json.text).match(/"continuationToken":\s*"([^"]+)"/)![1];
+          const issuer = generate().at(-1)!.headers["x-goog-api-key"];
+          const next = await send(gw.url + path, headers, { ...body, continuationToken: token });
+          assert.equal(next.status, 200, JSON.stringify(next.json));
+          assert.equal(generate().at(-1)!.headers["x-goog-api-key"], issuer);
+          const [a, b] = await workersOf(gw, [first.requestId, next.requestId]);
+          if (a !== b) crossed++;
+        }
+        assert.equal(crossed, 6, "continuations crossed threads");
+      },
+    );
 
     await t.step("one /metrics: the exact sum over the threads", async () => {
       const answered = (await gw.lines((l) => l.msg === "access", 1)).length;

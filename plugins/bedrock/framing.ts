@@ -9,9 +9,14 @@ import type { UpstreamFraming } from "../../src/kit/framing.ts";
 import type { StreamFraming } from "../../src/kit/generation.ts";
 import type { SseEvent } from "../../src/kit/sse.ts";
 import { joinBytes } from "../../src/kit/http.ts";
-import { METRICS_KEY } from "../messages/bedrock_metrics.ts";
+import { readUsage } from "../messages/common.ts";
 import { watch } from "../messages/watch.ts";
-import { chunkFrame, exceptionOf, streamExceptionName } from "../platforms/bedrock_wire.ts";
+import {
+  chunkFrame,
+  exceptionOf,
+  METRICS_KEY,
+  streamExceptionName,
+} from "../platforms/bedrock_wire.ts";
 import { EVENT_STREAM_TYPE, jsonFrame } from "../platforms/event_stream.ts";
 import { jsonObjectOf } from "../shared.ts";
 
@@ -52,7 +57,8 @@ class InvocationMetrics {
     this.usage.inspect(e);
     if (e.event !== "message_stop" || e.data.includes(METRICS_KEY)) return e.data;
     const stop = jsonObjectOf(e.data) ?? { type: "message_stop" };
-    const u = this.usage.usage();
+    const json = this.usage.usageEvents().map(jsonObjectOf).filter((o) => o !== undefined);
+    const u = readUsage({ json });
     const cached = (u?.cacheReadTokens ?? 0) + (u?.cacheWriteTokens ?? 0);
     return JSON.stringify({
       ...stop,

@@ -13,7 +13,7 @@ import { encodeStream } from "./encode_stream.ts";
 import { watch } from "./watch.ts";
 
 /** The operation's path, the model id one percent-encoded segment (or a 400 naming it). */
-export const conversePath = (model: string, stream: boolean) =>
+const conversePath = (model: string, stream: boolean) =>
   `/model/${modelIdSegment(model)}/${stream ? "converse-stream" : "converse"}`;
 
 export const converseCodec: Codec = {
@@ -24,7 +24,10 @@ export const converseCodec: Codec = {
   path: conversePath,
   encodeRequest,
   decodeResponse,
-  usage: usageOf,
+  usage: ({ json }) => {
+    const last = json.at(-1);
+    return last && usageOf(last);
+  },
   outputCap: (body) => countOf((body.inferenceConfig as { maxTokens?: unknown })?.maxTokens),
   decodeStream,
   watch,

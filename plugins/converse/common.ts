@@ -1,6 +1,7 @@
 /** What Bedrock Converse's request, response and stream mappings share. */
 import type * as ir from "../../src/kit/ir.ts";
 import { stopReasonFromIr as messagesStopReason } from "../messages/common.ts";
+import { finishByName } from "../shared.ts";
 
 /**
  * Converse's reasoning signatures are their own family: AWS documents them as passed back to
@@ -48,8 +49,9 @@ const FINISH_BY_STOP_REASON: Record<string, ir.FinishReason> = {
   malformed_tool_use: "error",
 };
 
+/** Bedrock's stop reason; one it may add later is an error, never `end_turn` (shared.ts). */
 export const finishFromStopReason = (reason: unknown): ir.FinishReason =>
-  FINISH_BY_STOP_REASON[String(reason)] ?? "stop";
+  finishByName(FINISH_BY_STOP_REASON, reason);
 
 /** The IR's usage as Converse reports it (`inputTokens` without the cache). */
 export function usageFromIr(u: ir.Usage): WireUsage & { totalTokens: number } {

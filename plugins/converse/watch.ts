@@ -3,8 +3,7 @@
  * or with an exception.
  */
 import type { StreamWatch } from "../../src/kit/codec.ts";
-import { jsonObjectOf, members, stringChars } from "../shared.ts";
-import { usageOf } from "./response.ts";
+import { members, stringChars } from "../shared.ts";
 
 /** What a block's delta adds: text, reasoning text, a tool call's input. */
 const OUTPUT = members(["text", "input"]);
@@ -22,6 +21,6 @@ export function watch(): StreamWatch {
       return e.event?.endsWith("Exception") === true;
     },
     output: () => output,
-    usage: () => metadata === undefined ? undefined : usageOf(jsonObjectOf(metadata) ?? {}),
+    usageEvents: () => metadata === undefined ? [] : [metadata],
   };
 }

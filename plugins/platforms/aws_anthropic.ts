@@ -29,9 +29,11 @@ export const awsAnthropicPlatform: Platform<AwsAnthropicSettings> = {
   system: "anthropic",
   apis: ["messages"],
   settings: { key: "aws", schema: settings },
-  defaultBaseUrl: ({ region }) => `https://aws-external-anthropic.${region}.api.aws`,
-  url: ({ base_url }, { operation }) =>
-    `${base_url}/v1/messages${operation === "count_tokens" ? "/count_tokens" : ""}`,
+  address: {
+    url: ({ base_url }, { operation }) =>
+      `${base_url}/v1/messages${operation === "count_tokens" ? "/count_tokens" : ""}`,
+    defaultBaseUrl: ({ region }) => `https://aws-external-anthropic.${region}.api.aws`,
+  },
   credential: ({ settings: aws }, ctx) =>
     // The workspace, and Anthropic's API version, signed with the call.
     awsCredential(aws, SERVICE, ctx, (headers) => {

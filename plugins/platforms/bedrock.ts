@@ -83,18 +83,24 @@ export const bedrockPlatform: Platform<AwsSettings> = {
   system: "aws.bedrock",
   apis: Object.keys(APIS),
   settings: { key: "aws", schema: settings },
-  defaultBaseUrl: ({ region }) => `https://bedrock-runtime.${region}.amazonaws.com`,
-  url: ({ base_url, api }, call) => url(base_url, api, call),
-  credential: ({ settings: aws }, ctx) => awsCredential(aws, "bedrock", ctx),
-  adjust(body, headers, { operation }, { api }) {
-    const { adjust, countInput } = APIS[api];
-    const adjusted = adjust?.(body, headers) ?? body;
-    return operation === "count_tokens" && countInput ? { input: countInput(adjusted) } : adjusted;
+  address: {
+    url: ({ base_url, api }, call) => url(base_url, api, call),
+    defaultBaseUrl: ({ region }) => `https://bedrock-runtime.${region}.amazonaws.com`,
   },
-  answer: (json, { operation }) =>
-    operation === "count_tokens" ? countTokensAnswer(json) : undefined,
+  credential: ({ settings: aws }, ctx) => awsCredential(aws, "bedrock", ctx),
+  body: {
+    request(body, headers, { operation }, { api }) {
+      const { adjust, countInput } = APIS[api];
+      const adjusted = adjust?.(body, headers) ?? body;
+      return operation === "count_tokens" && countInput
+        ? { input: countInput(adjusted) }
+        : adjusted;
+    },
+    answer: (json, { operation }) =>
+      operation === "count_tokens" ? countTokensAnswer(json) : undefined,
+  },
   framing: (inner, _call, { api }) => APIS[api].framing(inner),
   usage: invocationUsage,
   readError: (status, headers, body) => bedrockError(status, headers, body),
-  unsafeModel: unsafeModelName,
+  models: { unsafe: unsafeModelName },
 };

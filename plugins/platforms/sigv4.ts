@@ -11,14 +11,14 @@ import { SignatureV4 } from "@smithy/signature-v4";
 import { GatewayError } from "../../src/kit/errors.ts";
 import { joinBytes } from "../../src/kit/http.ts";
 
-export interface AwsCredentials {
+interface AwsCredentials {
   accessKeyId: string;
   secretAccessKey: string;
   /** Temporary credentials (STS): sent as `x-amz-security-token` and signed. */
   sessionToken?: string;
 }
 
-export interface AwsScope {
+interface AwsScope {
   region: string;
   service: string;
 }

@@ -7,7 +7,7 @@ import type { RequestContext } from "./context.ts";
 import { GatewayError } from "../kit/errors.ts";
 import { logEvent } from "../ops/log.ts";
 import { ClientGone } from "./stream_end.ts";
-import { type Resolved, retarget } from "./router.ts";
+import type { Resolved } from "./router.ts";
 import type { PoolKey } from "../state/health.ts";
 import { type Pin, pinnedKey } from "./pins.ts";
 
@@ -62,7 +62,7 @@ export interface Attempt<T> {
    * The account the request must reach first (src/request/pins.ts): its provider's target leads, with
    * the pinned pool key; the others stay behind it as usual.
    */
-  pin?: Pin;
+  pin?: Promise<Pin | undefined>;
 }
 
 /**
@@ -91,9 +91,10 @@ export async function failover<T>(
   const health = ctx.gw.router.health;
   const retry = r.route.retry ?? DEFAULT_RETRY;
   const cooldown = r.route.cooldown ?? ctx.gw.config.cooldown;
-  const pin = attempt.pin;
+  // Only a continuation waits for its pin (a message to the supervisor, under workers).
+  const pin = attempt.pin && await attempt.pin;
   const order = pin ? pinnedFirst(health.plan(r.targets), pin) : health.plan(r.targets);
-  const all = order.length === 1 ? [r] : order.map((t) => retarget(r, t, r.requested));
+  const all = order.length === 1 ? [r] : order.map((t) => r.to(t));
   const queue = all.filter((t) => attempt.eligible?.(t) ?? true);
   const skipped = all.length - queue.length;
   if (queue.length === 0) {

@@ -13,15 +13,12 @@ import type { PoolKey } from "../state/health.ts";
 import { holdRelayedOpening } from "./hold_opening.ts";
 import { headersFrom, pickHeaders, respondRelayed, upstreamHeaders } from "./headers.ts";
 import { callUpstream, type UpstreamResponse } from "./relay.ts";
-import {
-  answerUsage,
-  readErrorText,
-  readProviderError,
-  readUpstreamJson,
-} from "./upstream_body.ts";
+import { readErrorText, readProviderError, readUpstreamJson } from "./upstream_body.ts";
 import { throughPlatform } from "./platform_call.ts";
 import type { Resolved } from "./router.ts";
-import { EventReader, framingOf, relayStream } from "./stream_stage.ts";
+import { framingOf, relayStream } from "./stream_stage.ts";
+import { EventReader } from "./upstream_events.ts";
+import { streamUsage, usageOf } from "./usage.ts";
 
 /** What a relayed request needs of its generation spec. */
 type Relayed = Pick<
@@ -88,7 +85,7 @@ function issuing(
       }
       return watch.inspect(e);
     },
-    usage: () => watch.usage(),
+    usageEvents: () => watch.usageEvents(),
     output: () => watch.output(),
   };
 }
@@ -111,7 +108,7 @@ async function relayAttempt(
   const upstream = formats.upstream(api)!;
   const sent = renamed ? { ...json, model: r.upstreamModel } : json;
   const text = renamed ? JSON.stringify(sent) : raw;
-  const operation = other ? other.operation ?? path : "generate";
+  const operation = other ? other.operation ?? { unserved: path } : "generate";
   const platform = throughPlatform(ctx, r, sent, spec.stream, operation, path);
   ctx.trace.routed("relay");
   ctx.trace.attempt();
@@ -141,28 +138,25 @@ async function relayAttempt(
   if (!framing) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
     const read = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
-    let usage;
-    try {
-      usage = (other ?? spec.ingress).usage(read.json);
-    } catch {
-      // an unexpected shape is relayed as is; only the format's reading of usage is lost
-    }
-    ctx.trace.reportUsage(answerUsage(up, usage));
+    const from = { json: [read.json], headers: up.res.headers };
+    ctx.trace.reportUsage(usageOf(other?.usage ?? spec.ingress.usage, from, up.platform));
     issued?.(read.json);
     body = read.bytes;
   } else {
+    const watch = spec.ingress.watch();
+    const usage = streamUsage(spec.ingress.usage, watch, up.platform);
     const reader = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
     // Only a target that may yet fail over holds its opening (decoded to see where content starts).
     const events = last
       ? reader
       : await holdRelayedOpening(reader, spec.ingress.decodeStream({ now: 0, id: idFor(ctx) }));
-    const watch = spec.ingress.watch();
     const marker = spec.ingress.longDecode?.marker;
     body = relayStream(
       events,
       framing,
       issued && marker ? issuing(watch, marker, issued) : watch,
       ctx.trace,
+      usage,
     );
   }
   return respondRelayed(

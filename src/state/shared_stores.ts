@@ -19,7 +19,8 @@ import { type ConversationStore, MemoryStore, type PutResult, type StoredTurn } 
 export interface StoreCall {
   t: "call";
   id: number;
-  store: "limits" | "conversations";
+  /** `pins`: src/request/pins.ts, answered by the supervisor (src/workers.ts). */
+  store: "limits" | "conversations" | "pins";
   op: string;
   args: unknown[];
 }

@@ -33,6 +33,8 @@ export const side: FormatSide = {
       bedrockModelPath(model, stream ? "invoke-with-response-stream" : "invoke"),
     headers: bedrockHeaders,
     body: bodies.invoke,
+    // The path names the model; the version is Bedrock's.
+    rich: { anthropic_version: "bedrock-2023-05-31", ...messages.client.rich },
   },
   streams: {
     ext: ".jsonl",
