@@ -1,11 +1,11 @@
 /**
  * The formats this gateway serves, in the order the core consults them (the first one's
- * dialect answers paths no format claims; Converse is spoken by providers only, Vertex AI's
- * formats by clients only). `main.ts`
- * hands them to the core.
+ * dialect answers paths no format claims; Bedrock's InvokeModel and Vertex AI's formats are
+ * spoken by clients only). `main.ts` hands them to the core.
  */
 import type { FormatPlugin } from "../src/kit/format.ts";
 import type { HandlerContext } from "../src/kit/handler.ts";
+import { bedrockMessagesPlugin } from "./bedrock/plugin.ts";
 import { chatPlugin } from "./chat/plugin.ts";
 import { conversePlugin } from "./converse/plugin.ts";
 import { generateContentPlugin } from "./generate-content/plugin.ts";
@@ -20,6 +20,7 @@ export const PLUGINS: readonly FormatPlugin<HandlerContext>[] = [
   messagesPlugin,
   generateContentPlugin,
   interactionsPlugin,
+  bedrockMessagesPlugin,
   vertexMessagesPlugin,
   vertexGenerateContentPlugin,
   conversePlugin,

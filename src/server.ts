@@ -2,7 +2,7 @@
  * The HTTP front: request ids, endpoint dispatch, authentication, errors in the caller's
  * dialect, and one access-log line per request.
  */
-import { authenticate } from "./request/auth.ts";
+import { authenticate, authenticateSigned } from "./request/auth.ts";
 import {
   checkFormats,
   type Config,
@@ -149,7 +149,8 @@ function peerAddress(info?: Deno.ServeHandlerInfo): string | undefined {
 export function createHandler(
   root: Gateway,
 ): (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response> {
-  return async (req, info) => {
+  return async (incoming, info) => {
+    let req = incoming;
     // One snapshot for the whole request, whatever a reload does meanwhile.
     const gw = root.live.current;
     const url = new URL(req.url);
@@ -175,7 +176,10 @@ export function createHandler(
           throw new GatewayError(503, "overloaded", "the gateway is shutting down; retry");
         }
         if (!endpoint.keyless) {
-          identity = identify(gw, endpoint.keyDialects, req, url, info);
+          let who = identify(gw, endpoint.keyDialects, req, url, info);
+          // A signed request: its body was read to check the signature, and rides on in `req`.
+          if (who instanceof Promise) ({ identity: who, req } = await who);
+          identity = who;
           trace.key = identity.name;
           trace.consumer = identity.consumer;
           trace.sessionId = sessionOf(req.headers);
@@ -216,18 +220,23 @@ export function createHandler(
   };
 }
 
-/** A Kong consumer (if trusted and enabled), else the owner of the gateway key presented. */
+/**
+ * A Kong consumer (if trusted and enabled), else the owner of the gateway key presented — or,
+ * for a request signed with a key, a promise of it and of the request carrying the body read.
+ */
 function identify(
   gw: Gateway,
   dialects: Endpoint["keyDialects"],
   req: Request,
   url: URL,
   info?: Deno.ServeHandlerInfo,
-): Identity {
+): Identity | Promise<{ identity: Identity; req: Request }> {
   const consumer = gw.config.identities.kong_consumers
     ? kongConsumer(gw.proxies, peerAddress(info), req.headers)
     : undefined;
   if (consumer) return gw.policy.consumer(consumer);
+  const signed = authenticateSigned(gw.keys, dialects, req, url);
+  if (signed) return signed.then(({ name, req }) => ({ identity: gw.policy.key(name), req }));
   return gw.policy.key(authenticate(gw.keys, dialects, req, url));
 }
 

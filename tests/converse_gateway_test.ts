@@ -465,14 +465,17 @@ Deno.test("converse via gateway: usage reaches the metrics, under gen_ai provide
     assert.deepEqual(logs.map((l) => [l.input_tokens, l.output_tokens]), [[11, 7], [11, 7]]);
   }));
 
-Deno.test("converse: a format without a dialect is served to providers only", () => {
+Deno.test("registry: a format without a dialect is served to providers only", () => {
   const plugins = FORMATS.plugins;
   const converse = plugins.find((p) => p.id === "converse")!;
-  assert.equal(converse.dialect, undefined);
-  assert.ok(!FORMATS.clients.includes(converse as never));
+  const others = plugins.filter((p) => p !== converse);
+  // Converse as it was before it had clients: no dialect, no paths, no endpoints.
+  const upstreamOnly = { ...converse, dialect: undefined, paths: [], endpoints: [] };
+  const formats = new Formats([...others, upstreamOnly]);
+  assert.ok(!formats.clients.includes(upstreamOnly as never));
+  assert.ok(formats.ids.includes("converse"));
   assert.throws(
-    () =>
-      new Formats([...plugins.filter((p) => p !== converse), { ...converse, paths: ["/model/"] }]),
+    () => new Formats([...others, { ...upstreamOnly, paths: ["/model/"] }]),
     /format "converse" serves clients but has no dialect/,
   );
 });

@@ -23,6 +23,8 @@ import {
   PROVIDER_KEY,
   startHarness,
 } from "./helpers.ts";
+import { GatewayError } from "../src/kit/errors.ts";
+import { decodeFrames } from "./mock/eventstream.ts";
 import { HUGE_CHARS } from "./mock/scenario.ts";
 
 /** Short timeouts so that `hang`, `silent` and `stall` end quickly. */
@@ -43,11 +45,11 @@ const status = (n: number) => () => n;
 /**
 /**
  * Anthropic's 529 reaches clients of its wire only (relayed as written; Vertex's Claude clients
- * too: Vertex passes Claude's errors through); the mock's other vendors say 503 themselves, and
- * a converted 529 is the client dialect's overload.
+ * too: Vertex passes Claude's errors through; Bedrock's have none, theirs is a 503); the mock's
+ * other vendors say 503 themselves, and a converted 529 is the client dialect's overload.
  */
 const overloaded = (c: Ingress, p: Provider) =>
-  p.api === "messages" && c.wire === "messages" ? 529 : 503;
+  p.api === "messages" && c.wire === "messages" && c.dialect.id !== "bedrock" ? 529 : 503;
 
 interface Fault {
   name: string;
@@ -114,14 +116,29 @@ const FAULTS: Fault[] = [
  * provider's (a Vertex client gets a relayed provider's JSON error as written, as Vertex passes
  * them).
  */
-function errorMessage(c: Ingress, p: Provider, body: Record<string, unknown>): string {
+function errorMessage(
+  c: Ingress,
+  p: Provider,
+  body: Record<string, unknown>,
+  headers: Headers,
+): string {
   const wire = INGRESS.find((i) => i.name === c.wire)!;
-  if (p.api !== c.wire || wire === c) return envelopeMessage(c, body);
+  if (p.api !== c.wire || wire === c) return ownMessage(c, body, headers);
   try {
-    return envelopeMessage(c, body);
+    return ownMessage(c, body, headers);
   } catch {
     return envelopeMessage(wire, body);
   }
+}
+
+/** An error in `c`'s own envelope, with the headers its SDKs read it by (Bedrock's). */
+function ownMessage(c: Ingress, body: Record<string, unknown>, headers: Headers): string {
+  const message = envelopeMessage(c, body);
+  const sample = new GatewayError(400, "invalid_request", "");
+  for (const [name] of c.dialect.errorHeaders?.(sample) ?? []) {
+    assert.ok(headers.has(name), `no ${name} header beside ${JSON.stringify(body)}`);
+  }
+  return message;
 }
 
 /** SSE records, each checked to be whole: every `data:` is JSON or `[DONE]`. */
@@ -144,6 +161,26 @@ function strictSse(text: string): { event?: string; data: string }[] {
 
 const isInterruption = (data: string) => data.includes('"upstream_interrupted"');
 
+/**
+ * A binary (AWS event stream) client stream's frames, read by the mock's own decoder, as records:
+ * a `chunk`'s Anthropic event by its type, an exception frame as `exception` with its payload.
+ */
+function frames(bytes: Uint8Array): { event?: string; data: string }[] {
+  const decoder = new TextDecoder();
+  return decodeFrames(bytes).map(({ headers, payload }) => {
+    const data = decoder.decode(payload);
+    if (headers[":message-type"] === "exception") return { event: "exception", data };
+    const event = decoder.decode(Uint8Array.fromBase64(JSON.parse(data).bytes));
+    return { event: JSON.parse(event).type, data: event };
+  });
+}
+
+/** The stream's records, and its text as read (a binary stream's events decoded). */
+function records(c: Ingress, bytes: Uint8Array) {
+  const events = c.binary ? frames(bytes) : strictSse(new TextDecoder().decode(bytes));
+  return { events, text: events.map((e) => `${e.event}: ${e.data}`).join("\n") };
+}
+
 /** One cell: what the client got for `fault` on this ingress × provider × mode. */
 async function cell(h: Harness, c: Ingress, p: Provider, fault: Fault, stream: boolean) {
   const expect = stream ? fault.stream : fault.json;
@@ -151,12 +188,17 @@ async function cell(h: Harness, c: Ingress, p: Provider, fault: Fault, stream: b
   const model = `${p.prefix}-${fault.name}`;
   const label = `${c.name} ← ${p.api} ${stream ? "stream" : "json"} ${fault.name}`;
   const res = await post(h.url + c.path(model, stream), c.headers, c.body(model, stream));
-  const text = await res.text();
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  const read = () => records(c, bytes);
+  // A binary stream's events as text (where a key would show); any other answer as it came.
+  const text = res.status === 200 && stream && c.binary
+    ? read().text
+    : new TextDecoder().decode(bytes);
   assert.ok(!text.includes(PROVIDER_KEY), `${label}: the provider key leaked: ${text}`);
   switch (expect.kind) {
     case "error": {
       assert.equal(res.status, expect.status(c, p), `${label}: status (${text.slice(0, 300)})`);
-      const message = errorMessage(c, p, JSON.parse(text));
+      const message = errorMessage(c, p, JSON.parse(text), res.headers);
       if (expect.says) assert.match(message, expect.says, label);
       assert.doesNotMatch(message, /<[a-z]+>/i, `${label}: no HTML in the message`);
       return;
@@ -165,14 +207,22 @@ async function cell(h: Harness, c: Ingress, p: Provider, fault: Fault, stream: b
       assert.equal(res.status, 200, `${label}: ${text.slice(0, 300)}`);
       assert.ok(text.length >= (expect.minChars ?? 0), `${label}: body of ${text.length} chars`);
       if (stream) {
-        const events = strictSse(text);
+        const { events } = read();
         assert.ok(!events.some((e) => isInterruption(e.data)), `${label}: not interrupted`);
       } else JSON.parse(text);
       return;
     }
     case "interrupted": {
       assert.equal(res.status, 200, `${label}: ${text.slice(0, 300)}`);
-      const events = strictSse(text);
+      const { events } = read();
+      if (c.binary) {
+        // Bedrock's: one exception frame, the last, saying why.
+        const last = events.at(-1);
+        assert.equal(last?.event, "exception", `${label}: an exception frame last: ${text}`);
+        assert.equal(events.filter((e) => e.event === "exception").length, 1, label);
+        assert.ok(JSON.parse(last!.data).message, `${label}: the exception says why`);
+        return;
+      }
       const data = events.map((e) => e.data);
       assert.ok(endsInterrupted(c, text), `${label}: the dialect's interruption last: ${text}`);
       assert.equal(data.filter(isInterruption).length, 1, `${label}: one interruption`);
@@ -180,10 +230,12 @@ async function cell(h: Harness, c: Ingress, p: Provider, fault: Fault, stream: b
     }
     case "provider-error": {
       assert.equal(res.status, 200, label);
-      const events = strictSse(text);
+      const { events } = read();
       assert.ok(!events.some((e) => isInterruption(e.data)), `${label}: no extra interruption`);
       assert.ok(
-        events.some((e) => /"error"/.test(e.data) || e.event === "error"),
+        events.some((e) =>
+          /"error"/.test(e.data) || e.event === "error" || e.event === "exception"
+        ),
         `${label}: the error event reached the client: ${text}`,
       );
       return;

@@ -6,6 +6,7 @@
  * `TestFormat` and passes it in. Formats only providers speak are `UPSTREAM_FORMATS`.
  */
 import type { HandlerContext } from "../src/kit/handler.ts";
+import type { UpstreamFraming } from "../src/kit/framing.ts";
 import type { StreamFraming } from "../src/kit/generation.ts";
 import type { SseEvent } from "../src/kit/sse.ts";
 import type { ClientFormat } from "../src/request/registry.ts";
@@ -98,11 +99,18 @@ export interface WireStreams {
    * keeps a readable fixture and frames it here.
    */
   bytes?(fixture: string): Uint8Array;
+  /** A stream's bytes as the readable text of its fixtures (`bytes` the other way). */
+  text?(bytes: Uint8Array): string;
 }
 
 export interface StreamSide extends WireStreams {
   /** Its framing, as the plugin's endpoint declares it; default: server-sent events. */
   framing?: StreamFraming;
+  /**
+   * How its clients divide the stream into events (a binary one: Bedrock's event stream);
+   * default: the plugin's upstream framing, else server-sent events.
+   */
+  read?(): UpstreamFraming;
 }
 
 /** A registered format. */
@@ -173,3 +181,15 @@ export const UPSTREAM_FORMATS: readonly UpstreamFormat[] = await Promise.all(
 /** Whether providers speak `format` (a format only clients speak has no `upstream`). */
 export const speaksUpstream = (format: UpstreamFormat): boolean =>
   format.plugin.upstream !== undefined;
+
+/**
+ * What a client of `format` has read of a stream so far, as text: the events' data where its
+ * stream is binary (`streams.read`: Bedrock's frames, a `chunk`'s base64 unwrapped), else the
+ * bytes as UTF-8. Whole events only, for a binary stream (a frame still arriving is not read).
+ */
+export function streamText(format: TestFormat, bytes: Uint8Array): string {
+  const decoder = new TextDecoder();
+  const read = format.streams.read?.();
+  if (!read) return decoder.decode(bytes);
+  return read.scan(bytes, 0, (b) => decoder.decode(b)).events.map((e) => e.data).join("\n");
+}

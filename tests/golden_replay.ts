@@ -9,6 +9,7 @@ import { validateConfig } from "../src/config/config.ts";
 import { setAccessLogSink } from "../src/ops/log.ts";
 import { createGateway, createHandler } from "../src/server.ts";
 import { sseFraming } from "../src/request/stream_stage.ts";
+import { encodeWritten } from "../src/request/stream_end.ts";
 import { speaksUpstream, type TestFormat } from "./formats.ts";
 import { expectation, goldenCases } from "./golden_runner.ts";
 import { KEY, post } from "./helpers.ts";
@@ -24,11 +25,17 @@ const normalize = (text: string) =>
     .replace(/"(created|updated)":\s*"\d{4}-\d\d-\d\dT[\d:]+Z"/g, '"$1":0');
 
 /** Serves one fixed body for every request, as the provider would send it. */
-function fixtureServer(body: () => { text: string; type: string }) {
+function fixtureServer(body: () => { text: BodyInit; type: string }) {
   return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () => {
     const { text, type } = body();
     return new Response(text, { headers: { "content-type": type } });
   });
+}
+
+/** A client's answer as its fixtures read (a binary stream in their readable form). */
+async function received(format: TestFormat, res: Response, stream: boolean): Promise<string> {
+  const readable = stream ? format.streams.text : undefined;
+  return readable ? readable(new Uint8Array(await res.arrayBuffer())) : await res.text();
 }
 
 async function gatewayFor(format: TestFormat, formats: readonly TestFormat[], upstream: string) {
@@ -55,7 +62,10 @@ async function gatewayFor(format: TestFormat, formats: readonly TestFormat[], up
  * the opening of the client dialect's own interruption text.
  */
 function interruptionAt(format: TestFormat, text: string): number {
-  const marked = format.plugin.dialect.interruption("@@");
+  const { framing, text: readable } = format.streams;
+  const marked = framing && readable
+    ? readable(encodeWritten(framing.open().interrupted("@@")))
+    : format.plugin.dialect.interruption("@@");
   return text.lastIndexOf(marked.slice(0, marked.indexOf("@@")));
 }
 
@@ -66,7 +76,7 @@ export function goldenReplay(root: URL, formats: readonly TestFormat[], title = 
     const ext = (f: TestFormat) => stream ? f.streams.ext : ".json";
     Deno.test(`${title} over HTTP: ${kind}`, async (t) => {
       const previous = setAccessLogSink(() => {});
-      let current = { text: "", type: "" };
+      let current: { text: BodyInit; type: string } = { text: "", type: "" };
       const upstream = fixtureServer(() => current);
       const upstreamUrl = `http://127.0.0.1:${upstream.addr.port}`;
       try {
@@ -81,7 +91,9 @@ export function goldenReplay(root: URL, formats: readonly TestFormat[], title = 
               const converted = formats.filter((i) => i.plugin.codec.api !== format.id);
               for (const ingress of converted) {
                 await t.step(`${format.id}/${f.name} → ${ingress.id}`, async () => {
-                  current = { text: Deno.readTextFileSync(f.file), type };
+                  const fixture = Deno.readTextFileSync(f.file);
+                  const bytes = stream ? format.streams.bytes?.(fixture) : undefined;
+                  current = { text: bytes ? new Uint8Array(bytes) : fixture, type };
                   const client = ingress.client;
                   const res = await post(gw.url + client.path(MODEL, stream), {
                     ...client.headers(KEY),
@@ -95,7 +107,7 @@ export function goldenReplay(root: URL, formats: readonly TestFormat[], title = 
                       JSON.parse(normalize(expected)),
                     );
                   }
-                  let text = await res.text();
+                  let text = await received(ingress, res, stream);
                   const cut = interruptionAt(ingress, text);
                   if (cut >= 0) {
                     assert.match(f.name, /interrupted|cut/, "only cut fixtures are interrupted");

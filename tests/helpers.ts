@@ -11,7 +11,7 @@ import type { LimitStore } from "../src/state/limits/store.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 import { PLATFORMS } from "../plugins/platforms/mod.ts";
 import { type MockUpstream, startMockUpstream } from "./mock/upstream.ts";
-import { speaksUpstream, TEST_FORMATS } from "./formats.ts";
+import { speaksUpstream, streamText, TEST_FORMATS, type TestFormat } from "./formats.ts";
 import { HASHED_KEY, KEY } from "./requests.ts";
 
 export {
@@ -127,11 +127,21 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   };
 }
 
-/** A gateway served on loopback, its access log collected; `close` stops all it started. */
-export function serveGateway(gw: Gateway): Omit<Harness, "upstream"> {
+/**
+ * A gateway served on loopback, its access log collected; `close` stops all it started.
+ * `seen` is shown each request as the gateway receives it.
+ */
+export function serveGateway(
+  gw: Gateway,
+  seen?: (req: Request) => void,
+): Omit<Harness, "upstream"> {
   const logs: Record<string, unknown>[] = [];
   const previous = setAccessLogSink((line) => logs.push(JSON.parse(line)));
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, createHandler(gw));
+  const handler = createHandler(gw);
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    seen ? (req, info) => (seen(req), handler(req, info)) : handler,
+  );
   return {
     url: `http://127.0.0.1:${server.addr.port}`,
     gw,
@@ -170,18 +180,31 @@ export interface Ingress {
   rich?: Record<string, unknown>;
   /** The provider format its requests relay to (its own id, but for a format only clients speak). */
   wire: string;
+  /**
+   * What its client reads of a stream's bytes, as text (formats.ts `streamText`): only the events
+   * of a binary one (`binary`: Bedrock's event stream), not the provider's other lines.
+   */
+  streamText(bytes: Uint8Array): string;
+  binary: boolean;
 }
 
+/** How a client of `f` reads its streams. */
+const reading = (f: TestFormat) => ({
+  streamText: (bytes: Uint8Array) => streamText(f, bytes),
+  binary: f.streams.read !== undefined,
+});
+
 /** The registered formats with a provider in the mock config, in registry order. */
-export const INGRESS: Ingress[] = MOCKED.map(({ id, plugin, client, mock }) => ({
-  name: id,
-  dialect: plugin.dialect,
-  path: client.path,
-  headers: client.headers(KEY),
-  body: mock.body ?? client.body,
-  model: mock.relayModel,
-  rich: client.rich,
-  wire: id,
+export const INGRESS: Ingress[] = MOCKED.map((f) => ({
+  name: f.id,
+  dialect: f.plugin.dialect,
+  path: f.client.path,
+  headers: f.client.headers(KEY),
+  body: f.mock.body ?? f.client.body,
+  model: f.mock.relayModel,
+  rich: f.client.rich,
+  wire: f.id,
+  ...reading(f),
 }));
 
 /**
@@ -191,15 +214,16 @@ export const INGRESS: Ingress[] = MOCKED.map(({ id, plugin, client, mock }) => (
  */
 export const CLIENTS: Ingress[] = [
   ...INGRESS,
-  ...TEST_FORMATS.filter((f) => !speaksUpstream(f)).map(({ id, plugin, client }) => ({
-    name: id,
-    dialect: plugin.dialect,
-    path: client.path,
-    headers: client.headers(KEY),
-    body: client.body,
-    model: INGRESS.find((c) => c.name === plugin.codec.api)!.model,
-    rich: client.rich,
-    wire: plugin.codec.api,
+  ...TEST_FORMATS.filter((f) => !speaksUpstream(f)).map((f) => ({
+    name: f.id,
+    dialect: f.plugin.dialect,
+    path: f.client.path,
+    headers: f.client.headers(KEY),
+    body: f.client.body,
+    model: INGRESS.find((c) => c.name === f.plugin.codec.api)!.model,
+    rich: f.client.rich,
+    wire: f.plugin.codec.api,
+    ...reading(f),
   })),
 ];
 
@@ -324,6 +348,13 @@ export function envelopeMessage(
   const sample = c.dialect.errorBody(err) as Record<string, unknown>;
   for (const key of Object.keys(sample)) {
     assert.ok(key in body, `no "${key}" of the dialect's envelope: ${JSON.stringify(body)}`);
+  }
+  if (typeof sample.error !== "object") {
+    // A flat envelope (Bedrock's `{"message"}`): nothing else in it.
+    assert.deepEqual(Object.keys(body), Object.keys(sample), `the dialect's envelope`);
+    const [key] = Object.entries(sample).find(([, value]) => value === MARK)!;
+    assert.equal(typeof body[key], "string", `no message: ${JSON.stringify(body)}`);
+    return body[key] as string;
   }
   const e = body.error as Record<string, unknown> | undefined;
   assert.ok(e && typeof e.message === "string", `no error object: ${JSON.stringify(body)}`);

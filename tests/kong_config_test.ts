@@ -139,6 +139,15 @@ Deno.test("kong.yml: every public endpoint is routed", () => {
     routesFor("POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent").length > 0,
     "streamGenerateContent is routed",
   );
+  // Bedrock's streaming operations, and model ids as Claude Code sends them (`:` and an ARN's
+  // `/` raw).
+  for (
+    const path of [
+      "/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream",
+      "/model/arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.c/invoke",
+      "/model/amazon.nova-pro-v1%3A0/converse-stream",
+    ]
+  ) assert.ok(routesFor("POST", path).length > 0, `${path} is routed`);
   // Vertex AI's paths as each client sends them: every action, v1 and v1beta1, express mode.
   const vertex = "/projects/p/locations/us-east5/publishers";
   for (

@@ -12,11 +12,11 @@ import { KEY, post, type WsEvent, wsExchange } from "./helpers.ts";
 
 const DECODE = { now: 0, id: "matrix" };
 
-/** A client stream's events, as the format's own framing divides them. */
-function streamEvents(format: TestFormat, text: string): SseEvent[] {
-  const framing = format.plugin.upstream?.framing?.() ?? sseFraming();
+/** A client stream's events, as the format's clients divide them. */
+function streamEvents(format: TestFormat, bytes: Uint8Array): SseEvent[] {
+  const framing = format.streams.read?.() ?? format.plugin.upstream?.framing?.() ?? sseFraming();
   const decoder = new TextDecoder();
-  return framing.scan(new TextEncoder().encode(text), 0, (b) => decoder.decode(b)).events;
+  return framing.scan(bytes, 0, (b) => decoder.decode(b)).events;
 }
 
 /** The IR answer a format's stream events build (the format's own decoder reads them). */
@@ -76,14 +76,15 @@ export async function turn(
     ...format.client.headers(KEY),
     ...headers,
   }, body);
-  const text = await res.text();
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  const text = new TextDecoder().decode(bytes);
   assert.equal(res.status, 200, text.slice(0, 400));
   const { codec } = format.plugin;
   if (!stream) {
     const json = JSON.parse(text);
     return { answer: codec.decodeResponse(json, DECODE), kept: json };
   }
-  const events = streamEvents(format, text);
+  const events = streamEvents(format, bytes);
   const answer = await streamAnswer(format, events);
   const kept = format.loop?.kept?.(events) ??
     codec.encodeResponse(answer, { model }) as Record<string, unknown>;

@@ -31,8 +31,9 @@ function replaced(doc: Json, path: (string | number)[], value: Json): Json {
   return copy;
 }
 
-/** The error message, wherever each dialect keeps it. */
-const messageOf = (body: { error?: { message?: string } }) => body.error?.message;
+/** The error message, wherever each dialect keeps it (Bedrock's envelope is `{"message"}`). */
+const messageOf = (body: { error?: { message?: string }; message?: string }) =>
+  body.error?.message ?? body.message;
 
 Deno.test("malformed input: never a 5xx, always a message in the client's dialect", async () => {
   const h = await startHarness();

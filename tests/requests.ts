@@ -29,6 +29,15 @@ export const vertexHeaders = (key = KEY) => ({
 export const vertexModels = (publisher: string, location = "us-east5", version = "v1") =>
   `/${version}/projects/client-project/locations/${location}/publishers/${publisher}/models/`;
 
+/** A Bedrock client with the gateway key as its Bedrock API key. */
+export const bedrockHeaders = (key = KEY) => ({
+  authorization: `Bearer ${key}`,
+  "content-type": "application/json",
+});
+/** Where a Bedrock client sends an operation on a model: the id one encoded path segment. */
+export const bedrockModelPath = (model: string, operation: string) =>
+  `/model/${encodeURIComponent(model)}/${operation}`;
+
 /** Minimal valid bodies per endpoint. */
 export const bodies = {
   chat: (model: string, stream = false) => ({
@@ -44,6 +53,17 @@ export const bodies = {
     messages: [{ role: "user", content: "hi there" }],
   }),
   gemini: () => ({ contents: [{ role: "user", parts: [{ text: "hi there" }] }] }),
+  /** Claude on Bedrock (InvokeModel): no model or stream (the path says), Bedrock's version. */
+  invoke: () => ({
+    anthropic_version: "bedrock-2023-05-31",
+    max_tokens: 100,
+    messages: [{ role: "user", content: "hi there" }],
+  }),
+  /** Bedrock Converse: the model in the path. */
+  converse: () => ({
+    messages: [{ role: "user", content: [{ text: "hi there" }] }],
+    inferenceConfig: { maxTokens: 100 },
+  }),
   /** Claude on Vertex: no model (the path names it), Vertex's anthropic_version. */
   vertexClaude: (_model: string, stream = false) => ({
     anthropic_version: "vertex-2023-10-16",

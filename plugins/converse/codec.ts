@@ -1,17 +1,16 @@
 /**
- * The Bedrock Converse codec (`/model/{modelId}/converse`, `/converse-stream`): an upstream
- * API only. No client speaks Converse to the gateway, so its ingress half refuses (it is
- * never reached: the plugin serves no endpoint).
+ * The Bedrock Converse codec (`/model/{modelId}/converse`, `/converse-stream`), as client
+ * format (the AWS SDKs' ConverseCommand and ConverseStreamCommand) and as upstream API.
  */
-import type { Codec, StreamWatch } from "../../src/kit/codec.ts";
+import type { Codec } from "../../src/kit/codec.ts";
+import { countOf } from "../shared.ts";
 import { modelIdSegment } from "../platforms/bedrock_wire.ts";
-import { decodeResponse, usageOf } from "./response.ts";
+import { decodeRequest } from "./decode_request.ts";
+import { decodeResponse, encodeResponse, usageOf } from "./response.ts";
 import { decodeStream } from "./decode_stream.ts";
 import { encodeRequest } from "./encode_request.ts";
-
-const upstreamOnly = (): never => {
-  throw new Error("converse is an upstream API only: no client speaks it to the gateway");
-};
+import { encodeStream } from "./encode_stream.ts";
+import { watch } from "./watch.ts";
 
 /** The operation's path, the model id one percent-encoded segment (or a 400 naming it). */
 const conversePath = (model: string, stream: boolean) =>
@@ -19,9 +18,9 @@ const conversePath = (model: string, stream: boolean) =>
 
 export const converseCodec: Codec = {
   api: "converse",
-  decodeRequest: upstreamOnly,
-  encodeResponse: upstreamOnly,
-  encodeStream: upstreamOnly,
+  decodeRequest,
+  encodeResponse,
+  encodeStream,
   path: conversePath,
   encodeRequest,
   decodeResponse,
@@ -29,7 +28,7 @@ export const converseCodec: Codec = {
     const last = json.at(-1);
     return last && usageOf(last);
   },
+  outputCap: (body) => countOf((body.inferenceConfig as { maxTokens?: unknown })?.maxTokens),
   decodeStream,
-  // Relays need a client of the same format; Converse has none.
-  watch: upstreamOnly as () => StreamWatch,
+  watch,
 };

@@ -1,5 +1,6 @@
 /** What Bedrock Converse's request, response and stream mappings share. */
 import type * as ir from "../../src/kit/ir.ts";
+import { stopReasonFromIr as messagesStopReason } from "../messages/common.ts";
 import { finishByName } from "../shared.ts";
 
 /**
@@ -51,3 +52,33 @@ const FINISH_BY_STOP_REASON: Record<string, ir.FinishReason> = {
 /** Bedrock's stop reason; one it may add later is an error, never `end_turn` (shared.ts). */
 export const finishFromStopReason = (reason: unknown): ir.FinishReason =>
   finishByName(FINISH_BY_STOP_REASON, reason);
+
+/** The IR's usage as Converse reports it (`inputTokens` without the cache). */
+export function usageFromIr(u: ir.Usage): WireUsage & { totalTokens: number } {
+  const read = u.cacheReadTokens ?? 0;
+  const write = u.cacheWriteTokens ?? 0;
+  return {
+    inputTokens: Math.max(0, u.inputTokens - read - write),
+    outputTokens: u.outputTokens,
+    totalTokens: u.inputTokens + u.outputTokens,
+    ...(u.cacheReadTokens !== undefined && { cacheReadInputTokens: read }),
+    ...(u.cacheWriteTokens !== undefined && { cacheWriteInputTokens: write }),
+  };
+}
+
+/** Converse's stop reasons: Anthropic's names, but for a filter and a pause (it has none). */
+const STOP_REASON_BY_FINISH: Record<ir.FinishReason, string> = {
+  stop: "end_turn",
+  length: "max_tokens",
+  tool_calls: "tool_use",
+  content_filter: "content_filtered",
+  pause: "end_turn",
+  error: "end_turn",
+};
+
+/** The way back of `finishFromStopReason`. */
+export const stopReasonFromIr = (
+  finish: ir.FinishReason,
+  stopSequence: string | undefined,
+  sawToolCall: boolean,
+) => messagesStopReason(finish, stopSequence, sawToolCall, STOP_REASON_BY_FINISH);

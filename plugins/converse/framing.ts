@@ -1,15 +1,23 @@
 /**
- * ConverseStream's byte framing: AWS event-stream frames (application/vnd.amazon.eventstream,
- * CRC-checked by plugins/platforms/event_stream.ts), each one event for the decoder, named by
- * its `:event-type` — or by its `:exception-type` for an exception frame, which the decoder
- * turns into an error. A frame that fails its checksum (or has an impossible length) ends the stream as a malformed
- * event.
+ * ConverseStream's byte framing, both ways: AWS event-stream frames
+ * (application/vnd.amazon.eventstream, CRC-checked by plugins/platforms/event_stream.ts), each
+ * one event named by its `:event-type` — or by its `:exception-type` for an exception frame,
+ * which the decoder turns into an error — and the same events written back as frames for a
+ * Converse client. A relayed stream goes out as the provider's own frames. A frame that fails
+ * its checksum (or has an impossible length) ends the stream as a malformed event.
  */
-import type { SseEvent } from "../../src/kit/sse.ts";
+import { formatSse, type SseEvent } from "../../src/kit/sse.ts";
 import type { UpstreamFraming } from "../../src/kit/framing.ts";
-import { cutFrames, type EventStreamFrame } from "../platforms/event_stream.ts";
+import type { StreamFraming } from "../../src/kit/generation.ts";
+import { joinBytes } from "../../src/kit/http.ts";
+import {
+  cutFrames,
+  EVENT_STREAM_TYPE,
+  type EventStreamFrame,
+  jsonFrame,
+} from "../platforms/event_stream.ts";
 
-export const EVENT_STREAM_TYPE = "application/vnd.amazon.eventstream";
+export { EVENT_STREAM_TYPE };
 
 function eventOf(frame: EventStreamFrame, decode: (b: Uint8Array) => string): SseEvent {
   const h = frame.headers;
@@ -22,17 +30,39 @@ function eventOf(frame: EventStreamFrame, decode: (b: Uint8Array) => string): Ss
   return { event: name ?? "", data: decode(frame.payload) };
 }
 
-/** Converse is never relayed to a client, so a cut stream needs no ending of its own here. */
+/** An event as its frame: an exception's name (`throttlingException`) makes an exception frame. */
+export function frameOf(e: SseEvent): Uint8Array {
+  const name = e.event ?? "";
+  return jsonFrame(name.endsWith("Exception") ? "exception" : "event", name, e.data);
+}
+
+/**
+ * How a Converse client hears that its stream was cut: the exception AWS sends for a stream
+ * that failed once started, which its SDKs raise.
+ */
+export const cutStream = (why: string) =>
+  frameOf({ event: "modelStreamErrorException", data: JSON.stringify({ message: why }) });
+
+/** One stream's framing, read (a provider's) or written (a client's). */
 export function converseFraming(): UpstreamFraming {
   return {
     mediaType: EVENT_STREAM_TYPE,
     scan(buf, _from, decode) {
       const { frames, cut, error } = cutFrames(buf);
       const events = frames.map((f) => eventOf(f, decode));
-      if (!error) return { cut, events };
-      return { cut: buf.length, events, malformed: { at: events.length, before: "" } };
+      if (error) return { cut: buf.length, events, malformed: { at: events.length, before: "" } };
+      // The events as text, where provider keys are looked for (the bytes are binary).
+      return { cut, events, text: events.map(formatSse).join("") };
     },
+    write: frameOf,
+    rewrite: (events) => joinBytes(events.map(frameOf)),
     complete: () => "",
-    interrupted: () => "",
+    interrupted: cutStream,
   };
 }
+
+/** A Converse client's stream (`/converse-stream`), relayed or converted. */
+export const CONVERSE_STREAM: StreamFraming = {
+  contentType: EVENT_STREAM_TYPE,
+  open: converseFraming,
+};

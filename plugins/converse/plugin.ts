@@ -1,13 +1,16 @@
 /**
- * Amazon Bedrock Converse / ConverseStream, as a provider API only: no client speaks it to
- * the gateway, so it has no dialect, paths or endpoints (docs/providers.md).
+ * Amazon Bedrock Converse / ConverseStream: a provider API (docs/providers.md) and the client
+ * format of the AWS SDKs' ConverseCommand and ConverseStreamCommand (docs/cloud-clients.md), in
+ * Bedrock Runtime's dialect.
  */
 import type { FormatPlugin } from "../../src/kit/format.ts";
 import type { HandlerContext } from "../../src/kit/handler.ts";
 import { converseCaching } from "./caching.ts";
+import { BEDROCK_PATHS, bedrockDialect } from "./dialect.ts";
 import { converseCodec } from "./codec.ts";
 import { FAMILY } from "./common.ts";
-import { bedrockException, unsafeModelName } from "../platforms/bedrock_wire.ts";
+import { bedrockException, modelPattern, unsafeModelName } from "../platforms/bedrock_wire.ts";
+import { converse } from "./endpoints.ts";
 import { converseFraming } from "./framing.ts";
 import { bedrockEmbeddings } from "../platforms/bedrock_embeddings.ts";
 
@@ -16,8 +19,16 @@ export const conversePlugin: FormatPlugin<HandlerContext> = {
   family: FAMILY,
   system: "aws.bedrock",
   codec: converseCodec,
-  paths: [],
-  endpoints: [],
+  dialect: bedrockDialect,
+  paths: BEDROCK_PATHS,
+  endpoints: [{
+    name: "converse",
+    operation: "chat",
+    method: "POST",
+    pattern: modelPattern("converse", "converse-stream"),
+    example: "/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse",
+    handler: converse,
+  }],
   upstream: {
     // Without a platform, the provider key is a Bedrock API key, sent as a Bearer token.
     authorize(req, key) {
@@ -33,7 +44,7 @@ export const conversePlugin: FormatPlugin<HandlerContext> = {
         message: typeof message === "string" ? message : undefined,
       };
     },
-    responseHeaders: ["x-amzn-requestid"],
+    responseHeaders: ["x-amzn-requestid", "x-amzn-errortype"],
     unsafeModel: unsafeModelName,
     promptCache: converseCaching,
   },

@@ -98,15 +98,19 @@ const STOP_REASON_BY_FINISH: Record<ir.FinishReason, string> = {
   error: "tool_use",
 };
 
-/** The client-facing `stop_reason`; tool calls always report `tool_use` (wire-formats §5.5). */
+/**
+ * The client-facing `stop_reason`; tool calls always report `tool_use` (wire-formats §5.5).
+ * Bedrock's Converse names its reasons alike, but for a few (`byFinish`).
+ */
 export function stopReasonFromIr(
   finish: ir.FinishReason,
   stopSequence: string | undefined,
   sawToolCall: boolean,
+  byFinish: Record<ir.FinishReason, string> = STOP_REASON_BY_FINISH,
 ): string {
   if (sawToolCall && finish === "stop") return "tool_use";
   if (finish === "stop" && stopSequence !== undefined) return "stop_sequence";
-  return STOP_REASON_BY_FINISH[finish];
+  return byFinish[finish];
 }
 
 /** Client-facing message ids keep the `msg_` style. */

@@ -5,6 +5,7 @@ import { badRequest } from "../../src/kit/errors.ts";
 import { readSignature } from "../../src/kit/signature.ts";
 import { userLocationOf } from "../hosted.ts";
 import { FAMILY, readAttached, readCache } from "./common.ts";
+import { readThinking } from "./thinking.ts";
 import {
   type documentBlock,
   type imageBlock,
@@ -318,24 +319,7 @@ function decodeReasoning(req: MessagesRequest): ir.Reasoning | undefined {
     }
     out.effort = effort as ir.Effort;
   }
-  switch (thinking?.type) {
-    case undefined:
-      break;
-    case "enabled":
-      if (thinking.budget_tokens === undefined) throw invalid("thinking.budget_tokens", "required");
-      out.budgetTokens = thinking.budget_tokens;
-      out.includeThoughts = thinking.display !== "omitted";
-      break;
-    case "adaptive":
-      out.adaptive = true;
-      out.includeThoughts = thinking.display !== "omitted";
-      break;
-    case "disabled":
-      out.disabled = true;
-      break;
-    default:
-      throw invalid("thinking.type", "expected enabled, adaptive or disabled");
-  }
+  if (thinking) readThinking(thinking, "thinking", out);
   return out;
 }
 

@@ -6,6 +6,7 @@
  */
 import type * as ir from "../../src/kit/ir.ts";
 import type { EncodeContext } from "../../src/kit/codec.ts";
+import { badRequest } from "../../src/kit/errors.ts";
 import { signatureFor } from "../../src/kit/signature.ts";
 import type { Obj } from "./common.ts";
 
@@ -120,4 +121,29 @@ export function encodeSampling(req: ir.Request, thinking: boolean, dropped?: str
   keep("top_k", req.topK, !thinking);
   keep("top_p", req.topP, !thinking || (req.topP ?? 1) >= 0.95);
   return out;
+}
+
+/**
+ * A client's `thinking` object (at `path`) as IR reasoning, added to `out`: a budget, adaptive
+ * thinking or off, and whether the thoughts are shown.
+ */
+export function readThinking(thinking: Obj, path: string, out: ir.Reasoning): void {
+  const invalid = (field: string, what: string) =>
+    badRequest(`${path}.${field}: ${what}`, `${path}.${field}`);
+  switch (thinking.type) {
+    case "enabled":
+      if (typeof thinking.budget_tokens !== "number") throw invalid("budget_tokens", "required");
+      out.budgetTokens = thinking.budget_tokens;
+      out.includeThoughts = thinking.display !== "omitted";
+      break;
+    case "adaptive":
+      out.adaptive = true;
+      out.includeThoughts = thinking.display !== "omitted";
+      break;
+    case "disabled":
+      out.disabled = true;
+      break;
+    default:
+      throw invalid("type", "expected enabled, adaptive or disabled");
+  }
 }

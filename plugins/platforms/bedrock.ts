@@ -24,7 +24,7 @@ import {
 } from "./bedrock_wire.ts";
 import { bedrockEmbeddings } from "./bedrock_embeddings.ts";
 import { type CloudClaude, toCloudBody } from "./claude_body.ts";
-import { signAwsRequest } from "./sigv4.ts";
+import { AWS_KEYS, awsCredential, checkKeys } from "./aws_keys.ts";
 
 /** How InvokeModel carries Anthropic's Messages body (claude_body.ts). */
 export const BEDROCK_CLAUDE: CloudClaude = {
@@ -33,20 +33,7 @@ export const BEDROCK_CLAUDE: CloudClaude = {
   streamInUrl: true,
 };
 
-const settings = z.strictObject({
-  region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, "an AWS region such as us-east-1"),
-  /** With `secret_access_key`: calls are signed (SigV4); without: `api_key` is a Bearer. */
-  access_key_id: z.string().min(1).optional(),
-  secret_access_key: z.string().min(1).optional(),
-  /** Temporary credentials (STS): sent as `x-amz-security-token`, and signed. */
-  session_token: z.string().min(1).optional(),
-}).refine((a) => (a.access_key_id === undefined) === (a.secret_access_key === undefined), {
-  message: "give access_key_id and secret_access_key together",
-  path: ["secret_access_key"],
-}).refine((a) => a.session_token === undefined || a.access_key_id !== undefined, {
-  message: "a session token goes with an access key pair",
-  path: ["session_token"],
-});
+const settings = z.strictObject(AWS_KEYS).superRefine(checkKeys);
 type AwsSettings = z.infer<typeof settings>;
 
 /** What a wire format is on Bedrock: its operations (JSON, stream), body and stream framing. */
@@ -105,31 +92,7 @@ export const bedrockPlatform: Platform<AwsSettings> = {
     operations: [...DEFAULT_OPERATIONS, "embeddings"],
     defaultBaseUrl: ({ region }) => `https://bedrock-runtime.${region}.amazonaws.com`,
   },
-  credential({ settings: aws }, ctx) {
-    const { access_key_id, secret_access_key, session_token, region } = aws;
-    if (access_key_id === undefined || secret_access_key === undefined) {
-      return {
-        authorize(req, key) {
-          if (key) req.headers.set("authorization", `Bearer ${key}`);
-        },
-      };
-    }
-    ctx.secret(secret_access_key);
-    if (session_token) ctx.secret(session_token);
-    const credentials = {
-      accessKeyId: access_key_id,
-      secretAccessKey: secret_access_key,
-      sessionToken: session_token,
-    };
-    return {
-      async authorize(req) {
-        req.headers = await signAwsRequest(req.url.href, req, credentials, {
-          region,
-          service: "bedrock",
-        });
-      },
-    };
-  },
+  credential: ({ settings: aws }, ctx) => awsCredential(aws, "bedrock", ctx),
   body: {
     request(body, headers, { operation }, { api }) {
       if (operation === "embeddings") return body;

@@ -5,12 +5,13 @@
  * in base64) re-framed as the format's SSE, the events' JSON byte for byte.
  */
 import { badRequest, type ErrorKind, GatewayError } from "../../src/kit/errors.ts";
+import { checkModelName, decodePathSegment } from "../../src/kit/http.ts";
 import type { StreamException, UpstreamFraming } from "../../src/kit/framing.ts";
 import type { Usage } from "../../src/kit/ir.ts";
 import type { PlatformError } from "../../src/kit/platform.ts";
 import type { UsageSource } from "../../src/kit/usage.ts";
 import { formatSse, type SseEvent } from "../../src/kit/sse.ts";
-import { cutFrames, type EventStreamFrame } from "./event_stream.ts";
+import { cutFrames, EVENT_STREAM_TYPE, type EventStreamFrame, jsonFrame } from "./event_stream.ts";
 
 /**
  * Why a model id cannot be the `/model/{id}/…` path segment. Ids with `:` and ARNs (with `/`)
@@ -40,6 +41,34 @@ export function modelIdSegment(model: string): string {
   return encodeURIComponent(model);
 }
 
+const MODEL_PATH = /^\/model\/(.+)\/([a-z-]+)$/;
+
+/**
+ * `/model/{modelId}/{operation}` for one of `operations`; the model id may hold `/` (an ARN
+ * sent raw), so it is everything up to the last segment.
+ */
+export const modelPattern = (...operations: string[]) =>
+  new RegExp(`^/model/.+/(?:${operations.join("|")})$`);
+
+/**
+ * The model id and operation of a Bedrock Runtime path (`/model/{modelId}/invoke`), the way
+ * back of `modelIdSegment`: percent-encoded (the AWS SDKs) or raw (Claude Code sends `:` as is;
+ * an ARN's `/` may come either way).
+ */
+export function readModelPath(pathname: string): { model: string; operation: string } {
+  const [, segment, operation] = pathname.match(MODEL_PATH) ?? [];
+  const model = checkModelName(decodePathSegment(segment ?? "", "modelId"));
+  if (!/^[\x21-\x7e]+$/.test(model)) {
+    throw badRequest(
+      `modelId: ${
+        JSON.stringify(model.slice(0, 80))
+      } is not a model id (printable ASCII, no spaces)`,
+      "modelId",
+    );
+  }
+  return { model, operation };
+}
+
 /**
  * Bedrock's exceptions (lower-cased: in-stream frames name them in camel case) as the status
  * they count as and their kind; the route's `retry.on` then decides (its default retries all
@@ -58,6 +87,31 @@ const EXCEPTIONS: Record<string, [status: number, kind: ErrorKind, retry?: false
   accessdeniedexception: [403, "permission"],
   unrecognizedclientexception: [403, "authentication"],
 };
+
+/**
+ * The exception Bedrock names for each kind of error, as its clients' SDKs raise it (the
+ * reading above, the other way).
+ */
+const EXCEPTION_OF_KIND: Record<ErrorKind, string> = {
+  invalid_request: "ValidationException",
+  authentication: "UnrecognizedClientException",
+  permission: "AccessDeniedException",
+  not_found: "ResourceNotFoundException",
+  model_not_found: "ResourceNotFoundException",
+  request_too_large: "ValidationException",
+  rate_limit: "ThrottlingException",
+  upstream: "InternalServerException",
+  overloaded: "ServiceUnavailableException",
+  timeout: "ModelTimeoutException",
+  upstream_interrupted: "ModelStreamErrorException",
+};
+
+/** The exception an error is told as (`ThrottlingException`); a more specific `code` if any. */
+export const exceptionOf = (kind: ErrorKind, code?: string): string =>
+  code?.endsWith("Exception") ? code : EXCEPTION_OF_KIND[kind];
+
+/** An exception's name as an event-stream frame names it (`throttlingException`). */
+export const streamExceptionName = (name: string) => name[0].toLowerCase() + name.slice(1);
 
 /** `ThrottlingException:http://internal.amazon.com/…` or `com.amazon…#ThrottlingException`. */
 const exceptionName = (type: string) => type.replace(/:.*$/, "").replace(/^.*#/, "").toLowerCase();
@@ -121,7 +175,7 @@ function countOf(value: unknown): number | undefined {
 }
 
 /** What InvokeModelWithResponseStream's last event (`message_stop`) adds: the billed counts. */
-const METRICS_KEY = "amazon-bedrock-invocationMetrics";
+export const METRICS_KEY = "amazon-bedrock-invocationMetrics";
 
 /** Bedrock's own counts, from a stream's invocation metrics or a JSON answer's headers. */
 interface Billed {
@@ -191,16 +245,26 @@ function streamException(frame: EventStreamFrame): StreamException {
 /** One `chunk` frame's event: its JSON exactly as Bedrock carried it, named by its `type`. */
 function chunkEvent(frame: EventStreamFrame): SseEvent {
   const { bytes } = JSON.parse(decoder.decode(frame.payload));
-  const data = decoder.decode(Uint8Array.from(atob(bytes), (c) => c.charCodeAt(0)));
+  const data = decoder.decode(Uint8Array.fromBase64(bytes));
   const type = JSON.parse(data).type;
   return typeof type === "string" ? { event: type, data } : { data };
 }
 
-/** InvokeModelWithResponseStream's frames, re-framed as SSE (the format's endings kept). */
+/** One event's `chunk` frame (the inverse): its JSON in base64, as Bedrock sends it. */
+export const chunkFrame = (data: string): Uint8Array =>
+  jsonFrame("event", "chunk", JSON.stringify({ bytes: encoder.encode(data).toBase64() }));
+
+/**
+ * InvokeModelWithResponseStream's frames: re-framed as SSE for a client of the format (the
+ * format's endings kept), or relayed as they came to a client of InvokeModel itself, whose
+ * framing (`inner`, plugins/bedrock/) writes such frames (`rewrite`: a batch scrubbed of a key).
+ */
 export function invokeStreamFraming(inner: UpstreamFraming): UpstreamFraming {
+  const through = inner.relayedType === EVENT_STREAM_TYPE;
+  const reframed = (text: string) => through ? {} : { bytes: encoder.encode(text) };
   return {
-    mediaType: "application/vnd.amazon.eventstream",
-    relayedType: inner.mediaType,
+    mediaType: EVENT_STREAM_TYPE,
+    relayedType: inner.relayedType ?? inner.mediaType,
     scan(buf) {
       const events: SseEvent[] = [];
       let text = "";
@@ -208,13 +272,7 @@ export function invokeStreamFraming(inner: UpstreamFraming): UpstreamFraming {
       for (const frame of frames) {
         if (frame.headers[":message-type"] !== "event") {
           const error = streamException(frame);
-          return {
-            cut,
-            events,
-            text,
-            bytes: encoder.encode(text),
-            exception: { at: events.length, error },
-          };
+          return { cut, events, text, ...reframed(text), exception: { at: events.length, error } };
         }
         if (frame.headers[":event-type"] !== "chunk") continue;
         let event: SseEvent;
@@ -227,8 +285,10 @@ export function invokeStreamFraming(inner: UpstreamFraming): UpstreamFraming {
         text += formatSse(event);
       }
       if (error) return { cut: buf.length, events, malformed: { at: events.length, before: text } };
-      return { cut, events, text, bytes: encoder.encode(text) };
+      return { cut, events, text, ...reframed(text) };
     },
+    write: inner.write,
+    rewrite: inner.rewrite,
     complete: inner.complete,
     interrupted: inner.interrupted,
   };

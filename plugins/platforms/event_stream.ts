@@ -1,12 +1,15 @@
 /**
  * AWS event-stream framing (application/vnd.amazon.eventstream), as Bedrock streams Converse
- * and InvokeModel answers: frames are cut out of the byte stream by their length prefix (a
- * frame boundary is not a chunk boundary) and decoded by Smithy's codec, which checks both
- * CRC32s. Only string headers are kept: `:message-type`, `:event-type`, `:exception-type`
- * and `:content-type` are all Bedrock sends.
+ * and InvokeModel answers, read from its providers and written to its clients: frames are cut
+ * out of the byte stream by their length prefix (a frame boundary is not a chunk boundary) and
+ * decoded by Smithy's codec, which checks both CRC32s, and encoded by the same codec. Only
+ * string headers are kept: `:message-type`, `:event-type`, `:exception-type` and
+ * `:content-type` are all Bedrock sends.
  */
 // @smithy/eventstream-codec now re-exports this (deprecated there); this is its home.
 import { EventStreamCodec } from "@smithy/core/event-streams";
+
+export const EVENT_STREAM_TYPE = "application/vnd.amazon.eventstream";
 
 export interface EventStreamFrame {
   headers: Record<string, string>;
@@ -31,6 +34,23 @@ export function encodeFrame(frame: EventStreamFrame): Uint8Array {
     Object.entries(frame.headers).map(([k, value]) => [k, { type: "string" as const, value }]),
   );
   return codec.encode({ headers, body: frame.payload });
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * A frame as Bedrock writes them: an `event` named by `:event-type`, or an `exception` named by
+ * `:exception-type` (`throttlingException`), with a JSON payload.
+ */
+export function jsonFrame(kind: "event" | "exception", type: string, json: string): Uint8Array {
+  return encodeFrame({
+    headers: {
+      [`:${kind}-type`]: type,
+      ":content-type": "application/json",
+      ":message-type": kind,
+    },
+    payload: encoder.encode(json),
+  });
 }
 
 function decodeFrame(bytes: Uint8Array): EventStreamFrame {

@@ -4,6 +4,7 @@
  * own API, as its format plugin describes it.
  */
 import type { AnyPlatform } from "../../src/kit/platform.ts";
+import { awsAnthropicPlatform } from "./aws_anthropic.ts";
 import { azurePlatform } from "./azure.ts";
 import { bedrockPlatform } from "./bedrock.ts";
 import { gcpVertexPlatform } from "./gcp_vertex.ts";
@@ -11,5 +12,6 @@ import { gcpVertexPlatform } from "./gcp_vertex.ts";
 export const PLATFORMS: readonly AnyPlatform[] = [
   azurePlatform,
   bedrockPlatform,
+  awsAnthropicPlatform,
   gcpVertexPlatform,
 ];

@@ -100,7 +100,7 @@ function counted(limit: number): TransformStream<Uint8Array, Uint8Array> {
   });
 }
 
-export function concat(chunks: Uint8Array[], size: number): Uint8Array {
+export function concat(chunks: Uint8Array[], size: number): Uint8Array<ArrayBuffer> {
   const bytes = new Uint8Array(size);
   let at = 0;
   for (const c of chunks) {

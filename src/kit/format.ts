@@ -25,6 +25,20 @@ export interface RateLimitState {
   tokens?: RateLimitWindow;
 }
 
+/**
+ * A request signed with a client key instead of carrying it (AWS Signature V4): the key is
+ * named, and the signature is checked against it over the request's exact body.
+ */
+export interface SignedRequest {
+  /** The name (`keys[].name`) of the client key the request says signed it. */
+  keyName: string;
+  /**
+   * Resolves when `key` signed this request with `body` its exact bytes; otherwise rejects with
+   * a GatewayError saying why (a wrong signature, a stale date), in the dialect's own terms.
+   */
+  verify(key: string, body: Uint8Array): Promise<void>;
+}
+
 /** How a format's clients authenticate and hear about errors. */
 export interface Dialect {
   /** Names the dialect in logs and metric labels (`openai`). */
@@ -36,6 +50,12 @@ export interface Dialect {
   presentedKey(req: Request, url: URL): string | undefined;
   /** Where the key may go (`x-api-key: <key>`), named in the 401 of a request without one. */
   readonly keyLocations: readonly string[];
+  /**
+   * A request that carries no key but a signature made with one (tried when `presentedKey`
+   * finds none); undefined: it is not signed. Only keys configured as `key:` can be checked
+   * (a digest cannot sign).
+   */
+  signedRequest?(req: Request, url: URL): SignedRequest | undefined;
   /** The JSON error body of this dialect. */
   errorBody(err: GatewayError, requestId?: string): unknown;
   /**
@@ -45,6 +65,8 @@ export interface Dialect {
    * it; others hear the error in their dialect.
    */
   passesWireErrors?: boolean;
+  /** Headers its SDKs read an error by, beside the body (AWS: `x-amzn-errortype`). */
+  errorHeaders?(err: GatewayError): [string, string][];
   /** The HTTP status this dialect's SDKs must see for `status` (default: the same). */
   status?(status: number): number;
   /**

@@ -38,6 +38,12 @@ export interface Scan {
   exception?: { at: number; error: StreamException };
 }
 
+/**
+ * What a framing writes to the client: text (encoded as UTF-8), or bytes where its framing is
+ * binary (AWS event stream).
+ */
+export type Written = string | Uint8Array;
+
 /** How a stream's bytes divide into events, and how it ends when cut. */
 export interface UpstreamFraming {
   /** The content type of a stream in this framing (a 2xx of another type is refused). */
@@ -46,13 +52,19 @@ export interface UpstreamFraming {
   relayedType?: string;
   /** Scans `buf`, of which bytes before `from` were scanned before and held back. */
   scan(buf: Uint8Array, from: number, decode: (b: Uint8Array) => string): Scan;
-  /** Text that closes the client's stream after a complete upstream stream. */
-  complete(): string;
-  /** Text that tells the client the stream was cut short. */
-  interrupted(why: string): string;
+  /** What closes the client's stream after a complete upstream stream. */
+  complete(): Written;
+  /** What tells the client the stream was cut short. */
+  interrupted(why: string): Written;
   /**
-   * A converted client stream's event as this framing's text (default: a server-sent event);
-   * the same framing then ends that stream.
+   * A converted client stream's event as this framing writes it (default: a server-sent
+   * event); the same framing then ends that stream.
    */
-  write?(e: SseEvent): string;
+  write?(e: SseEvent): Written;
+  /**
+   * For a framing whose relayed bytes are not text (AWS event stream): the bytes of `events`,
+   * which the core relays in place of a batch it had to scrub of a key or cut short. Its `Scan`
+   * then gives `text` (the events as text), where keys are looked for.
+   */
+  rewrite?(events: SseEvent[]): Uint8Array;
 }

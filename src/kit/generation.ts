@@ -29,8 +29,12 @@ export type Via = "auto" | "convert" | { relayOnly: string };
 export interface StreamFraming {
   /** The content type of a converted stream sent in it. */
   contentType: string;
-  /** A framing for one response (framings keep state). */
-  open(): UpstreamFraming;
+  /**
+   * A framing for one response (framings keep state). A relayed one is given the provider
+   * format's own framing (`upstream`), which it may scan with and re-frame (Bedrock's event
+   * stream around Anthropic's server-sent events).
+   */
+  open(upstream?: UpstreamFraming): UpstreamFraming;
 }
 
 export interface GenerationSpec {

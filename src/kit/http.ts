@@ -65,7 +65,11 @@ const unsupportedEncoding = (message: string) => new GatewayError(415, "invalid_
 
 /** A body of undeclared length (chunked), counted as it arrives. */
 async function readChunked(req: Request): Promise<string> {
-  if (!req.body) return "";
+  return new TextDecoder().decode(await chunkedBytes(req));
+}
+
+async function chunkedBytes(req: Request): Promise<Uint8Array<ArrayBuffer>> {
+  if (!req.body) return new Uint8Array();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of req.body) {
@@ -73,7 +77,24 @@ async function readChunked(req: Request): Promise<string> {
     if (size > MAX_BODY_BYTES) throw tooLarge();
     chunks.push(chunk);
   }
-  return new TextDecoder().decode(concat(chunks, size));
+  return concat(chunks, size);
+}
+
+/**
+ * The body's bytes exactly as sent (a compressed one still compressed: what a request signature
+ * covers), refused once past the limit.
+ */
+export function readBodyBytes(req: Request): Promise<Uint8Array<ArrayBuffer>> {
+  const length = req.headers.get("content-length");
+  if (Number(length ?? 0) > MAX_BODY_BYTES) throw tooLarge();
+  return length !== null ? req.bytes() : chunkedBytes(req);
+}
+
+/** Byte chunks as one (a lone chunk as is). */
+export function joinBytes(parts: readonly Uint8Array[]): Uint8Array {
+  return parts.length === 1
+    ? parts[0]
+    : concat([...parts], parts.reduce((n, p) => n + p.length, 0));
 }
 
 /** Where a JSON.parse error is, never its message: that quotes the text (it may hold a prompt). */

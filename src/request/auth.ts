@@ -6,7 +6,8 @@
  */
 import type { Config } from "../config/config.ts";
 import { GatewayError } from "../kit/errors.ts";
-import type { Dialect } from "../kit/format.ts";
+import type { Dialect, SignedRequest } from "../kit/format.ts";
+import { readBodyBytes } from "../kit/http.ts";
 import { sha256 } from "./sha256.ts";
 
 interface StoredKey {
@@ -57,13 +58,29 @@ export class KeyStore {
    */
   private readonly matched: MatchedKey[] = [];
 
-  private constructor(private readonly keys: StoredKey[]) {}
+  private constructor(
+    private readonly keys: StoredKey[],
+    /** The keys configured in plaintext, by name: what a signed request is checked against. */
+    private readonly plain: ReadonlyMap<string, readonly string[]>,
+  ) {}
 
   static from(config: Pick<Config, "keys">): KeyStore {
-    return new KeyStore(config.keys.map((k) => ({
-      name: k.name,
-      digest: "key" in k ? sha256(k.key) : hexToBytes(k.sha256),
-    })));
+    const plain = new Map<string, string[]>();
+    for (const k of config.keys) {
+      if ("key" in k) plain.set(k.name, [...plain.get(k.name) ?? [], k.key]);
+    }
+    return new KeyStore(
+      config.keys.map((k) => ({
+        name: k.name,
+        digest: "key" in k ? sha256(k.key) : hexToBytes(k.sha256),
+      })),
+      plain,
+    );
+  }
+
+  /** The plaintext keys of `name` (a key file's several), none for a digest or an unknown name. */
+  keysNamed(name: string): readonly string[] {
+    return this.plain.get(name) ?? [];
   }
 
   /** The name of the key that matches, or undefined. */
@@ -101,4 +118,51 @@ export function authenticate(
   const name = store.match(key);
   if (!name) throw new GatewayError(401, "authentication", "invalid API key");
   return name;
+}
+
+/** A client that signed its request: its key's name, and the request with the body it signed. */
+export interface Authenticated {
+  name: string;
+  req: Request;
+}
+
+/**
+ * A request that carries no key but a signature made with one, where a dialect reads such
+ * signatures: checked against each plaintext key of the name it gives (a key file may hold
+ * several), over the body, which is read for it and goes on in a request of its own. Undefined
+ * for any other request (`authenticate` then reads its key).
+ */
+export function authenticateSigned(
+  store: KeyStore,
+  dialects: readonly Dialect[],
+  req: Request,
+  url: URL,
+): Promise<Authenticated> | undefined {
+  for (const d of dialects) {
+    if (!d.signedRequest) continue;
+    if (d.presentedKey(req, url)) return undefined;
+    const signed = d.signedRequest(req, url);
+    if (signed) return verifySigned(store, signed, req);
+  }
+  return undefined;
+}
+
+async function verifySigned(
+  store: KeyStore,
+  signed: SignedRequest,
+  req: Request,
+): Promise<Authenticated> {
+  const body = await readBodyBytes(req);
+  let refusal: unknown = new GatewayError(401, "authentication", "invalid API key");
+  for (const key of store.keysNamed(signed.keyName)) {
+    try {
+      await signed.verify(key, body);
+      const { method, headers, signal } = req;
+      const carried = new Request(req.url, { method, headers, body, signal });
+      return { name: signed.keyName, req: carried };
+    } catch (e) {
+      refusal = e;
+    }
+  }
+  throw refusal;
 }

@@ -7,8 +7,9 @@
 import type { IrSource, StreamStep } from "../kit/codec.ts";
 import { GatewayError } from "../kit/errors.ts";
 import type * as ir from "../kit/ir.ts";
-import type { UpstreamFraming } from "../kit/framing.ts";
-import { ClientGone, clientGone, closeStream } from "./stream_end.ts";
+import type { UpstreamFraming, Written } from "../kit/framing.ts";
+import { ClientGone, clientGone, closeStream, encodeWritten } from "./stream_end.ts";
+import { joinBytes } from "../kit/http.ts";
 import { formatSse, type SseEvent } from "../kit/sse.ts";
 import type { EventReader } from "./upstream_events.ts";
 import type { Trace } from "../ops/trace.ts";
@@ -95,7 +96,34 @@ export function failureMessage(e: unknown): string {
   return e instanceof GatewayError ? e.message : `upstream stream failed: ${e}`;
 }
 
-const encoder = new TextEncoder();
+/**
+ * What a stream's framing wrote since the last chunk went out: text (SSE, JSON arrays), or the
+ * bytes of a binary framing (AWS event stream), joined into one chunk.
+ */
+class Pending {
+  private text = "";
+  /** Bytes of a binary framing; none for a text framing. */
+  private bytes?: Uint8Array[];
+
+  add(w: Written): void {
+    if (typeof w === "string") this.text += w;
+    else (this.bytes ??= []).push(w);
+  }
+
+  get empty(): boolean {
+    return this.text === "" && this.bytes === undefined;
+  }
+
+  /** What was written, as one chunk; empties it. */
+  take(): Uint8Array {
+    const { text, bytes } = this;
+    this.text = "";
+    this.bytes = undefined;
+    if (!bytes) return encodeWritten(text);
+    if (text) bytes.push(encodeWritten(text));
+    return joinBytes(bytes);
+  }
+}
 
 /**
  * A converted stream for an HTTP client: `encode` makes the client's events, `framing` writes
@@ -110,8 +138,8 @@ export function clientStream(
 ): ReadableStream<Uint8Array> {
   const watch = new IrWatch(trace);
   const write = framing.write ?? formatSse;
-  let text = "";
-  const emit = { enqueue: (e: SseEvent) => text += write(e) };
+  const pending = new Pending();
+  const emit = { enqueue: (e: SseEvent) => pending.add(write(e)) };
   const finish = (controller: ReadableStreamDefaultController<Uint8Array>, why?: string) => {
     watch.stopped();
     return closeStream(
@@ -125,7 +153,7 @@ export function clientStream(
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       // Loop until something can go out: a batch may hold only events with nothing to show.
-      while (!text) {
+      while (pending.empty) {
         let batch: ir.StreamEvent[] | undefined;
         try {
           batch = await source.next();
@@ -150,8 +178,7 @@ export function clientStream(
         }
       }
       trace.firstByte();
-      controller.enqueue(encoder.encode(text));
-      text = "";
+      controller.enqueue(pending.take());
     },
     cancel(reason) {
       watch.stopped();

@@ -130,9 +130,7 @@ async function relayAttempt(
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,
     platform,
-    framing: spec.stream
-      ? spec.framing?.open() ?? framingOf(upstream, (why) => ctx.dialect.interruption(why))
-      : undefined,
+    framing: spec.stream ? relayFraming(ctx, spec, upstream) : undefined,
   });
   const allow = formats.responseHeaders(api, ctx.identity?.limits !== undefined);
   if (!up.res.ok) {
@@ -166,6 +164,12 @@ async function relayAttempt(
     upstreamHeaders(up.res, allow, ctx.gw.secrets),
     framing,
   );
+}
+
+/** A relayed stream's framing: the client's around the provider format's own, if it has one. */
+function relayFraming(ctx: RequestContext, spec: Relayed, upstream: UpstreamSpec) {
+  const own = framingOf(upstream, (why) => ctx.dialect.interruption(why));
+  return spec.framing?.open(own) ?? own;
 }
 
 /**

@@ -3,6 +3,7 @@
  * or the client leaving first.
  */
 import { GatewayError } from "../kit/errors.ts";
+import type { Written } from "../kit/framing.ts";
 import type { Trace } from "../ops/trace.ts";
 
 /** The client went away; nothing is left to answer. */
@@ -14,6 +15,10 @@ export const clientClosed = () =>
 
 const encoder = new TextEncoder();
 
+/** What a framing wrote, as the bytes that go out. */
+export const encodeWritten = (w: Written): Uint8Array =>
+  typeof w === "string" ? encoder.encode(w) : w;
+
 /**
  * Ends a client stream with its ending text and ends its trace (interrupted if `why`). The close
  * waits for the trace's bookkeeping (a limited identity's usage counted, in Redis too), so a
@@ -23,10 +28,10 @@ const encoder = new TextEncoder();
 export function closeStream(
   controller: ReadableStreamDefaultController<Uint8Array>,
   trace: Trace,
-  ending: string,
+  ending: Written,
   why?: string,
 ): void | Promise<void> {
-  if (ending) controller.enqueue(encoder.encode(ending));
+  if (ending.length) controller.enqueue(encodeWritten(ending));
   if (why !== undefined) trace.interruptedBy(why);
   trace.end();
   if (!trace.counted) return controller.close();

@@ -136,12 +136,12 @@ export class EventReader {
       : { events: scan.events, bytes };
   }
 
+  /** `events` relayed from their text, scrubbed (a binary framing writes them again). */
   private scrubbed(events: SseEvent[], text: string): Batch {
     const scrub = (t: string) => this.secrets.scrub(t);
-    return {
-      events: events.map((e) => ({ ...e, data: scrub(e.data) })),
-      bytes: encoder.encode(scrub(text)),
-    };
+    const clean = events.map((e) => ({ ...e, data: scrub(e.data) }));
+    const { rewrite } = this.framing;
+    return { events: clean, bytes: rewrite ? rewrite(clean) : encoder.encode(scrub(text)) };
   }
 
   /** Ends reading early: the upstream call is abandoned, and `next()` throws the reason. */

@@ -102,9 +102,18 @@ export function claude(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<RunResult> {
+  return claudeWith(
+    { ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: KEY, ...env },
+    args,
+  );
+}
+
+/** `claude -p …` aimed by `env` (another mode's switches: Bedrock's, Vertex's). */
+export function claudeWith(
+  env: Record<string, string>,
+  args: string[],
+): Promise<RunResult> {
   return runCli("claude", ["-p", ...args], {
-    ANTHROPIC_BASE_URL: url,
-    ANTHROPIC_API_KEY: KEY,
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
     DISABLE_AUTOUPDATER: "1",
     ...env,

@@ -1,11 +1,14 @@
 /**
- * Test side of `converse` (Bedrock Converse), a format only providers speak. Its stream
- * fixtures are JSON lines, one frame each (`{"event": "messageStart", "data": {…}}`, or
- * `{"exception": "throttlingException", "data": {…}}`), framed as AWS event stream by the
- * Bedrock mock's own encoder (not the library the gateway decodes with).
+ * Test side of `converse` (Bedrock Converse): its clients are the AWS SDKs' ConverseCommand and
+ * ConverseStreamCommand. Its stream fixtures are JSON lines, one frame each (`{"event":
+ * "messageStart", "data": {…}}`, or `{"exception": "throttlingException", "data": {…}}`), framed
+ * as AWS event stream by the mock's own encoder and read back by its own decoder (not the library
+ * the gateway uses).
  */
-import type { WireStreams } from "../formats.ts";
-import { concat, eventFrame, exceptionFrame } from "../mock/eventstream.ts";
+import type { FormatSide, WireStreams } from "../formats.ts";
+import { concat, decodeFrames, eventFrame, exceptionFrame } from "../mock/eventstream.ts";
+import { bedrockHeaders, bedrockModelPath, bodies, LOOP_TOOL } from "../requests.ts";
+import { CONVERSE_STREAM, converseFraming } from "../../plugins/converse/framing.ts";
 
 export const streams: WireStreams = {
   ext: ".jsonl",
@@ -16,4 +19,59 @@ export const streams: WireStreams = {
         return exception ? exceptionFrame(exception, data) : eventFrame(event, data);
       }),
     ),
+  text: (bytes) =>
+    decodeFrames(bytes).map(({ headers, payload }) => {
+      const data = JSON.parse(new TextDecoder().decode(payload));
+      const exception = headers[":exception-type"];
+      return JSON.stringify(
+        exception ? { exception, data } : { event: headers[":event-type"], data },
+      ) +
+        "\n";
+    }).join(""),
+};
+
+type Body = Record<string, unknown>;
+
+export const side: FormatSide = {
+  providerBase: "",
+  client: {
+    path: (model, stream) => bedrockModelPath(model, stream ? "converse-stream" : "converse"),
+    headers: bedrockHeaders,
+    body: bodies.converse,
+  },
+  streams: { ...streams, framing: CONVERSE_STREAM, read: converseFraming },
+  loop: {
+    ask: (_model, _stream, question) => ({
+      messages: [{ role: "user", content: [{ text: question }] }],
+      inferenceConfig: { maxTokens: 1024 },
+      toolConfig: {
+        tools: [{
+          toolSpec: {
+            name: LOOP_TOOL.name,
+            description: LOOP_TOOL.description,
+            inputSchema: { json: LOOP_TOOL.parameters },
+          },
+        }],
+      },
+    }),
+    followUp: (ask, answer, call, result) => ({
+      ...ask,
+      messages: [
+        ...ask.messages as unknown[],
+        (answer.output as { message: Body }).message,
+        {
+          role: "user",
+          content: [{ toolResult: { toolUseId: call.id, content: [{ text: result }] } }],
+        },
+      ],
+    }),
+    say: (ask, answer, question) => ({
+      ...ask,
+      messages: [
+        ...ask.messages as unknown[],
+        (answer.output as { message: Body }).message,
+        { role: "user", content: [{ text: question }] },
+      ],
+    }),
+  },
 };

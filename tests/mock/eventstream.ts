@@ -76,3 +76,45 @@ export const eventFrame = (eventType: string, data: unknown) => jsonFrame("event
 /** An `exception` frame (e.g. `throttlingException`) with Bedrock's `{"message"}` payload. */
 export const exceptionFrame = (exceptionType: string, data: unknown) =>
   jsonFrame("exception", exceptionType, data);
+
+/** One decoded frame: its string headers and its payload. */
+export interface DecodedFrame {
+  headers: Record<string, string>;
+  payload: Uint8Array;
+}
+
+/**
+ * Frames out of a stream's bytes, decoded from the format as the encoder above writes it (both
+ * checksums checked); a truncated or corrupt frame throws.
+ */
+export function decodeFrames(bytes: Uint8Array): DecodedFrame[] {
+  const frames: DecodedFrame[] = [];
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (let at = 0; at < bytes.length;) {
+    if (bytes.length - at < 16) throw new Error(`a truncated frame at byte ${at}`);
+    const total = view.getUint32(at);
+    const headersLength = view.getUint32(at + 4);
+    if (at + total > bytes.length) throw new Error(`a truncated frame at byte ${at}`);
+    if (view.getUint32(at + 8) !== crc32(bytes.subarray(at, at + 8))) {
+      throw new Error(`a bad prelude checksum at byte ${at}`);
+    }
+    if (view.getUint32(at + total - 4) !== crc32(bytes.subarray(at, at + total - 4))) {
+      throw new Error(`a bad message checksum at byte ${at}`);
+    }
+    const headers: Record<string, string> = {};
+    const decoder = new TextDecoder();
+    for (let h = at + 12; h < at + 12 + headersLength;) {
+      const nameLength = bytes[h];
+      const name = decoder.decode(bytes.subarray(h + 1, h + 1 + nameLength));
+      const type = bytes[h + 1 + nameLength];
+      if (type !== STRING_TYPE) throw new Error(`header ${name}: type ${type} is not a string`);
+      const valueLength = view.getUint16(h + 2 + nameLength);
+      const start = h + 4 + nameLength;
+      headers[name] = decoder.decode(bytes.subarray(start, start + valueLength));
+      h = start + valueLength;
+    }
+    frames.push({ headers, payload: bytes.subarray(at + 12 + headersLength, at + total - 4) });
+    at += total;
+  }
+  return frames;
+}

@@ -17,8 +17,10 @@
  * - POST /v1/embeddings, /v1beta/models/{model}:embedContent | :batchEmbedContents (embeddings.ts)
  * - GET  /v1/models (OpenAI's, or Anthropic's with x-api-key), GET /v1beta/models: model_lists.ts
  * - POST /v1beta/interactions                         Gemini Interactions (JSON or `event:` SSE)
+ * - POST /model/{id}/converse | /converse-stream      Bedrock Converse (JSON or AWS event stream)
  * - GET|DELETE /v1beta/interactions/{id}              an interaction the mock answered
  */
+import { converse, CONVERSE_STREAM } from "./bedrock_wire.ts";
 import { chat } from "./chat.ts";
 import { geminiEmbeddingsEndpoints, openAiEmbeddingsEndpoint } from "./embeddings.ts";
 import { generateContent } from "./generate-content.ts";
@@ -155,6 +157,7 @@ export type Endpoint =
 
 export const bodyStream = (framing: Framing) => (call: Call) =>
   call.body.stream === true ? framing : undefined;
+/** A model named by a path segment (Gemini's, Converse's). */
 const geminiModel = (m: RegExpMatchArray) => decodeURIComponent(m[1]);
 
 const ENDPOINTS: Endpoint[] = [
@@ -187,6 +190,19 @@ const ENDPOINTS: Endpoint[] = [
   { path: /^\/v1beta\/interactions$/, vendor: interactions, framing: bodyStream(TYPED_SSE) },
   openAiEmbeddingsEndpoint(/^\/v1\/embeddings$/, chat),
   ...geminiEmbeddingsEndpoints(generateContent),
+  // Converse at Bedrock's paths, the model id one percent-encoded segment (no SigV4 here).
+  {
+    path: /^\/model\/([^/]+)\/converse$/,
+    vendor: converse,
+    model: geminiModel,
+    framing: () => undefined,
+  },
+  {
+    path: /^\/model\/([^/]+)\/converse-stream$/,
+    vendor: converse,
+    model: geminiModel,
+    framing: () => CONVERSE_STREAM,
+  },
   {
     path: /^\/v1beta\/models\/([^/:]+):countTokens$/,
     vendor: generateContent,

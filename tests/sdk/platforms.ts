@@ -15,3 +15,4 @@ export { AnthropicVertex } from "npm:@anthropic-ai/vertex-sdk@1.1.3";
 export { GoogleAuth, OAuth2Client } from "npm:google-auth-library@10.9.1";
 export { AzureOpenAI, default as OpenAI } from "npm:openai@6.49.0";
 export { GoogleGenAI } from "npm:@google/genai@2.32.0";
+export { AnthropicAws } from "npm:@anthropic-ai/aws-sdk@1.1.2";
