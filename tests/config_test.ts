@@ -53,7 +53,7 @@ Deno.test("config: errors name the path of each bad field", () => {
   const msg = configError(() =>
     parseConfigText(text, env({ TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" }))
   );
-  assert.match(msg, /routes\[1\]\.provider: unknown provider "anth"/);
+  assert.match(msg, /routes\[1\]\.provider: unknown provider \(one of openai, anthropic\)/);
   assert.match(msg, /listen\.port: /);
 });
 
@@ -71,12 +71,13 @@ Deno.test("config: the format plugins judge apis, passthrough and upstream model
   );
   assert.match(
     configError(checked(VALID.replace("api: messages", "api: mesages"))),
-    /providers\[1\]\.api: unknown api "mesages" \(one of chat, responses, messages, generate-content, interactions, converse, demo\)/,
+    /providers\[1\]\.api: unknown api \(one of chat, responses, messages, generate-content, interactions, converse, demo\)/,
   );
   // With the formats at parse time, an unknown api comes in the same report as the rest.
   const both = VALID.replace("api: messages", "api: mesages").replace("port: 8080", "port: x");
   const report = configError(() => parseConfigText(both, base, FORMATS));
-  assert.match(report, /providers\[1\]\.api: unknown api "mesages"/);
+  assert.match(report, /providers\[1\]\.api: unknown api \(one of /);
+  assert.doesNotMatch(report, /mesages/);
   assert.match(report, /listen\.port: /);
   assert.doesNotMatch(report, /base_url/);
   const gemini = VALID.replace("api: messages", "api: generate-content")
@@ -154,7 +155,7 @@ Deno.test("config: main.ts stops at startup with the messages, exit code 2", asy
   assert.deepEqual(out.code, 2);
   assert.match(
     new TextDecoder().decode(out.stderr),
-    /routes\[1\]\.provider: unknown provider "anth"/,
+    /routes\[1\]\.provider: unknown provider \(one of openai, anthropic\)/,
   );
 });
 
@@ -184,7 +185,7 @@ routes:
 
     assert.match(
       configError(() => parseConfigText(text(`api_key_file: ${dir}/clients`), env({}))),
-      /providers\[0\]\.api_key_file: .*holds 2 keys; a provider takes one/,
+      /providers\[0\]\.api_key_file: the file holds 2 keys; a provider takes one/,
     );
     assert.match(
       configError(() =>
@@ -194,8 +195,8 @@ routes:
     );
     await Deno.writeTextFile(`${dir}/clients`, "# nothing yet\n");
     const msg = configError(() => parseConfigText(text(`api_key_file: ${dir}/gone`), env({})));
-    assert.match(msg, /keys\[0\]\.key_file: .*clients holds no key/);
-    assert.match(msg, /providers\[0\]\.api_key_file: cannot read: .*gone/);
+    assert.match(msg, /keys\[0\]\.key_file: the file holds no key/);
+    assert.match(msg, /providers\[0\]\.api_key_file: cannot read the file \(NotFound\)/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -214,7 +215,7 @@ Deno.test("config: YAML problems and schema errors name a kind and a place, neve
     [`api_key: !secret ${secret}`, /not valid YAML: TAG_RESOLVE_FAILED at line 7, column \d+$/],
     // An unquoted `*…` is an alias; the parser's message quotes its name.
     [`api_key: *${secret}`, /not valid YAML: an alias names no anchor before it at line 7/],
-    [`api_key: [${secret}]`, /providers\[1\]\.api_key: Invalid input: expected string/],
+    [`api_key: [${secret}]`, /providers\[1\]\.api_key: expected a string$/m],
     [`api_key: x, timeouts: {idle_ms: ${secret}}`, /providers\[1\]\.timeouts\.idle_ms: /],
   ];
   for (const [field, says] of cases) {

@@ -38,12 +38,12 @@ export const gcpSchema = z.strictObject({
   try {
     text = Deno.readTextFileSync(gcp.credentials_file);
   } catch (e) {
-    return fail(`cannot read: ${(e as Error).message}`);
+    return fail(`cannot read the file (${(e as Error).name})`);
   }
   try {
     return { ...gcp, account: parseServiceAccount(text) };
   } catch (e) {
-    return fail(`${gcp.credentials_file}: ${(e as Error).message}`);
+    return fail(`the file ${(e as Error).message}`);
   }
 });
 export type GcpConfig = z.output<typeof gcpSchema>;
@@ -122,24 +122,22 @@ export function parseServiceAccount(json: string): ServiceAccountKey {
     throw new ServiceAccountError("is not a JSON object (expected a service-account key file)");
   }
   if (file.type !== undefined && file.type !== "service_account") {
-    throw new ServiceAccountError(
-      `type: ${JSON.stringify(String(file.type).slice(0, 40))} is not "service_account"`,
-    );
+    throw new ServiceAccountError('has a type other than "service_account"');
   }
   const text = (field: string) => {
     const value = file[field];
     if (typeof value !== "string" || value === "") {
-      throw new ServiceAccountError(`${field}: missing (a service-account key file has it)`);
+      throw new ServiceAccountError(`has no ${field} (a service-account key file has one)`);
     }
     return value;
   };
   const privateKey = text("private_key");
   if (!privateKey.includes("-----BEGIN PRIVATE KEY-----")) {
-    throw new ServiceAccountError("private_key: not a PEM PKCS#8 private key");
+    throw new ServiceAccountError("has a private_key that is not a PEM PKCS#8 private key");
   }
   const tokenUri = file.token_uri === undefined ? GOOGLE_TOKEN_URI : text("token_uri");
   if (!URL.canParse(tokenUri) || !/^https?:$/.test(new URL(tokenUri).protocol)) {
-    throw new ServiceAccountError("token_uri: not an http(s) URL");
+    throw new ServiceAccountError("has a token_uri that is not an http(s) URL");
   }
   const keyId = typeof file.private_key_id === "string" ? file.private_key_id : undefined;
   return {

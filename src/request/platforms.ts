@@ -7,9 +7,11 @@
 import {
   type Issue,
   type KnownPlatforms,
+  namesNone,
   providerBlocks,
   type ProviderConfig,
 } from "../config/config.ts";
+import { configIssues, unknownFields } from "../config/issues.ts";
 import { GatewayError } from "../kit/errors.ts";
 import type {
   AnyPlatform,
@@ -59,8 +61,7 @@ export class Platforms implements KnownPlatforms {
   check(p: ProviderConfig): Issue[] {
     const platform = this.byId.get(p.platform!);
     if (!platform) {
-      const ids = [...this.byId.keys()].join(", ") || "none is served";
-      return [{ path: ["platform"], message: `unknown platform "${p.platform}" (${ids})` }];
+      return [{ path: ["platform"], message: namesNone("platform", this.byId.keys()) }];
     }
     const issues: Issue[] = [];
     if (!platform.apis.includes(p.api)) {
@@ -69,18 +70,16 @@ export class Platforms implements KnownPlatforms {
     }
     const key = platform.settings?.key;
     const blocks = providerBlocks(p);
-    for (const k of Object.keys(blocks).filter((k) => k !== key)) {
-      const reads = key ? ` (platform ${platform.id} reads ${key})` : "";
-      issues.push({ path: [k], message: `Unrecognized key: "${k}"${reads}` });
+    const others = Object.keys(blocks).filter((k) => k !== key);
+    const reads = key ? ` (platform ${platform.id} reads ${key})` : "";
+    for (const unknown of unknownFields(others, [])) {
+      issues.push({ ...unknown, message: unknown.message + reads });
     }
     let settings: unknown;
     if (platform.settings) {
       const parsed = platform.settings.schema.safeParse(blocks[platform.settings.key]);
       if (!parsed.success) {
-        return [
-          ...issues,
-          ...parsed.error.issues.map((i) => ({ path: [key!, ...i.path], message: i.message })),
-        ];
+        return [...issues, ...configIssues(parsed.error.issues, [key!])];
       }
       settings = parsed.data;
     }
