@@ -8,6 +8,8 @@ import {
   stableDevKey,
 } from "../src/config/config.ts";
 import { FORMATS } from "./helpers.ts";
+import { spawn } from "./process.ts";
+import { createServiceAccount } from "./mock/service_account.ts";
 
 const env = (vars: Record<string, string>) => (name: string) => vars[name];
 
@@ -263,4 +265,71 @@ Deno.test("config: main.ts prints no value of a config it refuses (no parser war
   assert.equal(out.code, 2, printed);
   assert.match(printed, /TAG_RESOLVE_FAILED at line 7/);
   assert.ok(!printed.includes(secret), printed);
+});
+
+Deno.test("config: relative *_file paths are read from the config file's folder, not the cwd", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/keys`);
+    await Deno.writeTextFile(`${dir}/keys/clients`, "sk-client-from-file\n");
+    await Deno.writeTextFile(`${dir}/provider`, "sk-provider-from-file\n");
+    const text = `
+keys: [{name: team-a, key_file: keys/clients}]
+providers: [{name: p, api: chat, base_url: "http://127.0.0.1:9", api_key_file: ./provider}]
+routes: [{models: ["*"], provider: p}]
+`;
+    const cfg = parseConfigText(text, env({}), FORMATS, dir);
+    assert.deepEqual(cfg.keys, [{ name: "team-a", key: "sk-client-from-file" }]);
+    assert.equal(cfg.providers[0].api_key, "sk-provider-from-file");
+    // Without the folder (no config file: the built-in default has no files) the cwd is used.
+    assert.match(configError(() => parseConfigText(text, env({}))), /cannot read the file/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("config: the README's configuration example starts as written, copied next to the files it names", async () => {
+  const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
+  const section = readme.slice(readme.indexOf("## Configuration essentials"));
+  const yaml = section.match(/```yaml\n([^]*?)```/)![1];
+  assert.match(yaml, /credentials_file: sa\.json/, "the example names a file beside it");
+  const dir = await Deno.makeTempDir();
+  const elsewhere = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/gw`);
+    await Deno.writeTextFile(`${dir}/gw/gateway.yaml`, yaml);
+    const account = await createServiceAccount("http://127.0.0.1:9/token", "my-proj");
+    await Deno.writeTextFile(`${dir}/gw/sa.json`, JSON.stringify(account.json));
+    const root = new URL("..", import.meta.url).pathname;
+    // Started from another folder, as a service manager would.
+    const gateway = spawn(Deno.execPath(), [
+      "run",
+      `--config=${root}deno.json`,
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      `${root}main.ts`,
+      "--config",
+      `${dir}/gw/gateway.yaml`,
+    ], {
+      NO_COLOR: "1",
+      PORT: "0",
+      GATEWAY_ACCESS_LOG: "off",
+      TEAM_A_KEY: "sk-team-a-key-0123",
+      OPENAI_API_KEY: "sk-openai",
+      ANTHROPIC_API_KEY: "sk-ant",
+      GEMINI_API_KEY: "gemini-key",
+    }, elsewhere);
+    try {
+      const [, port] = await gateway.wait(/gateway listening on http:\/\/[\d.]+:(\d+)/, "gateway");
+      const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+      assert.equal(res.status, 200);
+      await res.body?.cancel();
+    } finally {
+      await gateway.stop();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(elsewhere, { recursive: true });
+  }
 });

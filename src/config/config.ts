@@ -3,6 +3,7 @@
  * key files read at every load, and a zod schema whose errors name the path of each bad field.
  */
 import { z } from "zod";
+import { isAbsolute, join } from "node:path";
 import type { DefaultVendor, FormatPlugin, UpstreamSpec } from "../kit/format.ts";
 import { isAddressOrCidr } from "./trusted_proxies.ts";
 import { globToRegExp } from "./glob.ts";
@@ -484,6 +485,24 @@ function substituteEnv(
 }
 
 /**
+ * A field whose name ends in `_file` names a file (`key_file`, `api_key_file`, a platform's
+ * `credentials_file`): a relative one is read from the config file's folder, wherever the
+ * gateway was started.
+ */
+function resolveFiles(value: unknown, folder: string): unknown {
+  if (Array.isArray(value)) return value.map((v) => resolveFiles(v, folder));
+  if (!value || typeof value !== "object") return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [
+      k,
+      k.endsWith("_file") && typeof v === "string" && v !== "" && !isAbsolute(v)
+        ? join(folder, v)
+        : resolveFiles(v, folder),
+    ]),
+  );
+}
+
+/**
  * Validates a parsed (already substituted) document. `formats`, when given, also checks each
  * provider's `api` (checkFormats does the rest).
  */
@@ -562,6 +581,8 @@ export function parseConfigText(
   env: (name: string) => string | undefined,
   /** The formats served: an unknown `api` is then reported with the other errors. */
   formats?: KnownFormats,
+  /** The config file's folder, which relative `*_file` paths start from (default: the cwd). */
+  folder?: string,
 ): Config {
   let doc: unknown;
   try {
@@ -570,7 +591,8 @@ export function parseConfigText(
     if (!(e instanceof YamlProblem)) throw e;
     throw new ConfigError(`config is not valid YAML: ${e.message}`);
   }
-  return validateConfig(substituteEnv(doc, env), formats);
+  const substituted = substituteEnv(doc, env);
+  return validateConfig(folder ? resolveFiles(substituted, folder) : substituted, formats);
 }
 
 /**
