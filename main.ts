@@ -6,18 +6,18 @@
 import { PLUGINS } from "./plugins/mod.ts";
 import { PLATFORMS } from "./plugins/platforms/mod.ts";
 import { codexConfig } from "./plugins/responses/codex.ts";
-import { type Config, ConfigError, stableDevKey } from "./src/config/config.ts";
+import { type Config, ConfigError, stableDevKey, workerCount } from "./src/config/config.ts";
 import { Formats } from "./src/request/formats.ts";
 import { NO_LOG, setAccessLogSink } from "./src/ops/log.ts";
 import { serveMetrics } from "./src/ops/metrics.ts";
 import { configLoader, Reloader, watchConfigFile } from "./src/reload.ts";
 import { modelSettings } from "./src/request/router.ts";
 import { createGateway, createHandler } from "./src/server.ts";
+import { drain } from "./src/drain.ts";
+import { inWorker, serveWorker } from "./src/worker.ts";
+import { Workers } from "./src/workers.ts";
 
 const env = (name: string) => Deno.env.get(name);
-
-/** Seconds the endings of cut streams get to reach their clients before the process exits. */
-const FLUSH_S = 1;
 
 /** Git-ignored; keeps the dev key, so a copied key survives the watcher's restarts. */
 const DEV_KEY_FILE = ".gateway/dev-key";
@@ -54,9 +54,10 @@ function cannotListen(e: unknown, what: string, address: string, setting: string
  * `deno task` the pid a user sees is the wrapper's, which a SIGHUP would end); the dev key last,
  * where a newcomer looks.
  */
-function announce(devKey: string | undefined) {
+function announce(devKey: string | undefined, workers = 1) {
   return ({ hostname, port }: Deno.NetAddr) => {
-    console.error(`gateway listening on http://${hostname}:${port}`);
+    const threads = workers > 1 ? ` (${workers} workers)` : "";
+    console.error(`gateway listening on http://${hostname}:${port}${threads}`);
     if (Deno.build.os !== "windows") {
       console.error(`gateway pid ${Deno.pid}; reload the config with: kill -HUP ${Deno.pid}`);
     }
@@ -99,68 +100,111 @@ async function main() {
     Deno.exit(0);
   }
   if (env("GATEWAY_ACCESS_LOG") === "off") setAccessLogSink(NO_LOG);
+  const run: Run = { config, loadConfig, formats, path, dev, devKey };
+  const count = workerCount(config.workers);
+  await (count > 1 ? superviseWorkers(run, count) : serveOne(run));
+}
+
+/** What both ways of running read: the config, how to read it again, the formats served. */
+interface Run {
+  config: Config;
+  loadConfig: () => Config;
+  formats: Formats;
+  path?: string;
+  dev: boolean;
+  devKey?: string;
+}
+
+/** One gateway in this thread (`workers: 1`, the default). */
+async function serveOne({ config, loadConfig, formats, path, dev, devKey }: Run) {
   // A config file ignores the vendor keys the built-in config reads: no hint names them then.
   const gw = await createGateway(config, formats, { builtInConfig: !path });
-  // Its own listener: Kong routes the gateway's port only, so /metrics never reaches clients.
-  let metrics: Deno.HttpServer | undefined;
-  if (config.metrics) {
-    const { hostname, port } = config.metrics;
-    try {
-      metrics = serveMetrics(
-        gw.metrics,
-        config.metrics,
-        (addr) => console.error(`metrics on http://${addr.hostname}:${addr.port}/metrics`),
-      );
-    } catch (e) {
-      startFailed(
-        cannotListen(
-          e,
-          "serve metrics",
-          `${hostname}:${port}`,
-          "set METRICS_PORT to another port, or to off",
-        ),
-        dev,
-      );
-    }
-  }
+  const metrics = metricsListener(config, gw.metrics, dev);
   // Set up before the listening line, so a change right after it is not missed.
   const reloader = new Reloader(gw, loadConfig);
-  // Windows has no SIGHUP (Deno throws there); the dev-mode file watch still works.
-  if (Deno.build.os !== "windows") {
-    Deno.addSignalListener("SIGHUP", () => reloader.reload("SIGHUP"));
-  }
-  if (dev && path) watchConfigFile(path, () => reloader.reload("file changed"));
+  reloadOn((trigger) => reloader.reload(trigger), dev, path);
   const { hostname, port } = config.listen;
   let server: Deno.HttpServer;
   try {
     server = Deno.serve({ hostname, port, onListen: announce(devKey) }, createHandler(gw));
   } catch (e) {
-    const setting = "set PORT to another port (or listen.port in the config file)";
-    startFailed(cannotListen(e, "listen", `${hostname}:${port}`, setting), dev);
+    startFailed(cannotListen(e, "listen", `${hostname}:${port}`, PORT_SETTING), dev);
   }
   // The providers' own model lists, read in the background for GET /v1/models.
   gw.providerModels.start();
+  stopOn(() => gw.live.current.config, async () => {
+    await drain(gw, server);
+    await metrics?.shutdown();
+  }, dev);
+}
 
+/**
+ * `workers: N` (N > 1): N gateway threads on one port, this thread their supervisor
+ * (src/workers.ts): it validates reloads, sums `/metrics`, drains them all and replaces a dead one.
+ */
+async function superviseWorkers({ config, loadConfig, path, dev, devKey }: Run, count: number) {
+  // Only Linux balances connections over sockets sharing a port (elsewhere the second bind fails).
+  if (Deno.build.os !== "linux") {
+    startFailed(`workers: ${count} needs Linux (reusePort); run workers: 1 processes here`, dev);
+  }
+  const workers = new Workers({
+    module: import.meta.url,
+    count,
+    config,
+    load: loadConfig,
+    builtInConfig: !path,
+  });
+  const metrics = metricsListener(config, workers, dev);
+  reloadOn((trigger) => workers.reload(trigger), dev, path);
+  const { hostname, port } = config.listen;
+  try {
+    announce(devKey, count)(await workers.start());
+  } catch (e) {
+    startFailed(cannotListen(e, "listen", `${hostname}:${port}`, PORT_SETTING), dev);
+  }
+  stopOn(() => workers.config, async () => {
+    await workers.stop();
+    await metrics?.shutdown();
+  }, dev);
+}
+
+const PORT_SETTING = "set PORT to another port (or listen.port in the config file)";
+
+/** `GET /metrics` on a listener of its own: Kong routes the gateway's port only. */
+function metricsListener(
+  config: Config,
+  metrics: { expose(): string | Promise<string> },
+  dev: boolean,
+): Deno.HttpServer | undefined {
+  if (!config.metrics) return undefined;
+  const { hostname, port } = config.metrics;
+  try {
+    return serveMetrics(
+      metrics,
+      config.metrics,
+      (addr) => console.error(`metrics on http://${addr.hostname}:${addr.port}/metrics`),
+    );
+  } catch (e) {
+    const setting = "set METRICS_PORT to another port, or to off";
+    startFailed(cannotListen(e, "serve metrics", `${hostname}:${port}`, setting), dev);
+  }
+}
+
+/** Reloads on SIGHUP, and in dev mode when the config file changes. */
+function reloadOn(reload: (trigger: string) => void, dev: boolean, path?: string) {
+  // Windows has no SIGHUP (Deno throws there); the dev-mode file watch still works.
+  if (Deno.build.os !== "windows") Deno.addSignalListener("SIGHUP", () => reload("SIGHUP"));
+  if (dev && path) watchConfigFile(path, () => reload("file changed"));
+}
+
+/** Drains (`drainAll`) on SIGTERM or SIGINT, then exits. */
+function stopOn(config: () => Config, drainAll: () => Promise<void>, dev: boolean) {
   let stopping = false;
-  const sleep = (s: number) => new Promise((resolve) => setTimeout(resolve, s * 1000));
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    // Unready first (and new requests get 503) so health checks can move traffic away, then
-    // close the listener and give in-flight streams a bounded time to finish.
-    const { config } = gw.live.current;
-    gw.live.current.draining = true;
-    console.error(`gateway: ${signal}, draining for up to ${config.shutdown_grace_s} s`);
-    await sleep(config.shutdown_delay_s);
-    gw.closingSockets.abort();
-    const drained = server.shutdown();
-    await Promise.race([drained, sleep(config.shutdown_grace_s)]);
-    // What is still open is told so: streams end with the interruption ending, WebSockets
-    // close with 1001. A moment lets those endings reach the clients.
-    gw.stopping.stop();
-    await Promise.race([drained, sleep(FLUSH_S)]);
-    await metrics?.shutdown();
-    await gw.providerModels.stop();
+    console.error(`gateway: ${signal}, draining for up to ${config().shutdown_grace_s} s`);
+    await drainAll();
     Deno.exit(0);
   };
   // Under `deno run --watch` (the dev task) a SIGTERM would end only this program and leave the
@@ -169,4 +213,8 @@ async function main() {
   Deno.addSignalListener("SIGINT", () => stop("SIGINT"));
 }
 
-if (import.meta.main) await main();
+// A gateway thread of `workers` runs this module too: it serves as its supervisor tells it.
+if (inWorker()) {
+  if (env("GATEWAY_ACCESS_LOG") === "off") setAccessLogSink(NO_LOG);
+  serveWorker(new Formats(PLUGINS, PLATFORMS));
+} else if (import.meta.main) await main();

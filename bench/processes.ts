@@ -2,6 +2,7 @@
  * The benchmark's servers, each in its own process so that a load generator measures one at a
  * time: the loopback mock provider, a bare Deno relay (the floor), and the gateway.
  */
+import type { Config } from "../src/config/config.ts";
 import { KEY, mockConfig } from "../tests/helpers.ts";
 
 export interface Server {
@@ -84,10 +85,17 @@ export function startBareRelay(upstream: string, jsFloor = false): Promise<Serve
   );
 }
 
-/** The gateway itself (main.ts), configured for the mock, access log off. */
-export async function startGateway(upstream: string): Promise<Server> {
+/**
+ * The gateway itself (main.ts), configured for the mock, access log off; `tweak` changes its
+ * config (workers, limits, Redis) before it starts.
+ */
+export async function startGateway(
+  upstream: string,
+  tweak: (config: Config) => void = () => {},
+): Promise<Server> {
   const config = await Deno.makeTempFile({ suffix: ".json" });
   const doc = await mockConfig(upstream);
+  tweak(doc);
   // Connections reused as with an https provider (HTTP/2): the bench measures the relay, not
   // a TCP handshake per call (plain-http providers default to keep_alive: false).
   for (const p of doc.providers) p.keep_alive = true;
@@ -97,6 +105,7 @@ export async function startGateway(upstream: string): Promise<Server> {
       "run",
       ...V8_FLAGS,
       "--unstable-no-legacy-abort",
+      "--unstable-net",
       "--allow-net",
       "--allow-env",
       "--allow-read",

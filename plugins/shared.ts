@@ -182,6 +182,10 @@ export function overloadedError(body: Record<string, unknown>): { kind: "overloa
 
 // ---- streams ----
 
+/** A string that says something (an opaque token, an id), else undefined. */
+export const nonEmpty = (v: unknown): string | undefined =>
+  typeof v === "string" && v !== "" ? v : undefined;
+
 /** An SSE event's JSON object; undefined for anything else (keep-alive noise, `null`). */
 export function jsonObjectOf(data: string): Record<string, unknown> | undefined {
   try {
@@ -199,6 +203,30 @@ export function streamErrorBody(
 ): unknown {
   return dialect.errorBody(new GatewayError(e.status, e.kind, e.message));
 }
+
+/**
+ * An answer that ended in error (Gemini's `OTHER`, a broken tool protocol, a reason the gateway
+ * does not know) to a client whose format has no error stop (chat, Messages): it ends with the
+ * format's error instead of any success stop; an answer ending in tool calls still reports them.
+ * The answer is the provider's own and billed: no other target is asked for it again.
+ */
+export function errorFinish(
+  reason: ir.FinishReason,
+  sawToolCall: boolean,
+): GatewayError | undefined {
+  if (reason !== "error" || sawToolCall) return undefined;
+  const e = new GatewayError(502, "upstream", "the upstream model ended the answer with an error");
+  e.retry = false;
+  return e;
+}
+
+/** The error event a stream ends with for `errorFinish`. */
+export const errorEvent = (e: GatewayError): Extract<ir.StreamEvent, { type: "error" }> => ({
+  type: "error",
+  status: e.status,
+  kind: e.kind,
+  message: e.message,
+});
 
 // ---- errors ----
 
@@ -244,36 +272,36 @@ export function lastUsage(read: (json: Record<string, unknown>) => ir.Usage | un
   };
 }
 
-const QUOTE = 34;
+/** A count a request body gives (a positive number), if it gives one. */
+export const countOf = (v: unknown): number | undefined =>
+  typeof v === "number" && v > 0 ? v : undefined;
+
 const BACKSLASH = 92;
-const isSpace = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
 
 /**
- * Characters of the string values of the members `names` anywhere in a JSON text, an escape
- * counted as the character it stands for; without parsing it. A relayed stream's watch counts
- * the output it relays with it (`StreamWatch.output`): a `"name"` followed by `:` is always a
- * member (a quote inside a string is escaped), so a string that mentions a name does not count.
+ * What `stringChars` looks for: the members `names` up to their string value's opening quote
+ * (`"name": "`). Made once per format: a match is always a member, a quote inside a string being
+ * escaped, so a string that mentions a name does not count.
  */
-export function stringChars(json: string, names: readonly string[]): number {
+export const members = (names: readonly string[]): RegExp =>
+  new RegExp(`"(?:${names.join("|")})"\\s*:\\s*"`, "g");
+
+/**
+ * Characters of the string values of `pattern`'s members (`members`) anywhere in a JSON text
+ * (`first`: the first one's only), an escape counted as the character it stands for; without
+ * parsing it. A relayed stream's watch counts the output it relays with it
+ * (`StreamWatch.output`): a regular expression, as a multi-character `indexOf` costs more.
+ */
+export function stringChars(json: string, pattern: RegExp, first = false): number {
   let chars = 0;
-  for (const name of names) {
-    const key = `"${name}"`;
-    for (let at = json.indexOf(key); at !== -1; at = json.indexOf(key, at)) {
-      let i = at + key.length;
-      while (isSpace(json.charCodeAt(i))) i++;
-      if (json.charCodeAt(i++) !== 58 /* : */) {
-        at = i;
-        continue;
-      }
-      while (isSpace(json.charCodeAt(i))) i++;
-      if (json.charCodeAt(i) !== QUOTE) {
-        at = i;
-        continue;
-      }
-      const end = stringEnd(json, i + 1);
-      chars += end - (i + 1) - escapeExtra(json, i + 1, end);
-      at = end + 1;
-    }
+  pattern.lastIndex = 0;
+  // `test`, not `exec`: no match array made per member.
+  while (pattern.test(json)) {
+    const from = pattern.lastIndex;
+    const end = stringEnd(json, from);
+    chars += end - from - escapeExtra(json, from, end);
+    if (first) break;
+    pattern.lastIndex = end + 1;
   }
   return chars;
 }
@@ -342,46 +370,3 @@ export function rateLimitHeaders(
  * (each dialect's own ending, src/kit/format.ts `interruption`).
  */
 export const DONE = "data: [DONE]\n\n";
-
-/**
- * Applies one IR stream event to the response it adds up to, its parts built in place: a whole
- * answer decoded as events (Gemini), or a stream kept as the resource it would have been.
- */
-export function foldEvent(res: ir.Response, e: ir.StreamEvent): void {
-  const part = "index" in e ? res.parts[e.index] : undefined;
-  switch (e.type) {
-    case "start":
-      Object.assign(res, { id: e.id, model: e.model, created: e.created });
-      if (e.usage) res.usage = e.usage;
-      break;
-    case "part_start":
-      res.parts[e.index] = e.part.type === "text" || e.part.type === "thinking"
-        ? { ...e.part, text: "" }
-        : e.part.type === "tool_call"
-        ? { ...e.part, arguments: "" }
-        : e.part;
-      break;
-    case "text_delta":
-    case "thinking_delta":
-      if (part?.type === "text" || part?.type === "thinking") part.text += e.text;
-      break;
-    case "arguments_delta":
-      if (part?.type === "tool_call") part.arguments += e.json;
-      break;
-    case "citation":
-      if (part?.type === "text") (part.citations ??= []).push(e.citation);
-      break;
-    case "signature":
-      if (part?.type === "text" || part?.type === "thinking" || part?.type === "tool_call") {
-        part.signature = e.signature;
-      }
-      break;
-    case "usage":
-      res.usage = e.usage;
-      break;
-    case "finish":
-      res.finish = e.reason;
-      if (e.usage) res.usage = e.usage;
-      break;
-  }
-}

@@ -19,6 +19,7 @@ import {
 } from "./config/config.ts";
 import type { Gateway } from "./request/context.ts";
 import { logEvent } from "./ops/log.ts";
+import type { Secrets } from "./ops/secrets.ts";
 import type { Health } from "./state/health.ts";
 import type { DefaultVendor } from "./kit/format.ts";
 import type { Formats } from "./request/formats.ts";
@@ -78,7 +79,13 @@ export function configLoader(source: ConfigSource): () => Config {
 }
 
 /** Settings bound to what was built at startup: a reload reports them instead of applying. */
-const RESTART_ONLY = ["listen", "response_store", "metrics", "limits_store"] as const;
+const RESTART_ONLY = [
+  "listen",
+  "workers",
+  "response_store",
+  "metrics",
+  "limits_store",
+] as const;
 
 /** A short digest that tells configs apart in logs (keys included, never shown). */
 function configDigest(config: Config): string {
@@ -87,7 +94,7 @@ function configDigest(config: Config): string {
 }
 
 /** What one reload did, as logged. */
-interface ReloadOutcome {
+export interface ReloadOutcome {
   outcome: "applied" | "rejected" | "ignored";
   trigger: string;
   digest?: string;
@@ -98,79 +105,114 @@ interface ReloadOutcome {
   errors?: string[];
 }
 
+/** A reload decided: what to log and, when applied, the config to swap in. */
+export interface ReloadDecision {
+  outcome: ReloadOutcome;
+  config?: Config;
+}
+
 /**
- * Reloads the config of one gateway. Synchronous from reading to swapping, so no request and
- * no other reload (or shutdown) sees it half-way.
+ * Reads and validates the config again against `old` (the one in force): restart-only
+ * settings stay as they run. Synchronous, so nothing sees it half-way; never throws.
  */
+export function decideReload(
+  old: Config,
+  load: () => Config,
+  trigger: string,
+  draining: boolean,
+): ReloadDecision {
+  try {
+    return attempt(old, load, trigger, draining);
+  } catch (e) {
+    // Called from a signal handler: nothing above would report it, and the old config stays.
+    return {
+      outcome: { outcome: "rejected", trigger, previous_digest: "", errors: [`failed: ${e}`] },
+    };
+  }
+}
+
+function attempt(
+  old: Config,
+  load: () => Config,
+  trigger: string,
+  draining: boolean,
+): ReloadDecision {
+  const previous_digest = configDigest(old);
+  if (draining) {
+    const errors = ["the gateway is shutting down"];
+    return { outcome: { outcome: "ignored", trigger, previous_digest, errors } };
+  }
+  let config: Config;
+  try {
+    config = load();
+  } catch (e) {
+    // A ConfigError lists one bad field a line under a heading; a read error is one line.
+    const errors = e instanceof ConfigError
+      ? e.message.split("\n").map((l) => l.trim()).filter((l) => l && l !== "invalid config:")
+      : [`cannot read the config: ${(e as Error).message}`];
+    return { outcome: { outcome: "rejected", trigger, previous_digest, errors } };
+  }
+  const restart = RESTART_ONLY.filter((k) => JSON.stringify(config[k]) !== JSON.stringify(old[k]));
+  // Those stay as they run, so the snapshot describes the gateway as it is.
+  for (const k of restart) config = { ...config, [k]: old[k] };
+  return {
+    config,
+    outcome: {
+      outcome: "applied",
+      trigger,
+      digest: configDigest(config),
+      previous_digest,
+      ...(restart.length > 0 && { restart_required: [...restart] }),
+    },
+  };
+}
+
+/** Logs what a reload did: a `config_reload` line, and lines for people on stderr. */
+export function reportReload(outcome: ReloadOutcome, secrets: Secrets): void {
+  logEvent({ msg: "config_reload", ...outcome }, secrets);
+  if (outcome.errors) {
+    console.error(
+      `gateway: reload ${outcome.outcome}, the config in force stays:\n  ${
+        secrets.scrub(outcome.errors.join("\n  "))
+      }`,
+    );
+  }
+  if (outcome.outcome === "applied") {
+    console.error(`gateway: config reloaded (${outcome.trigger}), digest ${outcome.digest}`);
+  }
+  if (outcome.restart_required) {
+    console.error(
+      `gateway: reload applied except ${outcome.restart_required.join(", ")}: restart to apply`,
+    );
+  }
+}
+
+/** Swaps `config` (validated) in as the gateway's snapshot for new requests. */
+export function swapConfig(old: Gateway, config: Config): void {
+  const { health, vendors } = old.router;
+  const next: Gateway = { ...old, ...configured(config, health, vendors) };
+  old.secrets.add(providerKeys(config));
+  old.live.current = next;
+  old.providerModels.reloaded();
+}
+
+/** Reloads the config of one gateway (one thread: `workers` reload through src/workers.ts). */
 export class Reloader {
   constructor(private readonly gw: Gateway, private readonly load: () => Config) {}
 
   /** Re-reads, validates and swaps; logs the outcome (a `config_reload` line) and returns it. */
   reload(trigger: string): ReloadOutcome {
     const old = this.gw.live.current;
-    let outcome: ReloadOutcome;
+    let { outcome, config } = decideReload(old.config, this.load, trigger, old.draining);
     try {
-      outcome = this.attempt(old, trigger);
+      if (config) swapConfig(old, config);
     } catch (e) {
       // Called from a signal handler: nothing above would report it, and the old config stays.
-      outcome = { outcome: "rejected", trigger, previous_digest: "", errors: [`failed: ${e}`] };
+      const { previous_digest } = outcome;
+      outcome = { outcome: "rejected", trigger, previous_digest, errors: [`failed: ${e}`] };
     }
-    logEvent({ msg: "config_reload", ...outcome }, old.secrets);
-    if (outcome.errors) {
-      console.error(
-        `gateway: reload ${outcome.outcome}, the config in force stays:\n  ${
-          old.secrets.scrub(outcome.errors.join("\n  "))
-        }`,
-      );
-    }
-    if (outcome.outcome === "applied") {
-      console.error(`gateway: config reloaded (${trigger}), digest ${outcome.digest}`);
-    }
-    if (outcome.restart_required) {
-      console.error(
-        `gateway: reload applied except ${outcome.restart_required.join(", ")}: restart to apply`,
-      );
-    }
+    reportReload(outcome, old.secrets);
     return outcome;
-  }
-
-  private attempt(old: Gateway, trigger: string): ReloadOutcome {
-    const previous_digest = configDigest(old.config);
-    if (old.draining) {
-      return {
-        outcome: "ignored",
-        trigger,
-        previous_digest,
-        errors: ["the gateway is shutting down"],
-      };
-    }
-    let config: Config;
-    try {
-      config = this.load();
-    } catch (e) {
-      // A ConfigError lists one bad field a line under a heading; a read error is one line.
-      const errors = e instanceof ConfigError
-        ? e.message.split("\n").map((l) => l.trim()).filter((l) => l && l !== "invalid config:")
-        : [`cannot read the config: ${(e as Error).message}`];
-      return { outcome: "rejected", trigger, previous_digest, errors };
-    }
-    const restart = RESTART_ONLY.filter((k) =>
-      JSON.stringify(config[k]) !== JSON.stringify(old.config[k])
-    );
-    // Those stay as they run, so the snapshot describes the gateway as it is.
-    for (const k of restart) config = { ...config, [k]: old.config[k] };
-    const { health, vendors } = old.router;
-    const next: Gateway = { ...old, ...configured(config, health, vendors) };
-    old.secrets.add(providerKeys(config));
-    old.live.current = next;
-    old.providerModels.reloaded();
-    return {
-      outcome: "applied",
-      trigger,
-      digest: configDigest(config),
-      previous_digest,
-      ...(restart.length > 0 && { restart_required: [...restart] }),
-    };
   }
 }
 

@@ -25,11 +25,13 @@ import { Secrets } from "./ops/secrets.ts";
 import { Trace } from "./ops/trace.ts";
 import { configured } from "./reload.ts";
 import { Limiter } from "./state/limits/limiter.ts";
+import { Pins } from "./request/pins.ts";
 import { RequestCall } from "./request/request_call.ts";
 import { agentOf, kongConsumer, sessionOf } from "./state/limits/identity.ts";
 import type { Identity } from "./state/limits/policy.ts";
 import { type LimitStore, MemoryLimitStore } from "./state/limits/store.ts";
 import { RedisLimitStore } from "./state/limits/redis.ts";
+import { inRedis } from "./config/redis_url.ts";
 
 /** Incoming request-id headers, in order of preference (Kong's first). */
 const REQUEST_ID_HEADERS = ["x-kong-request-id", "x-request-id", "x-correlation-id"];
@@ -41,15 +43,21 @@ export async function createGateway(
   plugins: readonly Plugin[] | Formats,
   /**
    * `builtInConfig`: the config is the built-in default (its 404 hints name vendor keys);
-   * `limitStore`: where limits count instead of `config.limits_store`'s (tests shorten windows).
+   * `limitStore`: where limits count instead of `config.limits_store`'s (tests shorten windows;
+   * a gateway thread of `workers` counts in its supervisor's); `conversationStore`: where
+   * answers are kept instead of `config.response_store`'s (likewise).
    */
-  opts: { builtInConfig?: boolean; limitStore?: LimitStore } = {},
+  opts: {
+    builtInConfig?: boolean;
+    limitStore?: LimitStore;
+    conversationStore?: ConversationStore;
+  } = {},
 ): Promise<Gateway> {
   const formats = plugins instanceof Formats ? plugins : new Formats(plugins);
   checkFormats(config, formats);
   const secrets = new Secrets(providerKeys(config));
   const systems = {
-    ...Object.fromEntries(formats.plugins.map((p) => [p.id, p.system])),
+    ...Object.fromEntries(formats.providerFormats.map((p) => [p.id, p.system])),
     // A provider on a platform is named by it (`aws.bedrock`), whatever its wire format.
     ...formats.platforms.systems,
   };
@@ -59,7 +67,7 @@ export async function createGateway(
   const limiter = new Limiter(
     (onError) =>
       opts.limitStore ??
-        (storeCfg.redis_url ? RedisLimitStore.connect(storeCfg, onError) : new MemoryLimitStore()),
+        (inRedis(storeCfg) ? RedisLimitStore.connect(storeCfg, onError) : new MemoryLimitStore()),
     storeCfg,
     metrics,
     () => live.current.policy,
@@ -67,7 +75,7 @@ export async function createGateway(
   const gw: Gateway = {
     ...configured(config, undefined, opts.builtInConfig ? formats.vendors : []),
     formats,
-    store: await createStore(config.response_store),
+    store: opts.conversationStore ?? await createStore(config.response_store),
     secrets,
     observers: [
       accessLog(secrets),
@@ -78,6 +86,7 @@ export async function createGateway(
     ],
     metrics,
     limiter,
+    pins: new Pins(),
     draining: false,
     stopping: new Stopping(),
     closingSockets: new AbortController(),
@@ -144,7 +153,8 @@ export function createHandler(
     const url = new URL(req.url);
     dropSpanQuery(url);
     const requestId = requestIdOf(req);
-    const dialect = gw.formats.dialectOf(url.pathname);
+    // The dialect of the path's prefix, until an endpoint matches: then its own.
+    let dialect = gw.formats.dialectOf(url.pathname);
     const trace = new Trace(gw.observers, {
       requestId,
       method: req.method,
@@ -156,7 +166,8 @@ export function createHandler(
     let identity: Identity | undefined;
     try {
       const endpoint = findEndpoint(gw.formats, req, url.pathname);
-      trace.matched(endpoint);
+      dialect = endpoint.dialect;
+      trace.matched(endpoint, dialect.id);
       if (!endpoint.internal) {
         if (gw.draining) {
           throw new GatewayError(503, "overloaded", "the gateway is shutting down; retry");
@@ -222,10 +233,10 @@ function internalError(e: unknown, requestId: string): GatewayError {
   return new GatewayError(500, "upstream", `internal gateway error (request id ${requestId})`);
 }
 
-/** The configured store: Redis when `redis_url` is set, else the embedded one. */
+/** The configured store: Redis when `redis_url` or `redis_cluster` is set, else the embedded one. */
 async function createStore(cfg: ResponseStoreConfig): Promise<ConversationStore> {
   // Disabled, the store stays empty (nothing is put): no Redis connection either.
-  if (!cfg.redis_url || !cfg.enabled) return new MemoryStore(cfg);
+  if (!inRedis(cfg) || !cfg.enabled) return new MemoryStore(cfg);
   const { RedisStore } = await import("./state/store_redis.ts");
   return RedisStore.connect(cfg);
 }

@@ -59,6 +59,36 @@ Deno.test("config: errors name the path of each bad field", () => {
   assert.match(msg, /listen\.port: /);
 });
 
+Deno.test("config: long_decode defaults to auto, 32 hops; bad values name the field", () => {
+  const vars = env({ TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" });
+  const set = (value: string) =>
+    VALID.replace(
+      '{models: ["claude-*"], provider: anthropic}',
+      `{models: ["claude-*"], provider: anthropic, long_decode: ${value}}`,
+    );
+  assert.equal(parseConfigText(VALID, vars).routes[1].long_decode, undefined);
+  assert.deepEqual(parseConfigText(set("{}"), vars).routes[1].long_decode, {
+    mode: "auto",
+    max_hops: 32,
+  });
+  assert.deepEqual(parseConfigText(set("{mode: off}"), vars).routes[1].long_decode, {
+    mode: "off",
+    max_hops: 32,
+  });
+  assert.match(
+    configError(() => parseConfigText(set("{max_hops: 0}"), vars)),
+    /routes\[1\]\.long_decode\.max_hops: /,
+  );
+  assert.match(
+    configError(() => parseConfigText(set("{mode: always}"), vars)),
+    /routes\[1\]\.long_decode\.mode: /,
+  );
+  assert.match(
+    configError(() => parseConfigText(set("{hops: 3}"), vars)),
+    /routes\[1\]\.long_decode\.hops: unknown field/,
+  );
+});
+
 Deno.test("config: the format plugins judge apis, passthrough and upstream model names", () => {
   const base = env({ TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" });
   const checked = (text: string) => () => checkFormats(parseConfigText(text, base), FORMATS);
@@ -331,5 +361,46 @@ Deno.test("config: the README's configuration example starts as written, copied 
   } finally {
     await Deno.remove(dir, { recursive: true });
     await Deno.remove(elsewhere, { recursive: true });
+  }
+});
+
+Deno.test("config: workers is a number or auto, from the file or GATEWAY_WORKERS", () => {
+  const vars = { TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" };
+  const cfg = parseConfigText(VALID, env(vars));
+  assert.equal(cfg.workers, 1, "one by default");
+  assert.equal(parseConfigText(`${VALID}workers: auto\n`, env(vars)).workers, "auto");
+  assert.equal(applyListenEnv(cfg, env({ GATEWAY_WORKERS: "4" })).workers, 4);
+  assert.equal(applyListenEnv(cfg, env({ GATEWAY_WORKERS: "auto" })).workers, "auto");
+  for (const bad of ["0", "many", "1.5"]) {
+    assert.match(
+      configError(() => applyListenEnv(cfg, env({ GATEWAY_WORKERS: bad }))),
+      /GATEWAY_WORKERS: expected a number or "auto"/,
+    );
+  }
+  assert.match(
+    configError(() => parseConfigText(`${VALID}workers: many\n`, env(vars))),
+    /workers: expected a number of workers \(1 to 256\) or "auto"/,
+  );
+});
+
+Deno.test("config: redis_cluster is a list of node URLs, not beside redis_url", () => {
+  const vars = env({ TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" });
+  const nodes = '["redis://10.0.0.1:6379", "rediss://:p%40ss@10.0.0.2:6379"]';
+  for (const store of ["response_store", "limits_store"] as const) {
+    const cfg = parseConfigText(`${VALID}${store}: {redis_cluster: ${nodes}}\n`, vars);
+    assert.deepEqual(cfg[store].redis_cluster, JSON.parse(nodes));
+    assert.match(
+      configError(() =>
+        parseConfigText(
+          `${VALID}${store}: {redis_url: "redis://a:6379", redis_cluster: ${nodes}}\n`,
+          vars,
+        )
+      ),
+      new RegExp(`${store}\\.redis_cluster: give redis_url .* or redis_cluster .*, not both`),
+    );
+    const db = configError(() =>
+      parseConfigText(`${VALID}${store}: {redis_cluster: ["redis://a:6379/3"]}\n`, vars)
+    );
+    assert.match(db, new RegExp(`${store}\\.redis_cluster\\[0\\]: a Redis Cluster has database 0`));
   }
 });

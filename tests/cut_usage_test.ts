@@ -11,13 +11,16 @@
 import assert from "node:assert/strict";
 import type { Config } from "../src/config/config.ts";
 import { CHARS_PER_TOKEN } from "../src/ops/estimate.ts";
-import { TEST_FORMATS, type TestFormat } from "./formats.ts";
+import { speaksUpstream, TEST_FORMATS, type TestFormat } from "./formats.ts";
 import { type Harness, KEY, openaiHeaders, startHarness } from "./helpers.ts";
 import { pieces } from "./mock/scenario.ts";
-import { stringChars } from "../plugins/shared.ts";
+import { members, stringChars } from "../plugins/shared.ts";
 
 /** The text the mock's reply to "hi there" begins with: its first two of three deltas. */
 const SENT_TEXT = (vendor: string) => pieces(`Hello from ${vendor} mock: hi there`, 3).slice(0, 2);
+
+/** The registered formats providers speak, each a provider of the mock. */
+const PROVIDED = TEST_FORMATS.filter(speaksUpstream);
 
 /** A route per registered client format to a mock provider of its own API: `abort-<id>-*`. */
 function abortRoutes(config: Config) {
@@ -25,9 +28,9 @@ function abortRoutes(config: Config) {
   const mock = config.providers.find((p) => p.base_url)!;
   const plain = config.routes.find((r) => !r.passthrough && !r.model)!;
   const origin = new URL(mock.base_url!).origin;
-  for (const f of TEST_FORMATS) {
+  for (const f of PROVIDED) {
     const name = `abort-${f.id}`;
-    config.providers.push({ ...mock, name, api: f.id, base_url: origin + f.providerBase });
+    config.providers.push({ ...mock, name, api: f.id, base_url: origin + (f.providerBase ?? "") });
     config.routes.unshift({ ...plain, models: [`${name}-*`], provider: name });
   }
   config.keys[0] = { ...config.keys[0], limits: { tokens_per_day: 1e9, spend_per_month_usd: 1e6 } };
@@ -63,10 +66,10 @@ async function accessLine(h: Harness, match: (l: Record<string, unknown>) => boo
   throw new Error("the cut request was never logged");
 }
 
-/** Each (client format, provider format) pair of the registry; relayed when they are one. */
+/** Each (client format, provider format) pair of the registry; relayed when they are one wire. */
 const PAIRS = TEST_FORMATS.flatMap((f) =>
-  TEST_FORMATS.map((to) => {
-    const relayed = to.id === f.id;
+  PROVIDED.map((to) => {
+    const relayed = to.id === f.plugin.codec.api;
     return { f, to, relayed, label: `${f.id} client, ${relayed ? "relayed" : `from ${to.id}`}` };
   })
 );
@@ -188,13 +191,16 @@ Deno.test("cut usage: a stream the upstream cuts is counted the same way, every 
 });
 
 Deno.test("cut usage: a watch counts the output members' string values, not what strings say", () => {
-  const names = ["text", "delta"];
+  const names = members(["text", "delta"]);
   assert.equal(stringChars('{"type":"x","delta":"Hello"}', names), 5);
   // Escapes count as the character they stand for; pretty-printed members count too.
   assert.equal(stringChars('{"text" :\n  "a\\"b\\u00e9\\n"}', names), 5);
   // A member name inside a string is text, and a non-string value is not output.
   assert.equal(stringChars('{"other":"say \\"text\\": \\"no\\"","text":{"a":1}}', names), 0);
   assert.equal(stringChars('{"delta":"ab","n":[{"text":"cd"}],"delta":"e"}', names), 5);
+  // `first`: one text sent under two names counts once.
+  const reasoning = members(["reasoning_content", "reasoning"]);
+  assert.equal(stringChars('{"reasoning_content":"abc","reasoning":"abc"}', reasoning, true), 3);
   // A string cut short (an event still arriving) counts to its end.
   assert.equal(stringChars('{"text":"abc', names), 3);
 });
@@ -225,7 +231,7 @@ Deno.test("cut usage: a Responses WebSocket client that leaves mid-response is c
     const cases = [
       // A passthrough route: the frame goes to the provider's own socket.
       { label: "relayed (passthrough)", model: "pt-linger", upstream: "responses", relayed: true },
-      ...TEST_FORMATS.map((to) => ({
+      ...PROVIDED.map((to) => ({
         label: `converted from ${to.id}`,
         model: `abort-${to.id}-linger`,
         upstream: to.id,

@@ -23,8 +23,11 @@ export interface ClientSide {
 
 /** What tests need of a format beyond its plugin: tests/formats/<id>.ts exports it as `side`. */
 export interface FormatSide {
-  /** Appended to a loopback provider's URL to make its `base_url` (`/v1` for OpenAI's). */
-  providerBase: string;
+  /**
+   * Appended to a loopback provider's URL to make its `base_url` (`/v1` for OpenAI's); absent
+   * for a format only clients speak.
+   */
+  providerBase?: string;
   client: ClientSide;
   /** Client streams on the wire; default: server-sent events in `.sse` fixtures. */
   streams?: StreamSide;
@@ -124,7 +127,8 @@ export async function testFormats(plugins: readonly FormatPlugin[]): Promise<Tes
 /**
  * The registered formats that clients speak (plugins/mod.ts), in registry order. Formats only
  * providers speak (Converse) are `UPSTREAM_FORMATS`: the golden runner takes them as targets
- * and sources only, the replay not at all.
+ * and sources only, the replay not at all. Formats only clients speak (Vertex AI's, without
+ * `upstream`) are clients here and never targets or sources (`speaksUpstream`).
  */
 export const TEST_FORMATS: readonly TestFormat[] = await testFormats(
   PLUGINS.filter((p): p is FormatPlugin => p.dialect !== undefined),
@@ -143,3 +147,7 @@ export const UPSTREAM_FORMATS: readonly UpstreamFormat[] = await Promise.all(
     return { id: plugin.id, plugin, streams };
   }),
 );
+
+/** Whether providers speak `format` (a format only clients speak has no `upstream`). */
+export const speaksUpstream = (format: UpstreamFormat): boolean =>
+  format.plugin.upstream !== undefined;

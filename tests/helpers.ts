@@ -9,7 +9,7 @@ import type { LimitStore } from "../src/state/limits/store.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 import { PLATFORMS } from "../plugins/platforms/mod.ts";
 import { type MockUpstream, startMockUpstream } from "./mock/upstream.ts";
-import { TEST_FORMATS } from "./formats.ts";
+import { speaksUpstream, TEST_FORMATS } from "./formats.ts";
 import { HASHED_KEY, KEY } from "./requests.ts";
 
 export {
@@ -20,6 +20,8 @@ export {
   KEY,
   openaiHeaders,
   THINKING_SIGNATURE,
+  vertexHeaders,
+  vertexModels,
 } from "./requests.ts";
 
 export const PROVIDER_KEY = "sk-provider-secret";
@@ -57,7 +59,7 @@ export async function mockConfig(
       { name: "team-b", sha256: await sha256Hex(HASHED_KEY) },
     ],
     providers: [
-      ...MOCKED.map((f) => provider(f.mock.provider, f.id, f.providerBase)),
+      ...MOCKED.map((f) => provider(f.mock.provider, f.id, f.providerBase ?? "")),
       { name: "demo", api: "demo" },
     ],
     routes: [
@@ -160,6 +162,8 @@ export interface Ingress {
   body: (model: string, stream: boolean) => unknown;
   /** A model on the route whose provider speaks this same format (passthrough). */
   model: string;
+  /** The provider format its requests relay to (its own id, but for a format only clients speak). */
+  wire: string;
 }
 
 /** The registered formats with a provider in the mock config, in registry order. */
@@ -169,7 +173,25 @@ export const INGRESS: Ingress[] = MOCKED.map(({ id, client, mock }) => ({
   headers: client.headers(KEY),
   body: mock.body ?? client.body,
   model: mock.relayModel,
+  wire: id,
 }));
+
+/**
+ * Every registered client format, in registry order: `INGRESS`, then the formats only clients
+ * speak (Vertex's), whose `model` relays on their wire's provider. For properties every client
+ * format has whatever its wire (scrubbing, faults, bad input, metrics).
+ */
+export const CLIENTS: Ingress[] = [
+  ...INGRESS,
+  ...TEST_FORMATS.filter((f) => !speaksUpstream(f)).map(({ id, plugin, client }) => ({
+    name: id,
+    path: client.path,
+    headers: client.headers(KEY),
+    body: client.body,
+    model: INGRESS.find((c) => c.name === plugin.codec.api)!.model,
+    wire: plugin.codec.api,
+  })),
+];
 
 export type WsEvent = Record<string, unknown>;
 /** A frame, or a function of the responses so far (to chain `previous_response_id`). */
@@ -236,4 +258,29 @@ export async function assertDisconnectAborts(
     await new Promise((r) => setTimeout(r, 20));
   }
   assert.equal(h.upstream.aborted, before + 1, `${label}: the provider saw the abort`);
+}
+
+/** A request on a connection of its own, so the kernel may hand it to either thread. */
+export async function send(
+  url: string,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<{ status: number; json: Record<string, unknown>; requestId: string }> {
+  const client = Deno.createHttpClient({});
+  try {
+    const res = await fetch(url, {
+      client,
+      method: body === undefined ? "GET" : "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return {
+      status: res.status,
+      json: text.startsWith("{") ? JSON.parse(text) : { text },
+      requestId: res.headers.get("x-gateway-request-id") ?? "",
+    };
+  } finally {
+    client.close();
+  }
 }

@@ -83,7 +83,7 @@ Deno.test({
       await oneKeyFillsTheStore(`redis://127.0.0.1:${redis.port}`);
       // The booking in Redis: team-a holds at most its share (1 MiB of JSON characters).
       const total = Number(
-        await redisCli(redis.port, "HGET", "gateway:responses:owner-sizes:team-a", ""),
+        await redisCli(redis.port, "HGET", "gateway:responses:{team-a}:sizes", ""),
       );
       assert.ok(total > 800_000 && total <= 1024 * 1024, `team-a holds ${total}`);
     } finally {

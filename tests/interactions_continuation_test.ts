@@ -1,7 +1,8 @@
 /**
  * @google/genai `interactions.create` with and without automatic continuation: converted
- * routes never stop at a decode limit (one hop, and a token sent to them is refused); on a
- * relayed `api: interactions` route the SDK's hops run through the gateway to the provider.
+ * routes never answer `requires_continuation` (one answer, and a token sent to them is
+ * refused); on a relayed `api: interactions` route the SDK's hops run through the gateway to the
+ * provider.
  */
 import assert from "node:assert/strict";
 import { GoogleGenAI } from "./sdk/deps.ts";
@@ -19,7 +20,11 @@ import { interactionsRoute } from "./interactions_route.ts";
 import type { Json } from "./mock/vendor.ts";
 
 const URL_PATH = "/v1beta/interactions";
-const FULL_TEXT = "Hello from interactions mock: hi";
+/** A budget past the per-request cap: the mock's `int-long` answers in two hops. */
+const LONG = { generation_config: { max_output_tokens: 100_000 } };
+/** Both hops' text (tests/mock/long_decode.ts): the reply, then each hop's token range. */
+const FIRST_HOP = "Hello from interactions mock: hi (0-65536)";
+const FULL_TEXT = `${FIRST_HOP}(65536-66536)`;
 
 type Event = {
   event_type: string;
@@ -105,7 +110,7 @@ Deno.test("interactions continuation: relayed, the SDK's hops merge into one int
   const h = await startHarness(interactionsRoute);
   try {
     const client = new GoogleGenAI({ apiKey: KEY, httpOptions: { baseUrl: h.url } });
-    const merged = await client.interactions.create({ model: "int-long", input: "hi" });
+    const merged = await client.interactions.create({ model: "int-long", input: "hi", ...LONG });
     assert.equal(merged.status, "completed");
     assert.equal(merged.output_text, FULL_TEXT);
     const [first, second] = merged.continuation_ids!;
@@ -117,7 +122,9 @@ Deno.test("interactions continuation: relayed, the SDK's hops merge into one int
       "model_output",
       "model_output",
     ]);
-    assert.equal(merged.usage!.total_input_tokens, 22);
+    // The second hop re-read the prompt and the first hop's 65,536 tokens.
+    assert.equal(merged.usage!.total_input_tokens, 11 + 11 + 65_536);
+    assert.equal(merged.usage!.total_output_tokens, 66_536);
     const [hop1, hop2] = interactionCalls(h);
     assert.equal(interactionCalls(h).length, 2);
     // The stored hop: the issuer as previous_interaction_id, no input, the token as issued.
@@ -134,6 +141,7 @@ Deno.test("interactions continuation: relayed, the SDK's hops merge into one int
       model: "int-long",
       input: "hi",
       store: false,
+      ...LONG,
     });
     assert.equal(unstored.status, "completed");
     assert.equal(unstored.output_text, FULL_TEXT);
@@ -154,6 +162,7 @@ Deno.test("interactions continuation: relayed stream yields every hop's events i
       model: "int-long",
       input: "hi",
       stream: true,
+      ...LONG,
     });
     const events = (await Array.fromAsync(stream)) as Event[];
     const marks = events.filter((e) =>
@@ -184,17 +193,19 @@ Deno.test("interactions continuation: relayed with automatic_continuation false,
       model: "int-long",
       input: "hi",
       automatic_continuation: false,
+      ...LONG,
     });
     assert.equal(json.status, "requires_continuation");
     assert.match(json.continuation_token!, /^ct_/);
     assert.equal(json.continuation_ids, undefined);
-    assert.ok(FULL_TEXT.startsWith(json.output_text!) && json.output_text !== FULL_TEXT);
+    assert.equal(json.output_text, FIRST_HOP);
     assert.equal(interactionCalls(h).length, 1);
     const stream = await client.interactions.create({
       model: "int-long",
       input: "hi",
       stream: true,
       automatic_continuation: false,
+      ...LONG,
     });
     const events = (await Array.fromAsync(stream)) as Event[];
     const done = events.at(-1)!;
@@ -207,6 +218,7 @@ Deno.test("interactions continuation: relayed with automatic_continuation false,
       continuation_token: json.continuation_token,
       previous_interaction_id: json.id,
       automatic_continuation: false,
+      ...LONG,
     });
     assert.equal(rest.status, "completed");
     assert.equal(json.output_text! + rest.output_text, FULL_TEXT);
@@ -224,7 +236,9 @@ const CUT_SHORT: Record<Ingress["name"], (body: Json) => boolean> = {
   "generate-content": (b) => b.candidates[0].finishReason === "MAX_TOKENS",
 };
 
-Deno.test("interactions continuation: a converting client gets a stopped decode as cut short", async () => {
+// Without a budget past the cap there is nothing to continue: Google stops at the cap (and the
+// gateway runs no hop). tests/long_decode_test.ts has converting clients with budgets.
+Deno.test("interactions continuation: a converting client without a budget hears the cap as cut short", async () => {
   const h = await startHarness(interactionsRoute);
   try {
     for (const ingress of INGRESS) {

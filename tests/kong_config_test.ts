@@ -139,6 +139,29 @@ Deno.test("kong.yml: every public endpoint is routed", () => {
     routesFor("POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent").length > 0,
     "streamGenerateContent is routed",
   );
+  // Vertex AI's paths as each client sends them: every action, v1 and v1beta1, express mode.
+  const vertex = "/projects/p/locations/us-east5/publishers";
+  for (
+    const [path, route] of [
+      [`/v1${vertex}/anthropic/models/claude-x@20250929:rawPredict`, "vertex_raw_predict"],
+      [`/v1${vertex}/anthropic/models/claude-x@20250929:streamRawPredict`, "vertex_raw_predict"],
+      [
+        `/v1beta1${vertex}/google/models/gemini-2.5-pro:streamGenerateContent`,
+        "vertex_generate_content",
+      ],
+      [
+        "/v1beta1/publishers/google/models/gemini-2.5-pro:generateContent",
+        "vertex_generate_content",
+      ],
+    ]
+  ) {
+    assert.ok(routesFor("POST", path).some((r) => r.name === route), `${path} → ${route}`);
+  }
+  assert.equal(
+    routesFor("POST", `/v1${vertex}/anthropic/models/claude-x:countTokens`).length,
+    0,
+    "an action not served is not routed",
+  );
 });
 
 Deno.test("kong.yml: every route leads to an endpoint the service has", () => {

@@ -9,23 +9,12 @@ import type { Config } from "../src/config/config.ts";
 import { type Harness, KEY, mockConfig, openaiHeaders, post, startHarness } from "./helpers.ts";
 import { startMockUpstream } from "./mock/upstream.ts";
 import { startGateway } from "./process.ts";
-import { freePort, MISSING, REDIS, startRedis } from "./redis_server.ts";
+import { freePort, limitsReady, MISSING, REDIS, startRedis, storeReady } from "./redis_server.ts";
 import { RedisLimitStore } from "../src/state/limits/redis.ts";
 import { type LimitStore, MemoryLimitStore } from "../src/state/limits/store.ts";
 import { limitsStoreSchema } from "../src/config/limits.ts";
 
 const CHAT = { model: "chat-text", messages: [{ role: "user", content: "hi" }] };
-
-/** Until the gateway's limits store answers (its Redis client connects in the background). */
-async function untilReady(url: string) {
-  for (let i = 0; i < 100; i++) {
-    const res = await fetch(`${url}/v1/gateway/usage`, { headers: openaiHeaders() });
-    await res.body?.cancel();
-    if (res.status === 200) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error("the Redis limits store did not become ready");
-}
 
 function withLimits(c: Config, redisPort: number, onError: "allow" | "deny" = "allow") {
   c.keys[0] = { ...c.keys[0], limits: { requests_per_minute: 5, tokens_per_day: 30 } };
@@ -51,8 +40,8 @@ Deno.test({
     const a = await startGateway(config, dir);
     const b = await startGateway(config, dir);
     try {
-      await untilReady(a.url);
-      await untilReady(b.url);
+      await limitsReady(a.url, KEY);
+      await limitsReady(b.url, KEY);
       // Twelve at once, alternating instances: exactly five get through.
       const statuses = await Promise.all(
         Array.from({ length: 12 }, async (_, i) => {
@@ -88,8 +77,8 @@ Deno.test({
       return { status: res.status, body: await res.json() };
     };
     try {
-      await untilReady(allow.url);
-      await untilReady(deny.url);
+      await limitsReady(allow.url, KEY);
+      await limitsReady(deny.url, KEY);
       await t.step(
         "an answer counted on one is seen by the next request on the other",
         async () => {
@@ -127,18 +116,6 @@ Deno.test({
 });
 
 /** One history of checks and counts at given times; every answer, in order. */
-/** Until `store` answers (its client connects in the background). */
-async function connected(store: LimitStore) {
-  for (let i = 0; i < 100; i++) {
-    try {
-      return await store.read("probe", {}, Date.now());
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  throw new Error("the Redis limits store did not become ready");
-}
-
 async function history(store: LimitStore) {
   const limits = { requests_per_minute: 3, tokens_per_minute: 100, tokens_per_day: 150 };
   const t0 = Date.parse("2026-11-26T23:59:00Z");
@@ -159,7 +136,7 @@ Deno.test({
     const cfg = limitsStoreSchema.parse({ redis_url: `redis://127.0.0.1:${redis.port}` });
     const store = RedisLimitStore.connect(cfg, () => {}, undefined, "caller");
     try {
-      await connected(store);
+      await storeReady(store);
       const expected = await history(new MemoryLimitStore());
       assert.deepEqual(await history(store), expected);
       // The history crosses midnight UTC and refuses on the way.
@@ -222,8 +199,8 @@ Deno.test({
     const a = await startHarness({ tweak: limited(slow.port) });
     const b = await startHarness({ tweak: limited(redis.port) });
     try {
-      await untilReady(a.url);
-      await untilReady(b.url);
+      await limitsReady(a.url, KEY);
+      await limitsReady(b.url, KEY);
       const stream = { ...CHAT, stream: true, stream_options: { include_usage: true } };
       const res = await post(`${a.url}/v1/chat/completions`, openaiHeaders(KEY), stream);
       assert.equal(res.status, 200);
@@ -257,7 +234,7 @@ Deno.test({
     const cfg = limitsStoreSchema.parse({ redis_url: url, timeout_ms: 5000 });
     const store = RedisLimitStore.connect(cfg, () => {}, undefined, "caller");
     try {
-      await connected(store);
+      await storeReady(store);
       const limits = { requests_per_minute: 1_000_000, tokens_per_minute: 1_000_000 };
       const t0 = Date.parse("2026-11-26T12:00:00Z");
       // 600 requests over 30 s: thirty buckets each window, not 600 entries.
@@ -289,7 +266,7 @@ Deno.test({
     const cfg = limitsStoreSchema.parse({ redis_url: `redis://127.0.0.1:${redis.port}` });
     const store = RedisLimitStore.connect(cfg, () => {});
     try {
-      await connected(store);
+      await storeReady(store);
       // An instance whose clock is an hour behind still frees the window a minute from now.
       const before = Date.now();
       const { windows } = await store.admit("a", { requests_per_minute: 5 }, before - 3_600_000);
@@ -297,6 +274,82 @@ Deno.test({
       assert.ok(windows.requests_per_minute.reset <= Date.now() + 60_000 + 1000);
     } finally {
       await store.close();
+      await redis.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "limits in redis: a stalled (SIGSTOPped) Redis fails checks fast per on_error, and nothing queued replays when it recovers",
+  ignore: REDIS === undefined,
+  async fn(t) {
+    const redis = await startRedis(freePort());
+    const stalling = (onError: "allow" | "deny") => (c: Config) => {
+      withLimits(c, redis.port, onError);
+      c.keys[0].limits = { requests_per_minute: 1000 };
+      c.limits_store = { ...c.limits_store, timeout_ms: 200, redis_prefix: `stall:${onError}:` };
+    };
+    const allow = await startHarness({ tweak: stalling("allow") });
+    const deny = await startHarness({ tweak: stalling("deny") });
+    let stopped = false;
+    const chat = async (h: Harness) => {
+      const res = await post(`${h.url}/v1/chat/completions`, openaiHeaders(KEY), CHAT);
+      return { status: res.status, body: await res.json() };
+    };
+    const requests = async (h: Harness) => {
+      const res = await fetch(`${h.url}/v1/gateway/usage`, { headers: openaiHeaders(KEY) });
+      const body = await res.json();
+      return res.status === 200 ? body.windows.requests_per_minute.used : undefined;
+    };
+    try {
+      await limitsReady(allow.url, KEY);
+      await limitsReady(deny.url, KEY);
+      assert.equal((await chat(allow)).status, 200);
+      assert.equal(await requests(allow), 1);
+      Deno.kill(redis.pid, "SIGSTOP");
+      stopped = true;
+      await t.step(
+        "allow: thirty checks, one waits out its deadline, the rest fail at once",
+        async () => {
+          const started = performance.now();
+          for (let i = 0; i < 30; i++) assert.equal((await chat(allow)).status, 200);
+          const ms = performance.now() - started;
+          // Before, each waited 200 ms for its check and 200 for its count: 12 s, all queued.
+          assert.ok(ms < 30 * 200, `30 requests took ${Math.round(ms)} ms`);
+          assert.match(
+            allow.gw.metrics.expose(),
+            /gateway_limits_store_errors_total\{store="redis"\} [1-9]/,
+          );
+          assert.equal(await requests(allow), undefined, "the usage endpoint's 503");
+        },
+      );
+      await t.step("deny: 503 naming the limits store, at once", async () => {
+        for (let i = 0; i < 10; i++) {
+          const res = await chat(deny);
+          assert.equal(res.status, 503);
+          assert.equal(res.body.error.message, "the limits store (redis) is unavailable");
+        }
+      });
+      Deno.kill(redis.pid, "SIGCONT");
+      stopped = false;
+      await t.step(
+        "recovered: only the calls sent before the stall was seen are counted",
+        async () => {
+          let used: number | undefined;
+          for (let i = 0; i < 100 && used === undefined; i++) {
+            used = await requests(allow);
+            if (used === undefined) await new Promise((r) => setTimeout(r, 50));
+          }
+          // The first request and the one check that met the stall; before, all 30 replayed.
+          assert.ok(used !== undefined && used <= 2, `requests_per_minute used ${used}`);
+          assert.equal((await chat(allow)).status, 200, "checks flow again");
+        },
+      );
+    } finally {
+      if (stopped) Deno.kill(redis.pid, "SIGCONT");
+      await allow.close();
+      await deny.close();
       await redis.stop();
     }
   },

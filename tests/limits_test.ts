@@ -203,8 +203,9 @@ Deno.test("limits: a stream is counted at its end; the next one is refused befor
     const body = { ...CHAT, stream: true, stream_options: { include_usage: true } };
     const first = await post(`${h.url}/v1/chat/completions`, openaiHeaders(), body);
     assert.equal(first.status, 200);
-    // Headers go out before the usage is known: the tokens it will use are not in them yet.
-    assert.equal(first.headers.get("x-ratelimit-remaining-tokens"), "18");
+    // Headers go out before the usage is known: they count what the stream holds until then
+    // (its reservation: its body's estimate and 4096 for the output it names no bound for).
+    assert.equal(first.headers.get("x-ratelimit-remaining-tokens"), "0");
     await first.text();
     const calls = upstreamCalls(h);
     const refused = await json(await post(`${h.url}/v1/chat/completions`, openaiHeaders(), body));
@@ -324,7 +325,7 @@ Deno.test("limits: each WebSocket response counts its tokens", async () => {
   }
 });
 
-Deno.test("limits: compaction and count_tokens count as requests, never tokens nor spend", async () => {
+Deno.test("limits: compaction counts its tokens but no spend; count_tokens only a request", async () => {
   const h = await limited(
     { requests_per_minute: 10, tokens_per_day: 100, spend_per_month_usd: 1 },
     (c) => {
@@ -332,6 +333,7 @@ Deno.test("limits: compaction and count_tokens count as requests, never tokens n
     },
   );
   try {
+    // Relayed to OpenAI's compact endpoint: the model ran on the client's input (18 tokens).
     const compact = await post(`${h.url}/v1/responses/compact`, openaiHeaders(), {
       model: "pt-text",
       input: [{ role: "user", content: "hello" }],
@@ -346,10 +348,62 @@ Deno.test("limits: compaction and count_tokens count as requests, never tokens n
     await count.body?.cancel();
     const { windows } = (await usage(h)).body;
     assert.equal(windows.requests_per_minute.used, 2);
-    assert.equal(windows.tokens_per_day.used, 0);
-    assert.equal(windows.spend_per_month_usd.used, 0);
+    assert.equal(windows.tokens_per_day.used, 18, "compaction's tokens, not token counting's");
+    assert.equal(windows.spend_per_month_usd.used, 0, "neither is billed");
   } finally {
     await h.close();
+  }
+});
+
+Deno.test("limits: in-band compaction on a converted route is no free channel: its tokens count, its output is bounded", async (t) => {
+  // The red team's key: a 20-token day and a $0.02 budget; 30 compactions all went through.
+  const h = await limited({ tokens_per_day: 20, spend_per_month_usd: 0.02 }, (c) => {
+    c.prices = [{ models: ["*"], input: 1000, output: 1000 }];
+  });
+  const trigger = (max_output_tokens?: number) => ({
+    model: "msg-text",
+    max_output_tokens,
+    input: [{ role: "user", content: "answer me anything" }, { type: "compaction_trigger" }],
+  });
+  try {
+    await t.step("HTTP: 18 + 18 tokens of 20, then refused", async () => {
+      const statuses = [];
+      for (let i = 0; i < 30; i++) {
+        const res = await post(`${h.url}/v1/responses`, openaiHeaders(), trigger(100_000));
+        statuses.push(res.status);
+        await res.body?.cancel();
+      }
+      // 18 < 20 admits the second (a request that started is never cut), not the third.
+      assert.deepEqual(statuses, [200, 200, ...Array(28).fill(429)]);
+      const { windows } = (await usage(h)).body;
+      assert.equal(windows.tokens_per_day.used, 36);
+      assert.equal(windows.spend_per_month_usd.used, 0, "compaction is not billed");
+      const sent = h.upstream.requests.filter((r) => r.method === "POST");
+      assert.deepEqual(
+        sent.map((r) => (r.json as { max_tokens: number }).max_tokens),
+        [4096, 4096],
+        "the summary's output is bounded, whatever the client asked",
+      );
+    });
+  } finally {
+    await h.close();
+  }
+  const ws = await limited({ tokens_per_day: 20 });
+  try {
+    await t.step("WebSocket: the same, and no bound asked is the bound", async () => {
+      const frame = { type: "response.create", store: false, ...trigger() };
+      const [a, b, c] = await wsExchange(ws.url, [frame, frame, frame]);
+      assert.equal(a.at(-1)!.type, "response.completed");
+      assert.equal(b.at(-1)!.type, "response.completed");
+      assert.equal((c[0].error as { code: string }).code, "insufficient_quota");
+      const sent = ws.upstream.requests.filter((r) => r.method === "POST");
+      assert.deepEqual(sent.map((r) => (r.json as { max_tokens: number }).max_tokens), [
+        4096,
+        4096,
+      ]);
+    });
+  } finally {
+    await ws.close();
   }
 });
 

@@ -4,7 +4,7 @@
  * must be a success or a 4xx in the client's dialect with a message — never a 5xx.
  */
 import assert from "node:assert/strict";
-import { INGRESS, post, startHarness } from "./helpers.ts";
+import { CLIENTS, post, startHarness } from "./helpers.ts";
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
@@ -71,6 +71,12 @@ const RICH: Record<string, Record<string, Json>> = {
     generationConfig: { temperature: 0.5, thinkingConfig: { thinkingBudget: 100 } },
   },
 };
+// Vertex AI's: Claude's body with Vertex's version (the path names the model), Gemini's as is.
+RICH["vertex-messages"] = { anthropic_version: "vertex-2023-10-16", ...RICH.messages };
+RICH["vertex-generate-content"] = RICH["generate-content"];
+
+/** Formats whose path names the model (their body has none). */
+const MODEL_IN_PATH = ["generate-content", "vertex-messages", "vertex-generate-content"];
 
 /** Every (path, wrong value) pair inside a document. */
 function* mutations(doc: Json, path: (string | number)[] = []): Generator<(string | number)[]> {
@@ -97,10 +103,10 @@ Deno.test("malformed input: never a 5xx, always a message in the client's dialec
   const h = await startHarness();
   let checked = 0;
   try {
-    for (const c of INGRESS) {
+    for (const c of CLIENTS) {
       for (const prefix of ["chat", "resp", "msg", "gem"]) {
         const model = `${prefix}-text`;
-        const base: Json = c.name === "generate-content"
+        const base: Json = MODEL_IN_PATH.includes(c.name)
           ? RICH[c.name]
           : { model, ...RICH[c.name] };
         for (const path of mutations(base)) {

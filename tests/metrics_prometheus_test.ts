@@ -165,7 +165,8 @@ Deno.test({
       assert.ok(counted > 0);
       all.add(counted, 0);
       notBillable.add(counted, 0);
-      // A rate-limited call and an interrupted relayed stream: no tokens, both counted.
+      // A rate-limited call (no tokens) and a stream the upstream cut, whose tokens are the
+      // gateway's estimate (docs/limits.md, "A cut answer"): read back from its own /metrics.
       const limited = await post(
         gw + "/v1/chat/completions",
         openaiHeaders(),
@@ -179,6 +180,17 @@ Deno.test({
         bodies.chat("chat-cut", true),
       );
       await cut.text();
+      const own = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      const estimated = { input: 0, output: 0 };
+      for (
+        const [, type, n] of own.matchAll(
+          /^gateway_tokens_total\{[^}]*model="chat-cut"[^}]*type="(input|output)"[^}]*\} (\d+)$/gm,
+        )
+      ) {
+        estimated[type as "input" | "output"] += Number(n);
+      }
+      assert.ok(estimated.input > 0 && estimated.output > 0, JSON.stringify(estimated));
+      all.add(estimated.input, estimated.output);
 
       // A socket held open shows in the gauge; once closed it is gone again.
       const open = new WebSocket(gw.replace("http", "ws") + "/v1/responses", {

@@ -19,9 +19,9 @@ import { Router } from "../src/request/router.ts";
 import {
   anthropicHeaders,
   bodies,
+  CLIENTS,
   FORMATS,
   type Harness,
-  INGRESS,
   mockConfig,
   openaiHeaders,
   post,
@@ -114,7 +114,7 @@ Deno.test({
     // Made-up label text must come out escaped, not break the format.
     const h = await startHarness();
     try {
-      for (const c of INGRESS) {
+      for (const c of CLIENTS) {
         for (const stream of [false, true]) {
           const res = await post(
             h.url + c.path(c.model, stream),

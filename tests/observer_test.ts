@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import type { Observer, Trace } from "../src/ops/trace.ts";
-import { INGRESS, post, startHarness, wsExchange } from "./helpers.ts";
+import { CLIENTS, INGRESS, post, startHarness, wsExchange } from "./helpers.ts";
 import { usageFor } from "./mock/upstream.ts";
 
 /** Records each trace's events in order, and the trace itself at its end. */
@@ -38,7 +38,7 @@ Deno.test("observer: one lifecycle per request, for JSON, streams and WebSocket 
   const rec = recorder();
   h.gw.observers.push(rec.observer);
   try {
-    for (const c of INGRESS) {
+    for (const c of CLIENTS) {
       for (const stream of [false, true]) {
         await t.step(
           `${c.name} relayed ${stream ? "stream" : "json"}: usage and lifecycle`,

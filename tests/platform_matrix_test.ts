@@ -151,7 +151,7 @@ const azure: Platform = {
 
 /** A client stream's events, as the format's own framing divides them. */
 function streamEvents(format: TestFormat, text: string): SseEvent[] {
-  const framing = format.plugin.upstream.framing?.() ?? sseFraming();
+  const framing = format.plugin.upstream?.framing?.() ?? sseFraming();
   const decoder = new TextDecoder();
   return framing.scan(new TextEncoder().encode(text), 0, (b) => decoder.decode(b)).events;
 }

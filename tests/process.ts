@@ -60,6 +60,8 @@ export async function startGateway(
   await Deno.writeTextFile(`${dir}/gateway.yaml`, JSON.stringify(config));
   const child = spawn(Deno.execPath(), [
     "run",
+    // `workers` share the port with reusePort, unstable in Deno 2.9.
+    "--unstable-net",
     "--allow-net",
     "--allow-env",
     "--allow-read",
@@ -127,6 +129,7 @@ export async function spawnGateway(
     args: [
       "run",
       "--unstable-no-legacy-abort",
+      "--unstable-net",
       "--allow-net",
       "--allow-env",
       "--allow-read",
@@ -182,7 +185,8 @@ export async function spawnGateway(
   const url = await waitFor(
     () => text.stderr.match(/listening on (http:\/\/[\d.]+:\d+)/)?.[1],
     "its listening line",
-    20_000,
+    // Several gateways (or threads) loading at once on a busy 2-core machine take a while.
+    60_000,
   );
   return {
     url,

@@ -3,6 +3,7 @@
  * (.ci/install-redis.sh installs it; tests are ignored, saying MISSING, when it is absent).
  */
 import { installed } from "./process.ts";
+import type { LimitStore } from "../src/state/limits/store.ts";
 export { freePort } from "./process.ts";
 
 export const REDIS = installed(["/usr/bin/redis-server", "/usr/local/bin/redis-server"]);
@@ -44,4 +45,29 @@ export async function redisCli(port: number, ...args: string[]): Promise<string>
   const out = await new Deno.Command("redis-cli", { args: ["-p", String(port), ...args] })
     .output();
   return new TextDecoder().decode(out.stdout).trim();
+}
+
+/** Until a limits store answers (its Redis client connects in the background). */
+export async function storeReady(store: LimitStore) {
+  for (let i = 0; i < 100; i++) {
+    try {
+      return await store.read("probe", {}, Date.now());
+    } catch {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  throw new Error("the Redis limits store did not become ready");
+}
+
+/** Until the gateway at `url` reads its limits store (the usage endpoint answers 200). */
+export async function limitsReady(url: string, key: string) {
+  for (let i = 0; i < 100; i++) {
+    const res = await fetch(`${url}/v1/gateway/usage`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    await res.body?.cancel();
+    if (res.status === 200) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error("the Redis limits store did not become ready");
 }

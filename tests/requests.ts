@@ -20,6 +20,14 @@ export const googleHeaders = (key = KEY) => ({
   "x-goog-api-key": key,
   "content-type": "application/json",
 });
+/** A Google client on Vertex AI: the key is its access token. */
+export const vertexHeaders = (key = KEY) => ({
+  authorization: `Bearer ${key}`,
+  "content-type": "application/json",
+});
+/** Where a Vertex client puts a model: `/v1/projects/{p}/locations/{l}/publishers/{publisher}/models/`. */
+export const vertexModels = (publisher: string, location = "us-east5", version = "v1") =>
+  `/${version}/projects/client-project/locations/${location}/publishers/${publisher}/models/`;
 
 /** Minimal valid bodies per endpoint. */
 export const bodies = {
@@ -36,6 +44,13 @@ export const bodies = {
     messages: [{ role: "user", content: "hi there" }],
   }),
   gemini: () => ({ contents: [{ role: "user", parts: [{ text: "hi there" }] }] }),
+  /** Claude on Vertex: no model (the path names it), Vertex's anthropic_version. */
+  vertexClaude: (_model: string, stream = false) => ({
+    anthropic_version: "vertex-2023-10-16",
+    stream,
+    max_tokens: 100,
+    messages: [{ role: "user", content: "hi there" }],
+  }),
   /** A messages body whose history carries an Anthropic thinking signature (family-bound). */
   signedMessages: (model: string) => ({
     ...bodies.messages(model),

@@ -10,7 +10,9 @@
 import assert from "node:assert/strict";
 import { ConfigError } from "../src/config/config.ts";
 import { Reloader } from "../src/reload.ts";
-import { VERTEX_ANTHROPIC_VERSION } from "../plugins/platforms/gcp_vertex.ts";
+import { VERTEX_CLAUDE } from "../plugins/platforms/vertex_wire.ts";
+
+const VERTEX_ANTHROPIC_VERSION = VERTEX_CLAUDE.version;
 import {
   anthropicHeaders,
   bodies,

@@ -12,8 +12,8 @@ import {
   vertexBaseUrl,
   vertexBody,
   VertexCredential,
-  vertexPath,
 } from "../plugins/platforms/gcp_vertex.ts";
+import { vertexPath } from "../plugins/platforms/vertex_wire.ts";
 import type { Operation } from "../src/kit/platform.ts";
 import { startMockVertex } from "./mock/vertex.ts";
 
@@ -105,21 +105,31 @@ Deno.test("vertex: the gcp block reads its service-account file; a bad block or 
 
 Deno.test("vertex: Claude bodies lose model and gain anthropic_version (counting keeps a model); Gemini's stay", () => {
   const body = { model: "claude-x", max_tokens: 5, stream: true, messages: [] };
-  assert.deepEqual(vertexBody("messages", body, "generate", "claude-up"), {
+  const call = (operation: Operation) => ({ operation, model: "claude-up" });
+  const headers = new Headers({ "anthropic-version": "2023-06-01", "anthropic-beta": "b1" });
+  assert.deepEqual(vertexBody("messages", body, headers, call("generate")), {
     max_tokens: 5,
     stream: true,
     messages: [],
     anthropic_version: "vertex-2023-10-16",
   });
-  assert.deepEqual(vertexBody("messages", body, "count_tokens", "claude-up"), {
+  // The version header moved into the body; betas stay headers on Vertex.
+  assert.deepEqual([...headers], [["anthropic-beta", "b1"]]);
+  assert.deepEqual(vertexBody("messages", body, new Headers(), call("count_tokens")), {
     model: "claude-up",
     max_tokens: 5,
     stream: true,
     messages: [],
     anthropic_version: "vertex-2023-10-16",
   });
+  // A later dated version (the 1.x SDKs' header) goes as is, as AnthropicVertex sends it.
+  const dated = new Headers({ "anthropic-version": "2026-10-21" });
+  assert.equal(
+    vertexBody("messages", body, dated, call("generate")).anthropic_version,
+    "2026-10-21",
+  );
   const gemini = { contents: [] };
-  assert.equal(vertexBody("generate-content", gemini, "generate", "gemini"), gemini);
+  assert.equal(vertexBody("generate-content", gemini, new Headers(), call("generate")), gemini);
 });
 
 Deno.test("vertex: a service-account file is read with its token_uri; a bad one names the field", () => {
@@ -179,7 +189,8 @@ Deno.test("vertex: the built paths and bodies, with a token minted at the file's
     body: Record<string, unknown>,
   ) => {
     const path = vertexPath(GCP, api, model, op, stream);
-    const req = outgoing(mock.url + path, JSON.stringify(vertexBody(api, body, op, model)));
+    const adjusted = vertexBody(api, body, new Headers(), { operation: op, model });
+    const req = outgoing(mock.url + path, JSON.stringify(adjusted));
     await credential.authorize(req);
     // Registered before it is ever sent.
     assert.equal(req.headers.get("authorization"), `Bearer ${registered.at(-1)}`);

@@ -6,6 +6,7 @@ import { encodeRequest } from "./encode_request.ts";
 import { encodeStream } from "./encode_stream.ts";
 import { decodeResponse, encodeResponse } from "./response.ts";
 import type { ChatUsage } from "./schema.ts";
+import { countOf } from "../shared.ts";
 import { watch } from "./watch.ts";
 import { usageToIr } from "./wire.ts";
 
@@ -18,6 +19,7 @@ export const chatCodec: Codec = {
   encodeRequest,
   decodeResponse,
   usage: (body) => (body.usage ? usageToIr(body.usage as ChatUsage) : undefined),
+  outputCap: (body) => countOf(body.max_completion_tokens ?? body.max_tokens),
   decodeStream,
   watch,
 };

@@ -8,7 +8,7 @@ import { openAiDialect } from "../openai.ts";
 import type { ClientContext, Emit, StreamStep } from "../../src/kit/codec.ts";
 import type * as ir from "../../src/kit/ir.ts";
 import { dataEvent, type SseEvent } from "../../src/kit/sse.ts";
-import { streamErrorBody } from "../shared.ts";
+import { errorEvent, errorFinish, streamErrorBody } from "../shared.ts";
 import {
   clientSignatureExtra,
   completionId,
@@ -120,6 +120,8 @@ class ChatStreamEncoder {
   }
 
   #finish(e: Extract<ir.StreamEvent, { type: "finish" }>, out: Out) {
+    const failed = errorFinish(e.reason, this.#tools.size > 0);
+    if (failed) return this.#error(errorEvent(failed), out);
     const thinking = [...this.#thinking.values()];
     if (needsThinkingBlocks(thinking)) {
       this.#send(out, { thinking_blocks: thinking.map(thinkingBlockFromIr) });

@@ -3,6 +3,7 @@ import type { ClientContext, DecodeContext } from "../../src/kit/codec.ts";
 import type * as ir from "../../src/kit/ir.ts";
 import { describeIssues } from "../../src/kit/validate.ts";
 import { type ChatResponse, responseSchema } from "./schema.ts";
+import { errorFinish } from "../shared.ts";
 import {
   badUpstream,
   clientSignatureExtra,
@@ -25,6 +26,8 @@ import {
 
 export function encodeResponse(res: ir.Response, ctx: ClientContext): Obj {
   const toolCalls = res.parts.filter((p) => p.type === "tool_call");
+  const failed = errorFinish(res.finish, toolCalls.length > 0);
+  if (failed) throw failed;
   const body: Obj = {
     id: completionId(res.id),
     object: "chat.completion",

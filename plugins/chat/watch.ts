@@ -1,12 +1,14 @@
 /** A relayed chat stream ends with `data: [DONE]` or an error chunk; usage is in its last chunk. */
 import type { StreamWatch } from "../../src/kit/codec.ts";
-import { ERROR_PAYLOAD, lastUsage, stringChars } from "../shared.ts";
+import { ERROR_PAYLOAD, lastUsage, members, stringChars } from "../shared.ts";
 import type { ChatUsage } from "./schema.ts";
 import { usageToIr } from "./wire.ts";
 
 const USAGE = /"usage"\s*:\s*\{/;
-/** Members of a delta that carry output (`reasoning_content` or `reasoning`: one of the two). */
-const OUTPUT = ["content", "refusal", "arguments"];
+/** Members of a delta that carry output. */
+const OUTPUT = members(["content", "refusal", "arguments"]);
+/** Reasoning, under either name (a server may send both spellings of one text: one counts). */
+const REASONING = members(["reasoning_content", "reasoning"]);
 
 export function watch(): StreamWatch {
   const last = lastUsage((json) => usageToIr(json.usage as ChatUsage));
@@ -15,8 +17,7 @@ export function watch(): StreamWatch {
     inspect(e) {
       if (e.data === "[DONE]" || ERROR_PAYLOAD.test(e.data)) return true;
       if (USAGE.test(e.data)) last.keep(e.data);
-      output += stringChars(e.data, OUTPUT) +
-        Math.max(stringChars(e.data, ["reasoning_content"]), stringChars(e.data, ["reasoning"]));
+      output += stringChars(e.data, OUTPUT) + stringChars(e.data, REASONING, true);
       return false;
     },
     usage: last.usage,

@@ -52,9 +52,11 @@ const FINISH_TO_CHAT: Record<ir.FinishReason, string> = {
   length: "length",
   tool_calls: "tool_calls",
   content_filter: "content_filter",
-  // Chat has no "re-send the turn" or error reason; the text so far ends normally.
+  // Chat has no "re-send the turn" reason; the text so far ends normally.
   pause: "stop",
-  error: "stop",
+  // Nor an error one: an answer ending in error ends with the stream's error chunk or an error
+  // status (shared.ts `errorFinish`), one ending in tool calls with `tool_calls`.
+  error: "tool_calls",
 };
 
 export function finishFromIr(reason: ir.FinishReason, sawToolCall: boolean): string {

@@ -9,7 +9,7 @@
 import { kindForStatus } from "../../src/kit/errors.ts";
 import type * as ir from "../../src/kit/ir.ts";
 import type { DecodeContext } from "../../src/kit/codec.ts";
-import { CUSTOM_INPUT_KEY } from "../shared.ts";
+import { CUSTOM_INPUT_KEY, nonEmpty } from "../shared.ts";
 import { isObject } from "./json_schema.ts";
 import { FAMILY, responseCallId } from "./parts.ts";
 
@@ -17,6 +17,7 @@ import { AnswerText, decodeGrounding } from "./grounding.ts";
 
 type Obj = Record<string, unknown>;
 
+/** Stopped for what the answer said (or would have shown): a refusal, never a success. */
 const CONTENT_FILTER = new Set([
   "SAFETY",
   "RECITATION",
@@ -24,20 +25,24 @@ const CONTENT_FILTER = new Set([
   "BLOCKLIST",
   "PROHIBITED_CONTENT",
   "SPII",
-]);
-/** The model broke the tool protocol: an error, not a quiet stop. */
-const TOOL_ERROR = new Set([
-  "MALFORMED_FUNCTION_CALL",
-  "UNEXPECTED_TOOL_CALL",
-  "TOO_MANY_TOOL_CALLS",
+  "IMAGE_SAFETY",
+  "IMAGE_PROHIBITED_CONTENT",
+  "IMAGE_RECITATION",
 ]);
 
+/**
+ * Every other reason (`OTHER`, the model breaking the tool protocol, `NO_IMAGE`,
+ * `IMAGE_OTHER`, `FINISH_REASON_UNSPECIFIED`, a value added later) is an error, never a quiet
+ * stop: the answer did not end as the model meant it to. `CONTINUATION` (long decode: the
+ * request's output cap, with a token to go on) is a length stop to whoever does not go on, even
+ * after function calls (the answer is not over); otherwise calls end as calls.
+ */
 function decodeFinish(reason: string, sawToolCall: boolean): ir.FinishReason {
+  if (reason === "CONTINUATION") return "length";
   if (sawToolCall) return "tool_calls";
   if (reason === "MAX_TOKENS") return "length";
-  if (CONTENT_FILTER.has(reason) || reason.startsWith("IMAGE_")) return "content_filter";
-  if (TOOL_ERROR.has(reason)) return "error";
-  return "stop";
+  if (reason === "STOP") return "stop";
+  return CONTENT_FILTER.has(reason) ? "content_filter" : "error";
 }
 
 const count = (v: unknown) => (typeof v === "number" ? v : 0);
@@ -89,7 +94,7 @@ export class ChunkDecoder {
       this.grounded = candidate;
     }
     const reason = candidate ? candidate.finishReason : blockReason(chunk);
-    if (typeof reason === "string") this.finish(reason, out);
+    if (typeof reason === "string") this.finish(reason, out, candidate?.continuationToken);
     return out;
   }
 
@@ -187,14 +192,17 @@ export class ChunkDecoder {
     this.open = undefined;
   }
 
-  private finish(reason: string, out: ir.StreamEvent[]) {
+  /** `token`: the candidate's `continuationToken`, which only a `CONTINUATION` end goes on with. */
+  private finish(reason: string, out: ir.StreamEvent[], token: unknown) {
     if (this.grounded) this.grounding(this.grounded, out);
     this.close(out);
     this.finished = true;
+    const continuation = reason === "CONTINUATION" ? nonEmpty(token) : undefined;
     out.push({
       type: "finish",
       reason: decodeFinish(reason, this.calls > 0),
       ...(this.usage && { usage: this.usage }),
+      ...(continuation && { continuation }),
     });
   }
 }

@@ -7,8 +7,10 @@ import { decodeResponse, encodeResponse } from "./response.ts";
 import { decodeRequest } from "./ingress.ts";
 import { decodeStream, encodeStream } from "./stream.ts";
 import { encodeRequest, path } from "./upstream.ts";
+import { countOf } from "../shared.ts";
 import { watch } from "./watch.ts";
 import { decodeUsage } from "./chunks.ts";
+import { longDecode } from "./long_decode.ts";
 
 export const generateContentCodec: Codec = {
   api: "generate-content",
@@ -19,6 +21,9 @@ export const generateContentCodec: Codec = {
   encodeRequest,
   decodeResponse,
   usage: (body) => decodeUsage(body.usageMetadata),
+  outputCap: (body) =>
+    countOf((body.generationConfig as { maxOutputTokens?: unknown } | undefined)?.maxOutputTokens),
   decodeStream,
   watch,
+  longDecode,
 };

@@ -1,5 +1,5 @@
 /** POST /v1beta/models/{model}:generateContent | :streamGenerateContent */
-import type { PluginHandler } from "../../src/kit/handler.ts";
+import type { HandlerContext, PluginHandler } from "../../src/kit/handler.ts";
 import { badRequest } from "../../src/kit/errors.ts";
 import { checkModelName, readJsonBody } from "../../src/kit/http.ts";
 import { JSON_ARRAY } from "./framing.ts";
@@ -29,7 +29,18 @@ function parsePath(pathname: string): { model: string; action: string } {
 
 export const generateContent: PluginHandler = async (ctx) => {
   const { model, action } = parsePath(ctx.url.pathname);
-  const stream = action === "streamGenerateContent";
+  return await generation(ctx, model, action === "streamGenerateContent");
+};
+
+/**
+ * A generateContent call for `model` (from its path), streaming or not: server-sent events
+ * with `?alt=sse`, else a JSON array (relayed as one, to a provider asked for one).
+ */
+export async function generation(
+  ctx: HandlerContext,
+  model: string,
+  stream: boolean,
+): Promise<Response> {
   const sse = ctx.url.searchParams.get("alt") === "sse";
   const body = await readJsonBody(ctx.req);
   validateRequest(body.json);
@@ -44,4 +55,4 @@ export const generateContent: PluginHandler = async (ctx) => {
       framing: JSON_ARRAY,
     }),
   });
-};
+}

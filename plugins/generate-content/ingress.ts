@@ -25,6 +25,10 @@ export function decodeRequest(body: Record<string, unknown>, model: string): ir.
   if (req.cachedContent !== undefined) {
     throw geminiOnly("cachedContent", "cached content resources");
   }
+  // Only a Gemini upstream issues one; a converted route runs the hops itself and issues none.
+  if (req.continuationToken !== undefined) {
+    throw geminiOnly("continuationToken", "continuation tokens");
+  }
   const gen = req.generationConfig ?? {};
   checkModalities(gen);
   return {

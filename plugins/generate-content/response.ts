@@ -3,7 +3,8 @@ import type * as ir from "../../src/kit/ir.ts";
 import type { ClientContext, DecodeContext } from "../../src/kit/codec.ts";
 import { carrySignature } from "../../src/kit/signature.ts";
 import { ChunkDecoder } from "./chunks.ts";
-import { argumentsObject, foldEvent } from "../shared.ts";
+import { argumentsObject } from "../shared.ts";
+import { foldEvent } from "../../src/kit/ir.ts";
 import { FAMILY, redactedSignature } from "./parts.ts";
 
 import { GroundingBuilder } from "./grounding.ts";

@@ -112,6 +112,7 @@ const requestSchema = obj({
   generationConfig: generationConfig.optional(),
   safetySettings: z.array(record).optional(),
   cachedContent: z.string().optional(),
+  continuationToken: z.string().optional(),
   labels: z.record(z.string(), z.string()).optional(),
   serviceTier: z.string().optional(),
 });

@@ -4,11 +4,11 @@
  * prompt's count comes with the first chunks).
  */
 import type { StreamWatch } from "../../src/kit/codec.ts";
-import { ERROR_PAYLOAD, lastUsage, stringChars } from "../shared.ts";
+import { ERROR_PAYLOAD, lastUsage, members, stringChars } from "../shared.ts";
 import { decodeUsage } from "./chunks.ts";
 
 /** Parts' text, thoughts included (a function call's `args` is an object: not counted). */
-const OUTPUT = ["text"];
+const OUTPUT = members(["text"]);
 
 export function watch(): StreamWatch {
   const last = lastUsage((json) => decodeUsage(json.usageMetadata));

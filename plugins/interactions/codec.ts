@@ -10,7 +10,9 @@ import { encodeRequest, path } from "./encode_request.ts";
 import { decodeResponse } from "./decode_response.ts";
 import { decodeStream } from "./decode_stream.ts";
 import { decodeUsage } from "./steps.ts";
+import { countOf } from "../shared.ts";
 import { watch } from "./watch.ts";
+import { longDecode } from "./long_decode.ts";
 
 export const interactionsCodec: Codec = {
   api: "interactions",
@@ -21,6 +23,11 @@ export const interactionsCodec: Codec = {
   encodeRequest,
   decodeResponse,
   usage: (body) => decodeUsage(body.usage),
+  outputCap: (body) =>
+    countOf(
+      (body.generation_config as { max_output_tokens?: unknown } | undefined)?.max_output_tokens,
+    ),
   decodeStream,
   watch,
+  longDecode,
 };

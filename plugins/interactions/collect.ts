@@ -3,7 +3,7 @@
  * the same `Interaction` resource a JSON answer would have been.
  */
 import type * as ir from "../../src/kit/ir.ts";
-import { foldEvent } from "../shared.ts";
+import { foldEvent } from "../../src/kit/ir.ts";
 
 export class AnswerCollector {
   private readonly res: ir.Response = { id: "", model: "", created: 0, parts: [], finish: "stop" };

@@ -3,7 +3,7 @@ import type * as ir from "../../src/kit/ir.ts";
 import type { DecodeContext } from "../../src/kit/codec.ts";
 import { GatewayError } from "../../src/kit/errors.ts";
 import { History } from "./history.ts";
-import { decodeUsage, finishOf, unixTime } from "./steps.ts";
+import { continuationOf, decodeUsage, finishOf, unixTime } from "./steps.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -43,6 +43,7 @@ export function decodeResponse(body: Obj, ctx: DecodeContext): ir.Response {
     created: unixTime(body.created, ctx.now),
     parts,
     finish: finishOf(body.status, parts.some((p) => p.type === "tool_call")),
+    ...continuationOf(body),
   };
   const usage = decodeUsage(body.usage);
   if (usage) res.usage = usage;

@@ -12,7 +12,7 @@ import type { SseEvent } from "../../src/kit/sse.ts";
 import { readSignature } from "../../src/kit/signature.ts";
 import { jsonObjectOf } from "../shared.ts";
 import { charOffset } from "../hosted.ts";
-import { decodeUsage, FAMILY, finishOf, unixTime } from "./steps.ts";
+import { continuationOf, decodeUsage, FAMILY, finishOf, unixTime } from "./steps.ts";
 
 type Obj = Record<string, unknown>;
 type Out = ir.StreamEvent[];
@@ -234,7 +234,10 @@ export function decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.Stream
         const i = (e.interaction ?? {}) as Obj;
         usage = decodeUsage(i.usage) ?? usage;
         const reason = finishOf(i.status, sawCall);
-        return [...release(), { type: "finish", reason, ...(usage && { usage }) }];
+        return [
+          ...release(),
+          { type: "finish", reason, ...(usage && { usage }), ...continuationOf(i) },
+        ];
       }
       case "error": {
         finished = true;

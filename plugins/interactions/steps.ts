@@ -5,7 +5,7 @@
  * `thought` step holding the signature, directly before the call.
  */
 import type * as ir from "../../src/kit/ir.ts";
-import { argumentsObject, REDACTED } from "../shared.ts";
+import { argumentsObject, nonEmpty, REDACTED } from "../shared.ts";
 import { byteLength, citedSpan } from "../hosted.ts";
 
 /** The models behind Interactions are Gemini's: generate-content reads their signatures too. */
@@ -118,16 +118,25 @@ const STATUS: Record<ir.FinishReason, string> = {
 
 export const statusOf = (finish: ir.FinishReason): string => STATUS[finish];
 
-/** An upstream's final status as a finish reason (a call-ending answer is `tool_calls`). */
+/**
+ * An upstream's final status as a finish reason (a call-ending answer is `tool_calls`). A
+ * decode stopped at a limit is cut short (`requires_continuation`: the per-request cap, which
+ * the token in `continuationOf` goes on from); any status that is not a success — `failed`,
+ * `cancelled`, one still running or one added later — is an error, never a quiet stop.
+ */
 export function finishOf(status: unknown, sawToolCall: boolean): ir.FinishReason {
+  if (status === "requires_continuation") return "length";
   if (status === "requires_action" || sawToolCall) return "tool_calls";
-  // A decode stopped at the provider's limit is cut short: the other formats' clients hold no
-  // continuation token to resume it with.
-  if (["incomplete", "budget_exceeded", "requires_continuation"].includes(status as string)) {
-    return "length";
-  }
-  if (status === "failed") return "error";
-  return "stop";
+  if (status === "incomplete" || status === "budget_exceeded") return "length";
+  return status === "completed" ? "stop" : "error";
+}
+
+/** The token an interaction that stopped at the per-request cap goes on with. */
+export function continuationOf(interaction: Obj): { continuation?: string } {
+  const continuation = interaction.status === "requires_continuation"
+    ? nonEmpty(interaction.continuation_token)
+    : undefined;
+  return continuation ? { continuation } : {};
 }
 
 // ---- usage ----

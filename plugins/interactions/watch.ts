@@ -3,13 +3,13 @@
  * an `error` event.
  */
 import type { StreamWatch } from "../../src/kit/codec.ts";
-import { lastUsage, stringChars } from "../shared.ts";
+import { lastUsage, members, stringChars } from "../shared.ts";
 import { decodeUsage } from "./steps.ts";
 
 const TERMINAL = /"event_type"\s*:\s*"(interaction\.completed|error)"/;
 const DELTA = /"event_type"\s*:\s*"step\.delta"/;
 /** What a step's delta adds: text (a thought summary's too), a call's arguments. */
-const OUTPUT = ["text", "arguments"];
+const OUTPUT = members(["text", "arguments"]);
 
 export function watch(): StreamWatch {
   const last = lastUsage((json) => decodeUsage((json.interaction as { usage?: unknown })?.usage));

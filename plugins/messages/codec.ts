@@ -5,6 +5,7 @@ import { encodeRequest } from "./encode_request.ts";
 import { decodeResponse, encodeResponse } from "./response.ts";
 import { decodeStream } from "./decode_stream.ts";
 import { encodeStream } from "./encode_stream.ts";
+import { countOf } from "../shared.ts";
 import { watch } from "./watch.ts";
 import { usageToIr, type WireUsage } from "./common.ts";
 
@@ -19,6 +20,7 @@ export const messagesCodec: Codec = {
   decodeResponse,
   usage: (body) =>
     body.usage && typeof body.usage === "object" ? usageToIr(body.usage as WireUsage) : undefined,
+  outputCap: (body) => countOf(body.max_tokens),
   decodeStream,
   watch,
 };

@@ -74,8 +74,9 @@ const STOP_REASON_BY_FINISH: Record<ir.FinishReason, string> = {
   tool_calls: "tool_use",
   content_filter: "refusal",
   pause: "pause_turn",
-  // Anthropic has no "error" stop; the turn simply ended.
-  error: "end_turn",
+  // Anthropic has no "error" stop: an answer ending in error ends with the stream's error event
+  // or an error status (shared.ts `errorFinish`), one ending in tool calls with `tool_use`.
+  error: "tool_use",
 };
 
 /** The client-facing `stop_reason`; tool calls always report `tool_use` (wire-formats §5.5). */
@@ -84,7 +85,7 @@ export function stopReasonFromIr(
   stopSequence: string | undefined,
   sawToolCall: boolean,
 ): string {
-  if (sawToolCall && (finish === "stop" || finish === "error")) return "tool_use";
+  if (sawToolCall && finish === "stop") return "tool_use";
   if (finish === "stop" && stopSequence !== undefined) return "stop_sequence";
   return STOP_REASON_BY_FINISH[finish];
 }

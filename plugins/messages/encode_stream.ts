@@ -8,7 +8,7 @@ import type * as ir from "../../src/kit/ir.ts";
 import type { ClientContext, StreamStep } from "../../src/kit/codec.ts";
 import { carrySignature } from "../../src/kit/signature.ts";
 import { type SseEvent, typedEvent } from "../../src/kit/sse.ts";
-import { CUSTOM_INPUT_KEY, streamErrorBody } from "../shared.ts";
+import { CUSTOM_INPUT_KEY, errorEvent, errorFinish, streamErrorBody } from "../shared.ts";
 import {
   attachedSignatureBlocks,
   citationBlock,
@@ -133,6 +133,8 @@ export function encodeStream(ctx: ClientContext): StreamStep<ir.StreamEvent, Sse
 
   function finish(emit: Emit, e: Extract<ir.StreamEvent, { type: "finish" }>) {
     closeBlock(emit);
+    const failed = errorFinish(e.reason, sawToolCall);
+    if (failed) return error(emit, errorEvent(failed));
     if (e.usage) usage = e.usage;
     emit({
       type: "message_delta",

@@ -1,5 +1,6 @@
 /** POST /v1/messages and /v1/messages/count_tokens */
-import type { PluginHandler } from "../../src/kit/handler.ts";
+import type { JsonBody } from "../../src/kit/generation.ts";
+import type { HandlerContext, PluginHandler } from "../../src/kit/handler.ts";
 import { badRequest } from "../../src/kit/errors.ts";
 import { flagOf, modelOf, readJsonBody } from "../../src/kit/http.ts";
 import { messagesCodec } from "./codec.ts";
@@ -36,12 +37,19 @@ export const messages: PluginHandler = async (ctx) => {
   });
 };
 
+export const countTokens: PluginHandler = async (ctx) =>
+  await countTokensOf(ctx, await readJsonBody(ctx.req));
+
 /**
  * Token counts come from the provider itself: only a route with an Anthropic-API target can
- * answer, and only such targets are tried (the relay skips the others).
+ * answer, and only such targets are tried (the relay skips the others). `headers`: the
+ * client's as the relay forwards them, where they are not the request's own.
  */
-export const countTokens: PluginHandler = async (ctx) => {
-  const body = await readJsonBody(ctx.req);
+export async function countTokensOf(
+  ctx: HandlerContext,
+  body: JsonBody,
+  headers?: Headers,
+): Promise<Response> {
   const r = ctx.route(modelOf(body.json));
   if (!r.targets.some((t) => t.provider.api === messagesCodec.api)) {
     throw badRequest("messages token counting requires a family3-compatible upstream", "model");
@@ -49,6 +57,7 @@ export const countTokens: PluginHandler = async (ctx) => {
   return await ctx.relay({
     ingress: messagesCodec,
     body,
+    headers,
     path: "/v1/messages/count_tokens",
     operation: "count_tokens",
     // Counting reads the input; it produces nothing.
@@ -57,4 +66,4 @@ export const countTokens: PluginHandler = async (ctx) => {
         ? { inputTokens: json.input_tokens, outputTokens: 0 }
         : undefined,
   }, r);
-};
+}

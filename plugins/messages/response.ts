@@ -2,7 +2,7 @@
 import type * as ir from "../../src/kit/ir.ts";
 import type { ClientContext, DecodeContext } from "../../src/kit/codec.ts";
 import { carrySignature } from "../../src/kit/signature.ts";
-import { argumentsObject } from "../shared.ts";
+import { argumentsObject, errorFinish } from "../shared.ts";
 import {
   applyServerResult,
   attachedSignatureBlocks,
@@ -116,6 +116,8 @@ function toolCallPart(
 
 export function encodeResponse(res: ir.Response, ctx: ClientContext): Obj {
   const sawToolCall = res.parts.some((p) => p.type === "tool_call");
+  const failed = errorFinish(res.finish, sawToolCall);
+  if (failed) throw failed;
   const runs = res.parts.filter((p) => p.type === "hosted_call");
   const serverTools = serverToolUsage(runs);
   return {

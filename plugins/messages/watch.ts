@@ -4,13 +4,13 @@
  * Bedrock, its own counts in `message_stop` (bedrock_metrics.ts) replace them.
  */
 import type { StreamWatch } from "../../src/kit/codec.ts";
-import { jsonObjectOf, stringChars } from "../shared.ts";
+import { jsonObjectOf, members, stringChars } from "../shared.ts";
 import { METRICS_KEY, withBedrockMetrics } from "./bedrock_metrics.ts";
 import { type Obj, usageToIr, type WireUsage } from "./common.ts";
 
 const TYPE = /"type"\s*:\s*"([^"]+)"/;
 /** What a content block's delta adds: text, thinking, a tool call's input. */
-const OUTPUT = ["text", "thinking", "partial_json"];
+const OUTPUT = members(["text", "thinking", "partial_json"]);
 
 export function watch(): StreamWatch {
   let start: string | undefined;

@@ -21,13 +21,15 @@ import {
   modelIdSegment,
   unsafeModelName,
 } from "./bedrock_wire.ts";
+import { type CloudClaude, toCloudBody } from "./claude_body.ts";
 import { signAwsRequest } from "./sigv4.ts";
 
-/** Bedrock's own Anthropic API version. */
-export const BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31";
-/** The API version Bedrock's own replaces; a client's later dated version is passed as is. */
-const FIRST_DATED_VERSION = "2023-06-01";
-const DATED = /^\d{4}-\d{2}-\d{2}$/;
+/** How InvokeModel carries Anthropic's Messages body (claude_body.ts). */
+export const BEDROCK_CLAUDE: CloudClaude = {
+  version: "bedrock-2023-05-31",
+  betasInBody: true,
+  streamInUrl: true,
+};
 
 const settings = z.strictObject({
   region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, "an AWS region such as us-east-1"),
@@ -58,7 +60,8 @@ interface BedrockApi {
 const APIS: Record<string, BedrockApi> = {
   messages: {
     operations: ["invoke", "invoke-with-response-stream"],
-    adjust: invokeBody,
+    // The version and beta headers move into the body; neither model nor stream stay.
+    adjust: (body, headers) => toCloudBody(body, headers, BEDROCK_CLAUDE),
     framing: invokeStreamFraming,
     countInput: invokeModelTokens,
   },
@@ -74,23 +77,6 @@ function url(base: string, api: string, { model, operation, stream }: PlatformCa
   }
   const op = operation === "count_tokens" ? "count-tokens" : stream ? streamed : json;
   return `${base}/model/${modelIdSegment(model)}/${op}`;
-}
-
-/** The Messages body as InvokeModel takes it; the version and beta headers move into it. */
-function invokeBody(body: Record<string, unknown>, headers: Headers): Record<string, unknown> {
-  const { model: _model, stream: _stream, ...rest } = body;
-  const version = headers.get("anthropic-version") ?? "";
-  const betas = (headers.get("anthropic-beta") ?? "").split(",").map((b) => b.trim())
-    .filter(Boolean);
-  headers.delete("anthropic-version");
-  headers.delete("anthropic-beta");
-  return {
-    anthropic_version: DATED.test(version) && version > FIRST_DATED_VERSION
-      ? version
-      : BEDROCK_ANTHROPIC_VERSION,
-    ...rest,
-    ...(betas.length > 0 && { anthropic_beta: betas }),
-  };
 }
 
 /**

@@ -1,16 +1,16 @@
 /**
  * Google Vertex AI as a platform: the `gcp` config block, the service-account file, the URLs of
- * Gemini (generateContent) and Claude (rawPredict) models on Vertex, the Claude body Vertex
- * wants, and the OAuth2 access token every call carries (google_token.ts).
+ * Gemini (generateContent) and Claude (rawPredict) models on Vertex and the Claude body Vertex
+ * wants (vertex_wire.ts), and the OAuth2 access token every call carries (google_token.ts).
  */
 import { z } from "zod";
 import type { OutgoingRequest } from "../../src/kit/format.ts";
-import type { Operation, Platform } from "../../src/kit/platform.ts";
+import type { Platform, PlatformCall } from "../../src/kit/platform.ts";
 import { unsafeSegmentReason } from "../../src/kit/model_segment.ts";
+import { toCloudBody } from "./claude_body.ts";
 import { GoogleTokenSource, type ServiceAccountKey } from "./google_token.ts";
+import { PUBLISHERS, VERTEX_CLAUDE, vertexPath } from "./vertex_wire.ts";
 
-/** The `anthropic_version` Vertex's Claude endpoints take in the body. */
-export const VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16";
 /** Where a service-account file without a `token_uri` gets its tokens (Google's own files name it). */
 const GOOGLE_TOKEN_URI = "https://oauth2.googleapis.com/token";
 
@@ -53,56 +53,6 @@ export function vertexBaseUrl(location: string): string {
   return location === "global"
     ? "https://aiplatform.googleapis.com"
     : `https://${location}-aiplatform.googleapis.com`;
-}
-
-/** The wire formats Vertex serves, by the publisher whose models speak them. */
-const PUBLISHERS: Record<string, string> = {
-  "generate-content": "google",
-  messages: "anthropic",
-};
-
-/**
- * The path of a call, from the model's segment (already checked to be one safe segment):
- * Gemini's `:generateContent` / `:streamGenerateContent` (`?alt=sse` unless `alt` says
- * otherwise: a JSON array stream has none), Claude's `:rawPredict` / `:streamRawPredict`, and
- * Claude's token counting at the fixed model `count-tokens`.
- */
-export function vertexPath(
-  gcp: Pick<GcpConfig, "project" | "location">,
-  api: string,
-  model: string,
-  operation: Operation,
-  stream: boolean,
-  alt = "?alt=sse",
-): string {
-  const publisher = PUBLISHERS[api];
-  if (!publisher) throw new Error(`Vertex AI serves no ${api} models`);
-  const at =
-    `/v1/projects/${gcp.project}/locations/${gcp.location}/publishers/${publisher}/models/`;
-  // Claude's model ids carry their date after an `@`, which Vertex takes as is.
-  const id = encodeURIComponent(model).replaceAll("%40", "@");
-  if (publisher === "google") {
-    return at + id + (stream ? `:streamGenerateContent${alt}` : ":generateContent");
-  }
-  if (operation === "count_tokens") return `${at}count-tokens:rawPredict`;
-  return at + id + (stream ? ":streamRawPredict" : ":rawPredict");
-}
-
-/**
- * A relayed body as Vertex takes it. Claude: `anthropic_version` set, and `model` removed (the
- * URL names it; Vertex refuses it) except for token counting, whose URL does not, so it says
- * which model's tokenizer counts. Gemini's body is Vertex's as is.
- */
-export function vertexBody(
-  api: string,
-  body: Record<string, unknown>,
-  operation: Operation,
-  model: string,
-): Record<string, unknown> {
-  if (PUBLISHERS[api] !== "anthropic") return body;
-  const { model: _named, ...rest } = body;
-  const counting = operation === "count_tokens" ? { model } : {};
-  return { ...counting, ...rest, anthropic_version: VERTEX_ANTHROPIC_VERSION };
 }
 
 /** A service-account file unusable as such; the message names the field, never a key. */
@@ -174,6 +124,22 @@ export class VertexCredential {
   }
 }
 
+/**
+ * A body as Vertex takes it. Claude's: the version into the body and `model` removed (the URL
+ * names it; Vertex refuses it) except for token counting, whose URL does not, so it says which
+ * model's tokenizer counts. Gemini's body is Vertex's as is.
+ */
+export function vertexBody(
+  api: string,
+  body: Record<string, unknown>,
+  headers: Headers,
+  call: Pick<PlatformCall, "operation" | "model">,
+): Record<string, unknown> {
+  if (api !== PUBLISHERS.anthropic.api) return body;
+  const counting = call.operation === "count_tokens" ? call.model : undefined;
+  return toCloudBody(body, headers, VERTEX_CLAUDE, counting);
+}
+
 /** The query of a call's path: a Gemini stream's `?alt=sse`, or none (a JSON-array stream). */
 function queryOf(path: string): string {
   const at = path.indexOf("?");
@@ -184,15 +150,14 @@ function queryOf(path: string): string {
 export const gcpVertexPlatform: Platform<GcpConfig> = {
   id: "gcp-vertex",
   system: "gcp.vertex_ai",
-  apis: Object.keys(PUBLISHERS),
+  apis: Object.values(PUBLISHERS).map((p) => p.api),
   settings: { key: "gcp", schema: gcpSchema },
   defaultBaseUrl: (gcp) => vertexBaseUrl(gcp.location),
   url: ({ base_url, settings, api }, call) =>
     base_url +
     vertexPath(settings, api, call.model, call.operation, call.stream, queryOf(call.path)),
   credential: (provider, ctx) => new VertexCredential(provider.settings.account, ctx.secret),
-  adjust: (body, _headers, call, provider) =>
-    vertexBody(provider.api, body, call.operation, call.model),
+  adjust: (body, headers, call, provider) => vertexBody(provider.api, body, headers, call),
   // The model is a path segment followed by `:action`.
   unsafeModel: (model) => unsafeSegmentReason(model, true),
 };

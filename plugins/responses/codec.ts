@@ -6,6 +6,7 @@ import { decodeStream } from "./decode_stream.ts";
 import { encodeRequest } from "./encode_request.ts";
 import { encodeResponse } from "./encode_response.ts";
 import { encodeStream } from "./encode_stream.ts";
+import { countOf } from "../shared.ts";
 import { watch } from "./watch.ts";
 import { fromWireUsage } from "./usage.ts";
 
@@ -18,6 +19,7 @@ export const responsesCodec: Codec = {
   encodeRequest,
   decodeResponse,
   usage: (body) => fromWireUsage(body.usage),
+  outputCap: (body) => countOf(body.max_output_tokens),
   decodeStream,
   watch,
 };

@@ -1,6 +1,6 @@
 /** A relayed Responses stream ends with its terminal event, whose response carries the usage. */
 import type { StreamWatch } from "../../src/kit/codec.ts";
-import { lastUsage, stringChars } from "../shared.ts";
+import { lastUsage, members, stringChars } from "../shared.ts";
 import { obj } from "./read.ts";
 import { fromWireUsage } from "./usage.ts";
 
@@ -13,7 +13,7 @@ const TERMINAL = new Set([
 const TYPE = /"type"\s*:\s*"([^"]+)"/;
 
 /** Every `*.delta` event's `delta` is output: text, refusal, reasoning, a call's arguments. */
-const OUTPUT = ["delta"];
+const OUTPUT = members(["delta"]);
 
 export function watch(): StreamWatch {
   const last = lastUsage((json) => fromWireUsage(obj(json.response).usage));

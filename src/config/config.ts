@@ -10,7 +10,7 @@ import { globToRegExp } from "./glob.ts";
 import { formatPath } from "../kit/validate.ts";
 import { configIssues, type Issue, issueReport } from "./issues.ts";
 import { readYaml, YamlProblem } from "./yaml.ts";
-import { redisUrlSchema } from "./redis_url.ts";
+import { ONE_REDIS, oneRedis, redisClusterSchema, redisUrlSchema } from "./redis_url.ts";
 import {
   CONSUMER_PREFIX,
   consumersSchema,
@@ -200,6 +200,14 @@ const cooldownSchema = z.strictObject({
   max_seconds: z.number().positive().default(300),
 });
 
+const longDecodeSchema = z.strictObject({
+  mode: z.enum(["auto", "off"]).default("auto"),
+  /** Requests in all for one answer, the first included. */
+  max_hops: z.number().int().min(1).max(1024).default(32),
+});
+
+export const DEFAULT_LONG_DECODE = longDecodeSchema.parse({});
+
 const routeSchema = z.strictObject({
   /** Names the route in metrics (`route` label); default: its first model pattern. */
   name: z.string().min(1).optional(),
@@ -231,6 +239,12 @@ const routeSchema = z.strictObject({
    * Absent: `map`.
    */
   hosted_tools: z.enum(["map", "drop", "reject"]).optional(),
+  /**
+   * Long decode on converted routes (providers that stop a long answer with a continuation
+   * token): `auto` sends the hops and answers once; `off` ends at the first hop's cap as a
+   * length stop. Absent: `auto`, 32 hops.
+   */
+  long_decode: longDecodeSchema.optional(),
 }).refine((r) => !r.passthrough || (r.store !== false && r.compact !== false), {
   path: ["passthrough"],
   message: "store: false and compact: false apply to converted routes; a passthrough route's " +
@@ -305,11 +319,13 @@ const responseStoreSchema = z.strictObject({
   max_item_mb: z.number().positive().default(16),
   /** Keep responses in Redis instead (shared by every instance; TTL set in Redis). */
   redis_url: redisUrlSchema.optional(),
+  /** Keep them in a Redis Cluster instead: its seed nodes (docs/scaling.md). */
+  redis_cluster: redisClusterSchema.optional(),
   /** Prefix of every Redis key the store writes. */
   redis_prefix: z.string().min(1).default("gateway:responses:"),
   /** Longest wait for one Redis command: a stalled Redis fails the call, it never hangs it. */
   redis_timeout_ms: z.number().int().positive().default(1000),
-});
+}).refine(oneRedis, { message: ONE_REDIS, path: ["redis_cluster"] });
 
 /** A concrete model id for the model lists (the names behind pattern routes). */
 const catalogSchema = z.strictObject({
@@ -319,11 +335,17 @@ const catalogSchema = z.strictObject({
   max_output_tokens: z.number().int().positive().optional(),
 });
 
+/** `workers`: gateway threads serving one port; `auto` is one per core (docs/scaling.md). */
+const workersSchema = z.union([z.number().int().min(1).max(256), z.literal("auto")], {
+  error: 'expected a number of workers (1 to 256) or "auto"',
+});
+
 export const configSchema = z.strictObject({
   listen: z.strictObject({
     hostname: z.string().default("127.0.0.1"),
     port: z.number().int().min(0).max(65535).default(8080),
   }).prefault({}),
+  workers: workersSchema.default(1),
   keys: keysSchema,
   providers: z.array(providerSchema).min(1),
   routes: z.array(routeSchema).min(1),
@@ -663,8 +685,8 @@ export function stableDevKey(path: string): string {
 }
 
 /**
- * Applies PORT / HOST environment overrides to `listen`, and METRICS_PORT (a port, or `off`)
- * to `metrics`.
+ * Applies PORT / HOST environment overrides to `listen`, METRICS_PORT (a port, or `off`) to
+ * `metrics`, and GATEWAY_WORKERS (a number, or `auto`) to `workers`.
  */
 export function applyListenEnv(cfg: Config, env: (name: string) => string | undefined): Config {
   const port = env("PORT");
@@ -679,6 +701,13 @@ export function applyListenEnv(cfg: Config, env: (name: string) => string | unde
   ) {
     throw new ConfigError('METRICS_PORT: expected a number or "off"');
   }
+  const workersEnv = env("GATEWAY_WORKERS");
+  const workers = workersEnv === undefined ? { data: cfg.workers } : workersSchema.safeParse(
+    /^\d+$/.test(workersEnv) ? Number(workersEnv) : workersEnv,
+  );
+  if (!workers.data) {
+    throw new ConfigError('GATEWAY_WORKERS: expected a number or "auto"');
+  }
   const metrics = metricsPort === undefined
     ? cfg.metrics
     : metricsPort === "off"
@@ -691,7 +720,13 @@ export function applyListenEnv(cfg: Config, env: (name: string) => string | unde
       port: port !== undefined ? Number(port) : cfg.listen.port,
     },
     metrics,
+    workers: workers.data,
   };
+}
+
+/** The number of gateway threads `workers` asks for (`auto`: one per core). */
+export function workerCount(workers: Config["workers"]): number {
+  return workers === "auto" ? navigator.hardwareConcurrency : workers;
 }
 
 /** Every provider credential in a config (single keys and pools), for scrubbing. */

@@ -1,6 +1,6 @@
 /** The config of identities, budgets and rate limits (docs/limits.md). */
 import { z } from "zod";
-import { redisUrlSchema } from "./redis_url.ts";
+import { ONE_REDIS, oneRedis, redisClusterSchema, redisUrlSchema } from "./redis_url.ts";
 
 /** What sets a Kong consumer's identity name apart; key names may not begin with it. */
 export const CONSUMER_PREFIX = "consumer:";
@@ -54,12 +54,14 @@ type Price = z.infer<typeof priceSchema>;
 export const limitsStoreSchema = z.strictObject({
   /** Count in Redis, shared by every instance; absent: in memory (one instance). */
   redis_url: redisUrlSchema.optional(),
+  /** Count in a Redis Cluster instead: its seed nodes (docs/scaling.md). */
+  redis_cluster: redisClusterSchema.optional(),
   redis_prefix: z.string().min(1).default("gateway:limits:"),
   /** Longest wait for one Redis command before it counts as unreachable. */
   timeout_ms: z.number().int().positive().default(250),
   /** While the store is unreachable: `allow` requests (logged, counted) or `deny` with a 503. */
   on_error: z.enum(["allow", "deny"]).default("allow"),
-});
+}).refine(oneRedis, { message: ONE_REDIS, path: ["redis_cluster"] });
 
 export type LimitsStoreConfig = z.infer<typeof limitsStoreSchema>;
 

@@ -117,8 +117,38 @@ export interface Codec {
   decodeResponse(body: Record<string, unknown>, ctx: DecodeContext): ir.Response;
   /** The usage of a whole response body, read without decoding the rest (relayed answers). */
   usage(body: Record<string, unknown>): ir.Usage | undefined;
+  /**
+   * The most output tokens a request body of this format allows (its `max_tokens`), read
+   * without decoding it: what a token-limited identity reserves for the answer (absent: a
+   * default, docs/limits.md).
+   */
+  outputCap?(body: Record<string, unknown>): number | undefined;
   /** This format's SSE events to IR stream events. Emits `finish` only on the real end. */
   decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.StreamEvent>;
   /** A watch for one relayed stream of this format. */
   watch(): StreamWatch;
+  /** Long decode, for a format whose providers continue an answer across requests. */
+  readonly longDecode?: LongDecode;
+}
+
+/**
+ * Long decode: a provider that caps each request's output stops a longer answer with a token
+ * (its decoders say so on `finish`, `continuation`), and the same request sent again with the
+ * token continues it. The core runs those hops for converted clients; a relayed client runs
+ * them itself, and the core sends its continuations to the provider account that issued the token.
+ */
+export interface LongDecode {
+  /** The request body this codec encoded, again, with `token` set (nothing else changes). */
+  resume(body: Record<string, unknown>, token: string): Record<string, unknown>;
+  /** The token a client's request body continues with, if any. */
+  resumes(body: Record<string, unknown>): string | undefined;
+  /** Text in every answer (or stream event) that issues a token: tested before `issued`. */
+  readonly marker: string;
+  /** The token a whole answer or one stream event issues (a mid-answer checkpoint included). */
+  issued(answer: Record<string, unknown>): string | undefined;
+  /**
+   * The largest output budget a non-streaming request may ask for (the provider refuses more
+   * without a token): a converted JSON request above it is streamed upstream and assembled.
+   */
+  readonly unaryLimit?: number;
 }

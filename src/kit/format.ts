@@ -37,6 +37,13 @@ export interface Dialect {
   readonly keyLocations: readonly string[];
   /** The JSON error body of this dialect. */
   errorBody(err: GatewayError, requestId?: string): unknown;
+  /**
+   * A relayed provider's own JSON error (its wire format's envelope) reaches these clients as
+   * the provider wrote it, as the cloud they call passes it through (Vertex AI relays Claude's
+   * errors in Anthropic's envelope). Default: only clients of the wire format's own dialect get
+   * it; others hear the error in their dialect.
+   */
+  passesWireErrors?: boolean;
   /** The HTTP status this dialect's SDKs must see for `status` (default: the same). */
   status?(status: number): number;
   /**
@@ -168,7 +175,14 @@ export interface FormatPlugin<C> {
   /** Path prefixes in this dialect, matched or not (an unknown path's 404 speaks it). */
   paths: readonly string[];
   endpoints: readonly EndpointSpec<C>[];
-  upstream: UpstreamSpec;
+  /**
+   * How its providers are called. Absent: a format only clients speak — another format's wire
+   * at other addresses and in another dialect (Vertex AI's rawPredict carries Anthropic's
+   * Messages): no provider is configured with its id; its requests are relayed to providers of
+   * the wire its codec names (`codec.api`) and converted for the others, and its `family` and
+   * `system` are that wire's.
+   */
+  upstream?: UpstreamSpec;
   models?: ModelListing;
   defaultVendor?: DefaultVendor;
   /** Routes to this format's providers may set `passthrough: true`. */

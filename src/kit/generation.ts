@@ -43,6 +43,11 @@ export interface GenerationSpec {
   framing?: StreamFraming;
   /** Client-encoder context from the endpoint (e.g. chat `streamUsage`). */
   client?: Omit<ClientContext, "model">;
+  /**
+   * The client's headers as a relay forwards them, where the endpoint read some out of the body
+   * (a cloud's `anthropic_version`); default: the request's own.
+   */
+  headers?: Headers;
 }
 
 /** A non-generation endpoint of a provider's API (compact, count_tokens), relayed as JSON. */
@@ -54,6 +59,8 @@ export interface OtherEndpoint {
   operation?: Operation;
   /** Why only providers of the client's API may answer; default: it is relayed as is. */
   why?: string;
+  /** The client's headers as the relay forwards them (`GenerationSpec.headers`). */
+  headers?: Headers;
   /** The tokens its answer reports (for metrics and the access log). */
   usage(json: Record<string, unknown>): Usage | undefined;
 }

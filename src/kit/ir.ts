@@ -294,6 +294,8 @@ export interface Response {
   /** Stop sequence that ended generation, when known. */
   stopSequence?: string;
   usage?: Usage;
+  /** See the `finish` stream event's `continuation`. */
+  continuation?: string;
 }
 
 /**
@@ -327,7 +329,18 @@ export type StreamEvent =
   | { type: "signature"; index: number; signature: Signature }
   | { type: "part_stop"; index: number }
   | { type: "usage"; usage: Usage }
-  | { type: "finish"; reason: FinishReason; stopSequence?: string; usage?: Usage }
+  | {
+    type: "finish";
+    reason: FinishReason;
+    stopSequence?: string;
+    usage?: Usage;
+    /**
+     * Long decode: the provider stopped at its per-request output cap and goes on when the same
+     * request is sent again with this token (`reason` is then `length`: what a client that is
+     * not continued hears). A token the provider sends before its end is no hop end.
+     */
+    continuation?: string;
+  }
   /** `kind` is the closed, vendor-neutral vocabulary each codec maps from and to. */
   | { type: "error"; status: number; kind: ErrorKind; message: string };
 
@@ -343,4 +356,108 @@ export function boundFamily(req: Request): Family | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * Applies one IR stream event to the response it adds up to, its parts built in place: a whole
+ * answer decoded as events (Gemini), or a stream kept as the resource it would have been.
+ */
+export function foldEvent(res: Response, e: StreamEvent): void {
+  const part = "index" in e ? res.parts[e.index] : undefined;
+  switch (e.type) {
+    case "start":
+      Object.assign(res, { id: e.id, model: e.model, created: e.created });
+      if (e.usage) res.usage = e.usage;
+      break;
+    case "part_start":
+      res.parts[e.index] = e.part.type === "text" || e.part.type === "thinking"
+        ? { ...e.part, text: "" }
+        : e.part.type === "tool_call"
+        ? { ...e.part, arguments: "" }
+        : e.part;
+      break;
+    case "text_delta":
+    case "thinking_delta":
+      if (part?.type === "text" || part?.type === "thinking") part.text += e.text;
+      break;
+    case "arguments_delta":
+      if (part?.type === "tool_call") part.arguments += e.json;
+      break;
+    case "citation":
+      if (part?.type === "text") (part.citations ??= []).push(e.citation);
+      break;
+    case "signature":
+      if (part?.type === "text" || part?.type === "thinking" || part?.type === "tool_call") {
+        part.signature = e.signature;
+      }
+      break;
+    case "usage":
+      res.usage = e.usage;
+      break;
+    case "finish":
+      res.finish = e.reason;
+      if (e.stopSequence !== undefined) res.stopSequence = e.stopSequence;
+      if (e.usage) res.usage = e.usage;
+      if (e.continuation !== undefined) res.continuation = e.continuation;
+      break;
+  }
+}
+
+/**
+ * A whole response as the stream events it folds back from (`foldEvent`): one answer read as
+ * events where events are what a reader takes (a long decode's whole hops).
+ */
+export function responseEvents(res: Response): StreamEvent[] {
+  const out: StreamEvent[] = [{
+    type: "start",
+    id: res.id,
+    model: res.model,
+    created: res.created,
+  }];
+  res.parts.forEach((p, index) => {
+    switch (p.type) {
+      case "text":
+      case "thinking":
+        out.push({ type: "part_start", index, part: { type: p.type } });
+        if (p.text) {
+          const type = p.type === "text" ? "text_delta" : "thinking_delta";
+          out.push({ type, index, text: p.text });
+        }
+        if (p.type === "text") {
+          for (const citation of p.citations ?? []) out.push({ type: "citation", index, citation });
+        }
+        break;
+      case "tool_call": {
+        const { id, name, kind, signature } = p;
+        const part = {
+          type: "tool_call" as const,
+          id,
+          name,
+          ...(kind && { kind }),
+          ...(signature && { signature }),
+        };
+        out.push({ type: "part_start", index, part });
+        if (p.arguments) out.push({ type: "arguments_delta", index, json: p.arguments });
+        break;
+      }
+      case "redacted_thinking":
+      case "hosted_call":
+        out.push({ type: "part_start", index, part: p });
+        break;
+      default:
+        return; // inputs (images, results) are no answer's parts
+    }
+    if ((p.type === "text" || p.type === "thinking") && p.signature) {
+      out.push({ type: "signature", index, signature: p.signature });
+    }
+    out.push({ type: "part_stop", index });
+  });
+  out.push({
+    type: "finish",
+    reason: res.finish,
+    ...(res.stopSequence !== undefined && { stopSequence: res.stopSequence }),
+    ...(res.usage && { usage: res.usage }),
+    ...(res.continuation !== undefined && { continuation: res.continuation }),
+  });
+  return out;
 }

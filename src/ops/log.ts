@@ -10,6 +10,13 @@ export const NO_LOG: Sink = () => {};
 
 let sink: Sink = (line) => console.log(line);
 
+/** The gateway thread writing (`workers: N`), named in its lines; a lone gateway names none. */
+let worker: number | undefined;
+
+export function setLogWorker(index: number): void {
+  worker = index;
+}
+
 /** Redirects access lines (tests capture them; `GATEWAY_ACCESS_LOG=off` silences them). */
 export function setAccessLogSink(next: Sink): Sink {
   const previous = sink;
@@ -41,6 +48,7 @@ function line(t: Trace) {
   return {
     time: new Date().toISOString(),
     msg: "access",
+    worker,
     request_id: t.requestId,
     client_ip: t.clientIp,
     identity: t.key,
@@ -60,6 +68,7 @@ function line(t: Trace) {
     duration_ms: t.durationMs,
     ttfb_ms: t.ttfbMs,
     attempts: t.attempts || undefined,
+    hops: t.hops || undefined,
     usage: t.usage,
     billable: t.usage ? t.billable : undefined,
     ...tokens(t),
@@ -95,5 +104,5 @@ export function accessLog(secrets: Secrets): Observer {
 
 /** Writes one line about the gateway itself (a reload) among the access lines, scrubbed. */
 export function logEvent(event: Record<string, unknown>, secrets: Secrets): void {
-  sink(logLine({ time: new Date().toISOString(), ...event }, secrets));
+  sink(logLine({ time: new Date().toISOString(), worker, ...event }, secrets));
 }

@@ -21,6 +21,12 @@ function sameValues(a: Values, b: Values): boolean {
   return true;
 }
 
+/** One series of a family, as a snapshot carries it. */
+export interface Series {
+  values: Values;
+  state: unknown;
+}
+
 /** A family's series by label values: a map per label, the last one holding the states. */
 type SeriesTree<S> = Map<string, SeriesTree<S> | S>;
 
@@ -69,6 +75,19 @@ abstract class Family<S> {
 
   protected abstract samples(values: Values, state: S): string[];
 
+  /** Adds `from`, another process's or thread's state of one series, to `into`. */
+  protected abstract addState(into: S, from: S): void;
+
+  /** Every series as plain data (posted between gateway threads: `workers`). */
+  snapshot(): Series[] {
+    return this.series as Series[];
+  }
+
+  /** Adds another thread's series to this family's: counts and sums add up. */
+  absorb(series: readonly Series[]): void {
+    for (const { values, state } of series) this.addState(this.state(values), state as S);
+  }
+
   expose(): string {
     const lines = [
       `# HELP ${this.name} ${escapeHelp(this.help)}`,
@@ -102,6 +121,10 @@ export class Counter extends Family<{ n: number }> {
     this.state(values).n += n;
   }
 
+  protected addState(into: { n: number }, from: { n: number }): void {
+    into.n += from.n;
+  }
+
   protected samples(values: Values, s: { n: number }): string[] {
     return [`${this.name}${this.labelSet(values)} ${formatNumber(s.n)}`];
   }
@@ -119,6 +142,10 @@ export class Gauge extends Family<{ n: number }> {
 
   add(n: number): void {
     this.state([]).n += n;
+  }
+
+  protected addState(into: { n: number }, from: { n: number }): void {
+    into.n += from.n;
   }
 
   protected samples(values: Values, s: { n: number }): string[] {
@@ -154,6 +181,12 @@ export class Histogram extends Family<Buckets> {
     if (i < bounds.length) s.counts[i]++;
     s.sum += v;
     s.count++;
+  }
+
+  protected addState(into: Buckets, from: Buckets): void {
+    from.counts.forEach((n, i) => into.counts[i] += n);
+    into.sum += from.sum;
+    into.count += from.count;
   }
 
   protected samples(values: Values, s: Buckets): string[] {
@@ -389,6 +422,20 @@ export class Metrics implements Observer {
 
   /** Every family in the Prometheus text format. */
   expose(): string {
+    return this.families().map((f) => f.expose()).join("");
+  }
+
+  /** Every family's series, by family name: what a gateway thread reports (`workers`). */
+  snapshot(): MetricsSnapshot {
+    return Object.fromEntries(this.families().map((f) => [f.name, f.snapshot()]));
+  }
+
+  /** Adds a thread's snapshot: the sum over threads is what one `GET /metrics` shows. */
+  absorb(snapshot: MetricsSnapshot): void {
+    for (const f of this.families()) f.absorb(snapshot[f.name] ?? []);
+  }
+
+  private families(): Family<unknown>[] {
     return [
       this.tokenUsage,
       this.duration,
@@ -404,24 +451,31 @@ export class Metrics implements Observer {
       this.limitRejections,
       this.spend,
       this.limitsStoreErrors,
-    ].map((f) => f.expose()).join("");
+    ] as Family<unknown>[];
   }
 }
 
+/** A Metrics' series by family name, as plain data. */
+export type MetricsSnapshot = Record<string, readonly Series[]>;
+
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
-/** Serves `GET /metrics` on its own listener (Kong routes only the gateway's port). */
+/**
+ * Serves `GET /metrics` on its own listener (Kong routes only the gateway's port): `metrics`, a
+ * gateway's, or the sum over the threads of `workers` (src/workers.ts).
+ */
 export function serveMetrics(
-  metrics: Metrics,
+  metrics: { expose(): string | Promise<string> },
   config: MetricsConfig,
   onListen: (addr: Deno.NetAddr) => void,
 ): Deno.HttpServer<Deno.NetAddr> {
-  return Deno.serve({ hostname: config.hostname, port: config.port, onListen }, (req) => {
+  return Deno.serve({ hostname: config.hostname, port: config.port, onListen }, async (req) => {
     const { pathname } = new URL(req.url);
     if (pathname !== "/metrics") return new Response("not found\n", { status: 404 });
     if (req.method !== "GET" && req.method !== "HEAD") {
       return new Response("method not allowed\n", { status: 405, headers: { allow: "GET" } });
     }
-    return new Response(metrics.expose(), { headers: { "content-type": METRICS_CONTENT_TYPE } });
+    const text = await metrics.expose();
+    return new Response(text, { headers: { "content-type": METRICS_CONTENT_TYPE } });
   });
 }

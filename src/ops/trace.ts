@@ -43,7 +43,8 @@ export class Trace {
   readonly requestId: string;
   readonly method: string;
   readonly path: string;
-  readonly dialect: string;
+  /** The id of the client's error dialect: its path's, then its endpoint's (a metric label). */
+  dialect: string;
   readonly clientIp?: string;
   endpoint = "unknown";
   /** `gen_ai.operation.name` when the endpoint is a GenAI call. */
@@ -73,10 +74,15 @@ export class Trace {
   api?: string;
   /** The provider's platform, if it names one. */
   platform?: string;
-  /** A converted Responses request ending with Codex's `compaction_trigger` (not billed). */
+  /**
+   * A converted Responses request ending with Codex's `compaction_trigger`: not billed, but its
+   * tokens count toward token limits.
+   */
   compaction = false;
   mode?: Mode;
   attempts = 0;
+  /** Long decode: the continuation requests an answer took after its first (src/long_decode.ts). */
+  hops = 0;
   usage?: Usage;
   status?: number;
   errorKind?: ErrorKind;
@@ -119,9 +125,13 @@ export class Trace {
     this.clientIp = start.clientIp;
   }
 
-  /** The endpoint the request matched. */
-  matched(e: Pick<EndpointSpec<unknown>, "name" | "operation" | "unbilled">): void {
+  /** The endpoint the request matched, and the dialect it speaks. */
+  matched(
+    e: Pick<EndpointSpec<unknown>, "name" | "operation" | "unbilled">,
+    dialect: string,
+  ): void {
     this.endpoint = e.name;
+    this.dialect = dialect;
     this.operation = e.operation;
     this.billedEndpoint = !e.unbilled;
   }
@@ -161,6 +171,15 @@ export class Trace {
    */
   get billable(): boolean {
     return this.billedEndpoint && !this.compaction;
+  }
+
+  /**
+   * Whether the tokens count toward the identity's token limits: a generation's, compaction's
+   * too (unbilled, it still runs the model on the client's input); not token counting's, which
+   * generates nothing.
+   */
+  get countsTokens(): boolean {
+    return this.operation !== "count_tokens";
   }
 
   routed(mode: Mode): void {

@@ -9,6 +9,7 @@ import { logEvent } from "../ops/log.ts";
 import { ClientGone } from "./stream_end.ts";
 import { type Resolved, retarget } from "./router.ts";
 import type { PoolKey } from "../state/health.ts";
+import { type Pin, pinnedKey } from "./pins.ts";
 
 /** An HTTP date in its one current form (IMF-fixdate, RFC 9110 section 5.6.7). */
 const HTTP_DATE = /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/;
@@ -40,7 +41,8 @@ const refusedCredential = (e: GatewayError) => e.status === 401 || e.status === 
 
 /** `on`: the statuses and error kinds the route retries. */
 function verdict(e: GatewayError, on: (number | string)[], transport: boolean): Verdict {
-  if (transport) return "retry";
+  // Not even a transport failure is retried where whoever failed knows no attempt may help.
+  if (transport) return e.retry === false ? "final" : "retry";
   if (refusedCredential(e)) return "key";
   if (e.retry !== undefined) return e.retry ? "retry" : "final";
   return on.includes(e.status) || on.includes(e.kind) ? "retry" : "final";
@@ -56,6 +58,11 @@ export interface Attempt<T> {
   eligible?: (r: Resolved) => boolean;
   /** Why targets were left out by `eligible`, for the error when none is left. */
   bound?: string;
+  /**
+   * The account the request must reach first (src/request/pins.ts): its provider's target leads, with
+   * the pinned pool key; the others stay behind it as usual.
+   */
+  pin?: Pin;
 }
 
 /**
@@ -84,7 +91,8 @@ export async function failover<T>(
   const health = ctx.gw.router.health;
   const retry = r.route.retry ?? DEFAULT_RETRY;
   const cooldown = r.route.cooldown ?? ctx.gw.config.cooldown;
-  const order = health.plan(r.targets);
+  const pin = attempt.pin;
+  const order = pin ? pinnedFirst(health.plan(r.targets), pin) : health.plan(r.targets);
   const all = order.length === 1 ? [r] : order.map((t) => retarget(r, t, r.requested));
   const queue = all.filter((t) => attempt.eligible?.(t) ?? true);
   const skipped = all.length - queue.length;
@@ -107,7 +115,9 @@ export async function failover<T>(
     // The failed attempt before this one is told now, under its own provider's name.
     if (told !== last && last) trace.attemptFailed(last.status, last.kind);
     told = last;
-    const key = health.key(t.provider);
+    // The pin holds for its target's first try (a retry rotates on as usual).
+    const key = (pin && trace.attempts === 0 && pinnedKey(t.provider, pin)) ||
+      health.key(t.provider);
     trace.target(r.requested, t);
     trace.providerKey = key?.name;
     const before = trace.attempts;
@@ -166,6 +176,12 @@ export async function failover<T>(
   if (relayed) throw new ProviderFailure(err, relayed, headers);
   await (err as ProviderFailure).answer?.body?.cancel();
   throw new GatewayError(err.status, err.kind, err.message, err.param, headers, err.code);
+}
+
+/** The targets in `order` with the pin's provider's first. */
+function pinnedFirst<T extends { provider: { name: string } }>(order: readonly T[], pin: Pin) {
+  const at = order.findIndex((t) => t.provider.name === pin.provider);
+  return at <= 0 ? order : [order[at], ...order.slice(0, at), ...order.slice(at + 1)];
 }
 
 /** Names the key the provider refused (by pool index, never its value) for the operator. */

@@ -8,11 +8,12 @@ import type { IrSource } from "../kit/codec.ts";
 import type { GenerationSpec, OtherEndpoint } from "../kit/generation.ts";
 import type * as ir from "../kit/ir.ts";
 import type { RequestContext } from "./context.ts";
-import { converting, convertingEvents } from "./convert_attempt.ts";
+import { compactionBounded, converting, convertingEvents } from "./convert_attempt.ts";
 import { type Attempt, failover, ProviderFailure } from "./failover.ts";
 import { checkModelName } from "../kit/http.ts";
 import { relaying } from "./relay_attempt.ts";
 import type { Resolved, Target } from "./router.ts";
+import { DEFAULT_OUTPUT_TOKENS, tokensFor } from "../ops/estimate.ts";
 
 /** The route a model resolves to (resolved once per request; errors name the model). */
 export function route(ctx: RequestContext, model: string): Resolved {
@@ -32,6 +33,23 @@ export function generate(
   spec: GenerationSpec,
   r: Resolved = route(ctx, spec.model),
 ): Promise<Response> {
+  const held = reserve(ctx, spec);
+  return held ? held.then(() => run(ctx, spec, r)) : run(ctx, spec, r);
+}
+
+/**
+ * Holds tokens for the answer of an identity that a token window limits, before any upstream
+ * call: the body's estimate and the output it allows (docs/limits.md); undefined for others.
+ */
+function reserve(ctx: RequestContext, { body, ingress }: Pick<GenerationSpec, "body" | "ingress">) {
+  return ctx.gw.limiter.reserve(
+    ctx.trace,
+    () => tokensFor(body.raw.length) + (ingress.outputCap?.(body.json) ?? DEFAULT_OUTPUT_TOKENS),
+    ctx.dialect,
+  );
+}
+
+function run(ctx: RequestContext, spec: GenerationSpec, r: Resolved): Promise<Response> {
   const via = spec.via ?? "auto";
   const relayOnly = typeof via === "object" ? via.relayOnly : undefined;
   const relays = (t: Pick<Target, "provider">) =>
@@ -51,8 +69,10 @@ export function generate(
  * targets of that API, failing over among them.
  */
 export function relayed(ctx: RequestContext, other: OtherEndpoint, r: Resolved): Promise<Response> {
-  const spec = { ingress: other.ingress, body: other.body, stream: false };
-  return attempt(ctx, r, relaying(ctx, spec, other.why, other));
+  const spec = { ingress: other.ingress, body: other.body, stream: false, headers: other.headers };
+  const run = () => attempt(ctx, r, relaying(ctx, spec, other.why, other));
+  const held = reserve(ctx, spec);
+  return held ? held.then(run) : run();
 }
 
 /**
@@ -83,6 +103,5 @@ export async function convertedEvents(
   r: Resolved,
   req: ir.Request,
 ): Promise<IrSource> {
-  ctx.trace.compaction = req.compaction === true;
-  return await failover(ctx, r, convertingEvents(ctx, r, req));
+  return await failover(ctx, r, convertingEvents(ctx, r, compactionBounded(ctx, req)));
 }

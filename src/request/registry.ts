@@ -74,8 +74,12 @@ export class FormatRegistry<C> {
     platforms: readonly AnyPlatform[] = [],
   ) {
     if (plugins.length === 0) throw new Error("a gateway needs at least one format plugin");
+    const taken = new Set<string>([DEMO_API]);
     for (const p of plugins) {
-      if (p.id === DEMO_API || this.byId.has(p.id)) throw new Error(`format id "${p.id}" is taken`);
+      if (taken.has(p.id)) throw new Error(`format id "${p.id}" is taken`);
+      taken.add(p.id);
+      // A format only clients speak is no provider api.
+      if (!p.upstream) continue;
       this.byId.set(p.id, p);
       const response = [...RESPONSE_HEADERS, ...p.upstream.responseHeaders ?? []];
       this.headers.set(p.id, {
@@ -91,6 +95,12 @@ export class FormatRegistry<C> {
     if (upstreamOnly) {
       throw new Error(`format "${upstreamOnly.id}" serves clients but has no dialect`);
     }
+    for (const p of plugins.filter((p) => !p.upstream)) {
+      if (!p.dialect) throw new Error(`format "${p.id}" has neither a dialect nor an upstream`);
+      if (!this.byId.has(p.codec.api)) {
+        throw new Error(`format "${p.id}" carries api "${p.codec.api}", which no format serves`);
+      }
+    }
     if (this.clients.length === 0) throw new Error("a gateway needs a format that clients speak");
     this.endpoints = [
       ...this.clients.flatMap((p) =>
@@ -98,7 +108,7 @@ export class FormatRegistry<C> {
       ),
       ...core(this),
     ];
-    this.platforms = new Platforms(platforms, this.ids);
+    this.platforms = new Platforms(platforms, [...taken]);
     const names = this.endpoints.map((e) => e.name);
     const twice = names.find((n, i) => names.indexOf(n) !== i);
     if (twice) throw new Error(`endpoint name "${twice}" is declared twice`);
@@ -109,7 +119,7 @@ export class FormatRegistry<C> {
     return this.clients[0].dialect;
   }
 
-  /** The provider apis a config may name. */
+  /** The provider apis a config may name (formats only clients speak are none). */
   get ids(): string[] {
     return [...this.byId.keys(), DEMO_API];
   }
@@ -175,8 +185,13 @@ export class FormatRegistry<C> {
 
   /** The plugins' default vendors, each with the api its provider is configured with. */
   get vendors(): (DefaultVendor & { api: string })[] {
-    return this.plugins.flatMap((
+    return this.providerFormats.flatMap((
       p,
     ) => (p.defaultVendor ? [{ ...p.defaultVendor, api: p.id }] : []));
+  }
+
+  /** The formats providers speak (all but those only clients speak), in registry order. */
+  get providerFormats(): FormatPlugin<C>[] {
+    return [...this.byId.values()];
   }
 }

@@ -2,6 +2,7 @@
  * One relayed attempt on one target: the client's bytes go to a provider of the same format
  * (only the model may be renamed) and its answer comes back as is, streams included.
  */
+import type { StreamWatch } from "../kit/codec.ts";
 import type { UpstreamSpec } from "../kit/format.ts";
 import type { GenerationSpec, OtherEndpoint } from "../kit/generation.ts";
 import type { RequestContext } from "./context.ts";
@@ -23,7 +24,10 @@ import type { Resolved } from "./router.ts";
 import { EventReader, framingOf, relayStream } from "./stream_stage.ts";
 
 /** What a relayed request needs of its generation spec. */
-type Relayed = Pick<GenerationSpec, "ingress" | "body" | "stream" | "relayPath" | "framing">;
+type Relayed = Pick<
+  GenerationSpec,
+  "ingress" | "body" | "stream" | "relayPath" | "framing" | "headers"
+>;
 
 /** Relayed attempts, to providers of the client's format only. */
 export function relaying(
@@ -33,10 +37,59 @@ export function relaying(
   other?: OtherEndpoint,
 ): Attempt<Response> {
   const api = spec.ingress.api;
+  const token = other ? undefined : spec.ingress.longDecode?.resumes(spec.body.json);
   return {
     run: (t, key, last) => relayAttempt(ctx, spec, t, key, last, other),
     eligible: (t) => t.provider.api === api,
     bound: why ?? `the request is relayed as is to ${api} providers`,
+    // A continuation goes to the account that issued its token.
+    pin: token === undefined ? undefined : ctx.gw.pins.get(owner(ctx), token),
+  };
+}
+
+/** Whose pins a request may use: its identity's (another client's token pins nothing). */
+const owner = (ctx: RequestContext) => ctx.identity?.name ?? "";
+
+/**
+ * Where the route could send a continuation elsewhere (several targets, or a key pool), what
+ * remembers the account a relayed answer's continuation tokens come from.
+ */
+function pinning(
+  ctx: RequestContext,
+  spec: Relayed,
+  r: Resolved,
+  key: PoolKey | undefined,
+): ((answer: Record<string, unknown>) => void) | undefined {
+  const longDecode = spec.ingress.longDecode;
+  if (!longDecode || (r.targets.length < 2 && (r.provider.api_keys?.length ?? 0) < 2)) {
+    return undefined;
+  }
+  const pin = { provider: r.provider.name, key: key?.index };
+  return (answer) => {
+    const token = longDecode.issued(answer);
+    if (token !== undefined) ctx.gw.pins.remember(owner(ctx), token, pin);
+  };
+}
+
+/** `watch`, also telling `issued` every event that may carry a continuation token. */
+function issuing(
+  watch: StreamWatch,
+  marker: string,
+  issued: (answer: Record<string, unknown>) => void,
+): StreamWatch {
+  return {
+    inspect(e) {
+      if (e.data.includes(marker)) {
+        try {
+          issued(JSON.parse(e.data));
+        } catch {
+          // not an event that issues one
+        }
+      }
+      return watch.inspect(e);
+    },
+    usage: () => watch.usage(),
+    output: () => watch.output(),
   };
 }
 
@@ -69,7 +122,7 @@ async function relayAttempt(
     key: key?.value,
     path,
     body: text,
-    forward: pickHeaders(ctx.req.headers, formats.forwardHeaders(api)),
+    forward: pickHeaders(spec.headers ?? ctx.req.headers, formats.forwardHeaders(api)),
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,
     platform,
@@ -78,8 +131,14 @@ async function relayAttempt(
       : undefined,
   });
   const allow = formats.responseHeaders(api, ctx.identity?.limits !== undefined);
-  if (!up.res.ok) return await relayError(ctx, up, allow, r.provider.timeouts.idle_ms, upstream);
+  if (!up.res.ok) {
+    // The provider's own error envelope reaches clients of its format's dialect, and of those
+    // that pass it through.
+    const own = formats.get(api)?.dialect === ctx.dialect || ctx.dialect.passesWireErrors === true;
+    return await relayError(ctx, up, allow, r.provider.timeouts.idle_ms, upstream, own);
+  }
   const { framing } = up;
+  const issued = other ? undefined : pinning(ctx, spec, r, key);
   let body: BodyInit;
   if (!framing) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
@@ -91,6 +150,7 @@ async function relayAttempt(
       // an unexpected shape is relayed as is; only the format's reading of usage is lost
     }
     ctx.trace.reportUsage(answerUsage(up, usage));
+    issued?.(read.json);
     body = read.bytes;
   } else {
     const reader = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
@@ -98,7 +158,14 @@ async function relayAttempt(
     const events = last
       ? reader
       : await holdRelayedOpening(reader, spec.ingress.decodeStream({ now: 0, id: idFor(ctx) }));
-    body = relayStream(events, framing, spec.ingress.watch(), ctx.trace);
+    const watch = spec.ingress.watch();
+    const marker = spec.ingress.longDecode?.marker;
+    body = relayStream(
+      events,
+      framing,
+      issued && marker ? issuing(watch, marker, issued) : watch,
+      ctx.trace,
+    );
   }
   return respondRelayed(
     body,
@@ -120,13 +187,16 @@ async function relayError(
   allow: readonly string[],
   idleMs: number,
   spec: UpstreamSpec,
+  /** The client hears the provider format's own envelope (`Dialect.passesWireErrors`). */
+  own: boolean,
 ): Promise<never> {
   const { secrets } = ctx.gw;
   const headers = headersFrom(upstreamHeaders(up.res, allow, secrets));
   const text = await readErrorText(up, idleMs, secrets);
   const err = readProviderError(up, text, headers, spec);
-  // A platform's error envelope is not the format's: the client hears it in its own dialect.
-  const answer = isJsonObject(text) && !up.platform
+  // A platform's error envelope is not the format's, nor is the format's that of a client of
+  // another dialect (unless it passes the format's through): they hear it in theirs.
+  const answer = own && isJsonObject(text) && !up.platform
     ? new Response(text, { status: up.res.status, headers })
     : errorResponse(ctx.dialect, err, ctx.requestId);
   throw new ProviderFailure(err, answer);

@@ -19,6 +19,7 @@ import { openProviderSocket, type ProviderSocket } from "./provider_socket.ts";
 import { type Resolved, retarget } from "./router.ts";
 import { clientClosed, ClientGone } from "./stream_end.ts";
 import type { Trace } from "../ops/trace.ts";
+import { DEFAULT_OUTPUT_TOKENS, tokensFor } from "../ops/estimate.ts";
 import { NOT_READING, SendBacklog } from "./ws_backlog.ts";
 
 /** WebSocket close codes: the server is going away; a message was too big; key revoked. */
@@ -188,7 +189,7 @@ class SocketSession<F> {
     const ctx = this.ctx.next({ gw, req: this.req, trace, requestId });
     const reply = new FrameReply(this, ctx);
     try {
-      await this.admit(trace, gw);
+      await this.admit(trace, gw, frameSize(data));
       await this.wire.run(ctx, reply, frame);
     } catch (e) {
       const err = e instanceof GatewayError
@@ -210,10 +211,10 @@ class SocketSession<F> {
 
   /**
    * The key is checked again against the keys in force (a revoked one ends the socket), and
-   * the frame is a request of its own for the identity's limits (refused: an error frame, and
-   * the socket stays open).
+   * the frame is a request of its own for the identity's limits, its `size` held for its answer
+   * where a token window limits it (refused: an error frame, and the socket stays open).
    */
-  private async admit(trace: Trace, gw: Gateway) {
+  private async admit(trace: Trace, gw: Gateway, size: number) {
     const live = this.ctx.gw.live.current;
     try {
       if (!trace.consumer) {
@@ -236,6 +237,12 @@ class SocketSession<F> {
       ? live.policy.consumerAgain(this.ctx.identity!)
       : live.policy.key(trace.key!);
     await gw.limiter.admit(trace, identity, this.ctx.dialect);
+    // The frame is the request: its size and the default output are held for its answer.
+    await gw.limiter.reserve(
+      trace,
+      () => tokensFor(size) + DEFAULT_OUTPUT_TOKENS,
+      this.ctx.dialect,
+    );
   }
 
   /** Converted IR events as frames, read only while the client keeps up. */

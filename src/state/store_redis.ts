@@ -1,18 +1,16 @@
 /**
- * Stored conversations in Redis (`response_store.redis_url`): one key per record under
- * `redis_prefix`, its TTL set in Redis, so every instance behind one Kong upstream sees the
- * same records and they survive restarts. While Redis is unreachable, commands fail at once
- * (no offline queue), and a stalled Redis fails them after `redis_timeout_ms`: callers answer
- * 503 naming the store; the client reconnects by itself. A value that is not a record is taken
- * for missing. Errors are logged without content: at most the Redis key.
+ * Stored conversations in Redis (`response_store.redis_url`, or a Redis Cluster:
+ * `redis_cluster`): one key per record under `redis_prefix`, its TTL set in Redis, so every
+ * instance behind one Kong upstream sees the same records and they survive restarts. Every key
+ * of one owner (a client key's name) carries the owner as its hash tag — its records and the
+ * booking of their sizes — so each script touches one slot of a cluster. While Redis is
+ * unreachable, commands fail at once (no offline queue), and a stalled Redis fails them after
+ * `redis_timeout_ms`: callers answer 503 naming the store; the client reconnects by itself. A
+ * value that is not a record is taken for missing. Errors are logged without content: at most
+ * the Redis key.
  */
-import {
-  closeRedis,
-  connectRedis,
-  type RedisClient,
-  RedisTimeout,
-  withDeadline,
-} from "./redis_client.ts";
+import { type RedisLink, RedisTimeout } from "./redis_client.ts";
+import { connectRedis } from "./redis_link.ts";
 import type { ResponseStoreConfig } from "../config/config.ts";
 import {
   type ConversationStore,
@@ -27,7 +25,7 @@ import {
  * Keeps a record (unless its id exists) and books it to its owner: a sorted set of the owner's
  * ids by age and a hash of their sizes (field "" holds the total). An owner past its share loses
  * its own oldest records. KEYS: record, owner's ids, owner's sizes; ARGV: json, ttl, id, now,
- * size, share, prefix. Returns 1 when kept, 0 when the id was taken.
+ * size, share, the owner's record keys' prefix. Returns 1 when kept, 0 when the id was taken.
  */
 const PUT = `
 if not redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2], 'NX') then return 0 end
@@ -48,7 +46,10 @@ redis.call('EXPIRE', KEYS[2], ARGV[2])
 redis.call('EXPIRE', KEYS[3], ARGV[2])
 return 1`;
 
-/** Deletes a record and its booking. KEYS as PUT's; ARGV: id. Returns the records deleted. */
+/**
+ * Deletes a record and its booking. KEYS as PUT's (or a record's kept before owners' hash tags,
+ * on one Redis); ARGV: id. Returns the records deleted.
+ */
 const DELETE = `
 local n = redis.call('DEL', KEYS[1])
 local s = redis.call('HGET', KEYS[3], ARGV[1])
@@ -86,15 +87,15 @@ export class RedisStore implements ConversationStore {
   private lastLogged = 0;
 
   private constructor(
-    private readonly client: RedisClient,
+    private readonly link: RedisLink,
     private readonly cfg: ResponseStoreConfig,
   ) {}
 
   /** Starts connecting; the gateway starts even if Redis is down. */
   static connect(cfg: ResponseStoreConfig): RedisStore {
     let store: RedisStore | undefined;
-    const client = connectRedis(cfg.redis_url, (e) => store?.logError(e));
-    return store = new RedisStore(client, cfg);
+    const link = connectRedis(cfg, (e) => store?.logError(e));
+    return store = new RedisStore(link, cfg);
   }
 
   /** At most one line per 5 s: the error's name and message, never a key or a record. */
@@ -106,21 +107,32 @@ export class RedisStore implements ConversationStore {
     console.error(JSON.stringify({ level: "error", msg: "response store", store: "redis", error }));
   }
 
-  private key(id: string) {
-    return this.cfg.redis_prefix + id;
+  /** Where an owner's keys begin: its hash tag keeps them in one slot of a cluster. */
+  private ownerPrefix(owner: string) {
+    return `${this.cfg.redis_prefix}{${owner}}:`;
   }
 
-  /** A record's key and its owner's booking keys (no format's ids begin `owner-`: no clash). */
+  /** A record's key and its owner's booking keys: one hash tag, one slot. */
   private keys(id: string, owner: string): string[] {
+    const p = this.ownerPrefix(owner);
+    return [`${p}r:${id}`, `${p}ids`, `${p}sizes`];
+  }
+
+  /**
+   * The keys a record had before owners' hash tags (`<prefix><id>`, bookings by owner): still
+   * read, and deleted, on one Redis until they expire; a cluster never had them.
+   */
+  private legacyKeys(id: string, owner: string): string[] | undefined {
+    if (this.cfg.redis_cluster) return undefined;
     const p = this.cfg.redis_prefix;
     return [p + id, `${p}owner-ids:${owner}`, `${p}owner-sizes:${owner}`];
   }
 
   /** One command, within `redis_timeout_ms`; any failure is the store's 503. */
-  private async run<T>(op: () => Promise<T>): Promise<T> {
-    if (!this.client.isReady) throw storeUnavailable(this.name);
+  private async run<T>(op: (ms: number) => Promise<T>): Promise<T> {
+    if (!this.link.isReady) throw storeUnavailable(this.name);
     try {
-      return await withDeadline(op(), this.cfg.redis_timeout_ms);
+      return await op(this.cfg.redis_timeout_ms);
     } catch (e) {
       this.logError(e);
       // Said to the client when it timed out; Redis's own errors stay in the log.
@@ -129,21 +141,29 @@ export class RedisStore implements ConversationStore {
   }
 
   async get(id: string, owner: string): Promise<StoredTurn | undefined> {
-    const key = this.key(id);
-    const json = await this.run(() => this.client.get(key).catch(wrongTypeIsGarbage));
-    if (json === null) return undefined;
-    const record = typeof json === "string" ? recordOf(json) : undefined;
-    if (!record) {
-      // Written by something else, or corrupted: missing. Its characters are never printed.
-      console.error(JSON.stringify({
-        level: "warn",
-        msg: "response store: unreadable record, taken for missing",
-        store: "redis",
-        key,
-      }));
-      return undefined;
+    return (await this.find(id, owner))?.record;
+  }
+
+  /** The record and the keys it is kept under (today's, else a record kept before them). */
+  private async find(id: string, owner: string) {
+    for (const keys of [this.keys(id, owner), this.legacyKeys(id, owner)]) {
+      if (!keys) continue;
+      const json = await this.run((ms) => this.link.get(keys[0], ms).catch(wrongTypeIsGarbage));
+      if (json === null) continue;
+      const record = typeof json === "string" ? recordOf(json) : undefined;
+      if (!record) {
+        // Written by something else, or corrupted: missing. Its characters are never printed.
+        console.error(JSON.stringify({
+          level: "warn",
+          msg: "response store: unreadable record, taken for missing",
+          store: "redis",
+          key: keys[0],
+        }));
+        return undefined;
+      }
+      return record.owner === owner ? { record, keys } : undefined;
     }
-    return record.owner === owner ? record : undefined;
+    return undefined;
   }
 
   async put(record: StoredTurn): Promise<PutResult> {
@@ -151,24 +171,21 @@ export class RedisStore implements ConversationStore {
     if (json.length > maxItem(this.cfg)) return "too_large";
     const { id, owner } = record;
     const args = [json, this.cfg.ttl_s, id, Date.now(), json.length, keyShare(this.cfg)];
-    const kept = await this.run(() =>
-      this.client.eval(PUT, {
-        keys: this.keys(id, owner),
-        arguments: [...args.map(String), this.cfg.redis_prefix],
-      })
+    const keys = this.keys(id, owner);
+    const kept = await this.run((ms) =>
+      this.link.eval(PUT, keys, [...args.map(String), keys[0].slice(0, -id.length)], ms)
     );
     return kept === 1 ? "kept" : "taken";
   }
 
   async delete(id: string, owner: string): Promise<boolean> {
-    if (!(await this.get(id, owner))) return false;
-    const n = await this.run(() =>
-      this.client.eval(DELETE, { keys: this.keys(id, owner), arguments: [id] })
-    );
+    const found = await this.find(id, owner);
+    if (!found) return false;
+    const n = await this.run((ms) => this.link.eval(DELETE, found.keys, [id], ms));
     return Number(n) > 0;
   }
 
   close(): Promise<void> {
-    return closeRedis(this.client);
+    return this.link.close();
   }
 }

@@ -96,10 +96,33 @@ async function runCli(
   }
 }
 
-export function claude(url: string, args: string[]): Promise<RunResult> {
+/** `env`: Claude Code's own settings for the run (e.g. `CLAUDE_CODE_MAX_OUTPUT_TOKENS`). */
+export function claude(
+  url: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<RunResult> {
   return runCli("claude", ["-p", ...args], {
     ANTHROPIC_BASE_URL: url,
     ANTHROPIC_API_KEY: KEY,
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    DISABLE_AUTOUPDATER: "1",
+    ...env,
+  });
+}
+
+/**
+ * Claude Code in Vertex AI mode, aimed at the gateway: Vertex's base URL (ending in `/v1`), no
+ * Google auth (`CLAUDE_CODE_SKIP_VERTEX_AUTH`), the gateway key as its bearer token.
+ */
+export function claudeVertex(url: string, args: string[]): Promise<RunResult> {
+  return runCli("claude", ["-p", ...args], {
+    CLAUDE_CODE_USE_VERTEX: "1",
+    CLAUDE_CODE_SKIP_VERTEX_AUTH: "1",
+    ANTHROPIC_VERTEX_BASE_URL: `${url}/v1`,
+    ANTHROPIC_VERTEX_PROJECT_ID: "client-project",
+    CLOUD_ML_REGION: "us-east5",
+    ANTHROPIC_AUTH_TOKEN: KEY,
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
     DISABLE_AUTOUPDATER: "1",
   });

@@ -619,6 +619,66 @@ Deno.test({
 });
 
 Deno.test({
+  name: "claude -p: a long answer the Gemini route decodes in three hops arrives whole",
+  ignore: !installed(),
+  async fn() {
+    const h = await startHarness();
+    try {
+      // A model whose per-request cap is 40,000 tokens (tests/mock/long_decode.ts), so three
+      // hops fit the budget Claude Code may ask for (it caps max_tokens at 128,000).
+      const model = "gem-long3-hopcap40000-cli";
+      const r = await claude(h.url, ["--model", model, PROMPT], {
+        CLAUDE_CODE_MAX_OUTPUT_TOKENS: "100000",
+      });
+      const calls = h.upstream.requests.filter((q) => q.path.includes(model));
+      const why = () => report(r, h, 0, calls);
+      assert.equal(r.timedOut, false, why());
+      assert.equal(r.code, 0, why());
+      // Every hop's text, in order, once: the reply (the last user turn: Claude Code's context
+      // and the prompt), then each hop's range.
+      assert.ok(r.stdout.includes("Hello from generate-content mock:"), why());
+      assert.ok(r.stdout.includes(PROMPT), why());
+      assert.ok(
+        r.stdout.trimEnd().endsWith(" (0-40000)(40000-80000)(80000-81000)"),
+        why(),
+      );
+      for (const range of ["(0-40000)", "(40000-80000)", "(80000-81000)"]) {
+        assert.equal(
+          r.stdout.split(range).length,
+          2,
+          `${range} once\n${why()}`,
+        );
+      }
+      // One Messages request, three hops upstream: the same body, then the same with a token.
+      assert.equal(calls.length, 3, why());
+      assert.ok(
+        calls.every((q) => q.path.endsWith(":streamGenerateContent")),
+        why(),
+      );
+      assert.equal(
+        calls[0].json!.generationConfig.maxOutputTokens,
+        100_000,
+        why(),
+      );
+      for (const hop of calls.slice(1)) {
+        const { continuationToken, ...rest } = hop.json!;
+        assert.match(continuationToken, /^ct_/, why());
+        assert.deepEqual(rest, calls[0].json, why());
+      }
+      const line = h.logs.find((l) => l.model === model)!;
+      assert.equal(line.hops, 2, why());
+      assert.equal(
+        (line.usage as { outputTokens: number }).outputTokens,
+        81_000,
+        why(),
+      );
+    } finally {
+      await h.close();
+    }
+  },
+});
+
+Deno.test({
   name: "claude -p on a Vertex Claude route, gemini -p on a Vertex Gemini route (relayed)",
   ignore: !installed(),
   async fn(t) {
@@ -657,10 +717,16 @@ Deno.test({
           const why = () => report(r, h, logsFrom, reqs);
           assert.equal(r.timedOut, false, why());
           assert.equal(r.code, 0, why());
-          assert.ok(r.stdout.includes(c.reply) && r.stdout.includes(PROMPT), why());
+          assert.ok(
+            r.stdout.includes(c.reply) && r.stdout.includes(PROMPT),
+            why(),
+          );
           assert.ok(reqs.some((q) => c.path.test(q.path)), why());
           const lines = h.logs.slice(logsFrom).filter((l) => l.provider === c.provider);
-          assert.ok(lines.some((l) => l.passthrough === true && l.status === 200), why());
+          assert.ok(
+            lines.some((l) => l.passthrough === true && l.status === 200),
+            why(),
+          );
         });
       }
     } finally {

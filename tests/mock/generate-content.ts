@@ -89,12 +89,19 @@ function groundingMetadata(reply: Reply) {
   };
 }
 
+/** How a long decode's hop ends (long_decode.ts); a whole answer ends with STOP. */
+const HOP_END = { continue: "CONTINUATION", max_tokens: "MAX_TOKENS", stop: "STOP" } as const;
+
 function response(reply: Reply, responseId: string, parts: Json[], last: boolean) {
   const u = reply.usage;
+  const token = last && reply.hop?.token;
   return {
     candidates: [{
       content: { parts, role: "model" },
-      ...(last ? { finishReason: "STOP" } : {}),
+      ...(last
+        ? { finishReason: reply.finish?.toUpperCase() ?? HOP_END[reply.hop?.end ?? "stop"] }
+        : {}),
+      ...(token ? { continuationToken: token } : {}),
       ...(last && reply.search ? { groundingMetadata: groundingMetadata(reply) } : {}),
       index: 0,
     }],
@@ -189,4 +196,10 @@ export const generateContent: Vendor = {
   headers: () => ({ server: "scaffolding on HTTPServer2" }),
   badJson: "Invalid JSON payload received. Unexpected token.",
   notFound: (method, path) => `Method not found: ${method} ${path}`,
+  longDecode: {
+    budget: (body) => body.generationConfig?.maxOutputTokens,
+    token: (body) => body.continuationToken,
+    request: ({ continuationToken: _, ...rest }) => rest,
+    unaryLimit: true,
+  },
 };

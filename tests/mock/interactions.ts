@@ -4,9 +4,10 @@
  * Written from @google/genai 2.32's declarations (InteractionCreateParams, Interaction,
  * InteractionSSEEvent), independently of the gateway's codec. Like Google it answers with the
  * input step first, signs a function call with a summary-less `thought` step before it, and
- * leaves out `output_text` (the SDK computes it). A model named `…long…` stops its decode
- * halfway at `requires_continuation` with a `continuation_token`, as Google does at its
- * per-request decode limit; the hop that brings the token back gets the rest.
+ * leaves out `output_text` (the SDK computes it). A `longN` model answers in hops of Google's long
+ * decode (long_decode.ts): `requires_continuation` with a `continuation_token` at the
+ * per-request cap, the same request again with the token (or, stored, the issuing hop as
+ * `previous_interaction_id` and no input) for the rest.
  */
 import {
   pieces,
@@ -104,20 +105,23 @@ function keep(resource: Json, body: Json) {
   stored.set(resource.id, resource);
 }
 
-/** What each continuation token resumes: the hop that issued it and the text still to come. */
-const issued = new Map<string, { by: string; rest: string }>();
+/** The interaction that issued each continuation token (a stored continuation names it). */
+const issuedBy = new Map<string, string>();
 
 /**
  * A create needs `input`, except a continuation hop as the SDK sends it with `store`: the
- * issuing hop as `previous_interaction_id` and no input. The token must be one this mock issued.
+ * issuing hop as `previous_interaction_id` and no input. The token must be one this mock issued
+ * (long_decode.ts checks the rest: the request, the account).
  */
 function checkRequest(body: Json): string | undefined {
   const field = (name: string) => `* CreateInteractionRequest.${name}`;
   const token = body.continuation_token;
-  const hop = token === undefined ? undefined : issued.get(token);
-  if (token !== undefined && !hop) return `${field("continuation_token")}: invalid token`;
-  if (hop && body.store !== false) {
-    if (body.previous_interaction_id !== hop.by) {
+  const by = token === undefined ? undefined : issuedBy.get(token);
+  if (token !== undefined && by === undefined) {
+    return `${field("continuation_token")}: invalid token`;
+  }
+  if (by !== undefined && body.store !== false) {
+    if (body.previous_interaction_id !== by) {
       return `${field("previous_interaction_id")}: not the interaction that issued the token`;
     }
     return body.input === undefined
@@ -127,30 +131,27 @@ function checkRequest(body: Json): string | undefined {
   return body.input === undefined ? `${field("input")}: input is required` : undefined;
 }
 
-/**
- * The reply this hop decodes and its token when it stops short: a `long` model's first hop
- * gets half the text, the hop bringing the token back gets the rest.
- */
-function decodeHop(reply: Reply, body: Json, id: string): { reply: Reply; token?: string } {
-  const resumed = issued.get(body.continuation_token);
-  if (resumed) return { reply: { ...reply, text: resumed.rest } };
-  if (!reply.model.includes("long") || reply.text === undefined) return { reply };
-  const half = Math.ceil(reply.text.length / 2);
-  const token = "ct_" + crypto.randomUUID();
-  issued.set(token, { by: id, rest: reply.text.slice(half) });
-  return { reply: { ...reply, text: reply.text.slice(0, half) }, token };
-}
+/** How a long decode's hop ends (long_decode.ts). */
+const HOP_STATUS = {
+  continue: "requires_continuation",
+  max_tokens: "incomplete",
+  stop: undefined,
+} as const;
 
-function resource(whole: Reply, body: Json, id = interactionId()): Json {
+function resource(reply: Reply, body: Json, id = interactionId()): Json {
   const now = iso();
   const input = typeof body.input === "string"
     ? [{ type: "user_input", content: [{ type: "text", text: body.input }] }]
     : [];
-  const { reply, token } = decodeHop(whole, body, id);
+  const token = reply.hop?.token;
+  if (token) {
+    if (issuedBy.size >= STORED_MAX) issuedBy.delete(issuedBy.keys().next().value!);
+    issuedBy.set(token, id);
+  }
   return {
     id,
     model: reply.model,
-    status: token ? "requires_continuation" : status(reply),
+    status: reply.finish ?? (reply.hop && HOP_STATUS[reply.hop.end]) ?? status(reply),
     ...(token && { continuation_token: token }),
     created: now,
     updated: now,
@@ -262,6 +263,17 @@ export const interactions: Vendor = {
   headers: generateContent.headers,
   badJson: generateContent.badJson,
   notFound: generateContent.notFound,
+  longDecode: {
+    budget: (body) => body.generation_config?.max_output_tokens,
+    token: (body) => body.continuation_token,
+    // A stored continuation leaves out what the issuing interaction holds.
+    request: ({ continuation_token: _, ...rest }) => {
+      if (rest.store === false) return rest;
+      const { input: _input, previous_interaction_id: _previous, ...kept } = rest;
+      return kept;
+    },
+    unaryLimit: false,
+  },
 };
 
 /**

@@ -3,6 +3,8 @@
  * reply (reasoning, text or tool call, usage) that each vendor module renders in its format.
  */
 
+import type { Hop } from "./long_decode.ts";
+
 /** Milliseconds a `stall` stream goes quiet after its first event(s). */
 export const STALL_MS = 60_000;
 /** Milliseconds between events of a `slow` stream. */
@@ -70,6 +72,27 @@ export interface Scenario {
   /** Run the vendor's hosted web search when the request declares it. */
   search: boolean;
   /**
+   * `longN` (Gemini formats): an answer of N hops of Google's long decode (`long`: 2), see
+   * long_decode.ts.
+   */
+  long?: number;
+  /**
+   * `finishX` (Gemini formats): the answer ends with the vendor's own finish reason or status X
+   * (`finishother`: Gemini's `OTHER`; `finishcancelled`: an interaction's `cancelled`).
+   */
+  finish?: string;
+  /** `hopcapN`: the model's per-request output cap is N tokens (default: Gemini 4's). */
+  hopCap?: number;
+  /** `overrun`: a long decode that goes on past the request's budget (a provider's fault). */
+  overrun: boolean;
+  /**
+   * A long decode's hop N fails: `hopfailN` is refused with a 503, `hopcutN` has its stream cut,
+   * `hoperrN` sends the in-stream error event (as `errevent`).
+   */
+  failHop?: number;
+  cutHop?: number;
+  errHop?: number;
+  /**
    * `websearch`: call the client's own web search function (Claude Code's WebSearch, Gemini
    * CLI's google_web_search) with SEARCH_QUERY, which then runs a hosted search sub-request.
    */
@@ -81,9 +104,10 @@ export const HUGE_CHARS = 1024 * 1024;
 
 export function parseScenario(model: string): Scenario {
   const m = model.toLowerCase();
-  const err = m.match(/(?<!key)err(400|401|403|408|429|500|502|503|529)(html|text)?/);
+  const err = m.match(/(?<!key|hop)err(400|401|403|408|429|500|502|503|529)(html|text)?/);
   const keyErr = m.match(/keyerr(401|403|429)/);
-  const cut = m.match(/(cut|close)(mid)?/);
+  const cut = m.match(/(?<!hop)(cut|close)(mid)?/);
+  const long = m.match(/long(\d*)/);
   return {
     error: err ? Number(err[1]) : undefined,
     errorBody: err?.[2] as Scenario["errorBody"],
@@ -106,6 +130,13 @@ export function parseScenario(model: string): Scenario {
     think: m.includes("think"),
     tool: m.includes("tool"),
     search: m.includes("search"),
+    long: long ? Number(long[1] || 2) : undefined,
+    finish: m.match(/finish([a-z_]+)/)?.[1],
+    hopCap: Number(m.match(/hopcap(\d+)/)?.[1] ?? 0) || undefined,
+    overrun: m.includes("overrun"),
+    failHop: Number(m.match(/hopfail(\d+)/)?.[1] ?? 0) || undefined,
+    cutHop: Number(m.match(/hopcut(\d+)/)?.[1] ?? 0) || undefined,
+    errHop: Number(m.match(/hoperr(\d+)/)?.[1] ?? 0) || undefined,
     webSearch: m.includes("websearch"),
   };
 }
@@ -186,6 +217,10 @@ export interface Reply {
   textPieces: number;
   toolCall?: ToolCall;
   usage: Usage;
+  /** A long decode's hop this reply is (long_decode.ts). */
+  hop?: Hop;
+  /** The vendor's own finish reason or status to end with (`finishX`), lower case. */
+  finish?: string;
 }
 
 export const DEFAULT_TOOL = "get_weather";

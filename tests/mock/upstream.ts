@@ -3,7 +3,8 @@
  * gateway's tests as its upstream. Words in the model name (the JSON `model`, or Gemini's path
  * segment) pick the scenario, see scenario.ts: text (default), tool, think, cut, stall, slow,
  * err400, err429, err500, err529, and the faults (hang, silent, cutmid, close, closemid,
- * badjson, errevent, ctype, huge, echo). They combine: `think-tool` reasons, then calls a tool.
+ * badjson, errevent, ctype, huge, echo), and Google's long decode on the Gemini formats (longN,
+ * long_decode.ts). They combine: `think-tool` reasons, then calls a tool.
  * Auth is not checked; Anthropic requests without `max_tokens` get Anthropic's 400.
  *
  * Endpoints:
@@ -34,6 +35,7 @@ import {
   type Vendor,
 } from "./vendor.ts";
 import { ResponsesSocket } from "./websocket.ts";
+import { hopReply, planHop } from "./long_decode.ts";
 import {
   CHAT_SSE,
   CUT,
@@ -306,7 +308,7 @@ class Upstream implements MockUpstream {
 
   async #respond(endpoint: Endpoint, call: Call): Promise<Response> {
     const { vendor } = endpoint;
-    const scenario = parseScenario(call.model);
+    let scenario = parseScenario(call.model);
     const echo = scenario.echo ? echoMessage(call.credential) : "";
     if (scenario.hang) {
       await sleep(STALL_MS, this.#closing.signal);
@@ -331,9 +333,20 @@ class Upstream implements MockUpstream {
     }
     const invalid = vendor.validate(call.body);
     if (invalid) return errorResponse(vendor, 400, { message: invalid });
-    const reply = replyFor(vendor, call.body, call.model, scenario);
-    if (echo && reply.text) reply.text += ` ${echo}`;
+    let reply = replyFor(vendor, call.body, call.model, scenario);
     const framing = endpoint.framing(call);
+    if (scenario.long && vendor.longDecode) {
+      const streamed = framing !== undefined;
+      const model = { hops: scenario.long, cap: scenario.hopCap, overrun: scenario.overrun };
+      const hop = planHop(vendor.longDecode, call.body, streamed, model, call.credential);
+      if (typeof hop === "string") return errorResponse(vendor, 400, { message: hop });
+      if (hop.index === scenario.failHop) return errorResponse(vendor, 503);
+      if (hop.index === scenario.cutHop) scenario = { ...scenario, cut: true };
+      if (hop.index === scenario.errHop) scenario = { ...scenario, errEvent: true };
+      reply = hopReply(reply, hop);
+    }
+    if (scenario.finish) reply = { ...reply, finish: scenario.finish };
+    if (echo && reply.text) reply.text += ` ${echo}`;
     if (framing) {
       const faults = {
         errorEvent: scenario.errEvent

@@ -1,6 +1,7 @@
 /** The contract each vendor module fulfils, so that one request path serves all four formats. */
 import { planReply, type Reply, type Scenario, type Turn } from "./scenario.ts";
 import type { WireEvent } from "./wire.ts";
+import type { LongDecodeSide } from "./long_decode.ts";
 
 // deno-lint-ignore no-explicit-any
 export type Json = any;
@@ -47,6 +48,8 @@ export interface Vendor {
   badJson: string;
   /** The vendor's 404 message for an unknown path. */
   notFound(method: string, path: string): string;
+  /** Where its requests carry long decode's budget and token (Gemini's formats only). */
+  longDecode?: LongDecodeSide;
 }
 
 /** Items of `list` when it is an array, else none. */

@@ -22,6 +22,8 @@ export interface TestCerts {
 export interface NginxOptions {
   /** Port of the service nginx proxies to, on `upstreamHost` (default 127.0.0.1). */
   upstreamPort: number;
+  /** More instances of it, balanced round-robin with the first (as Kong's upstream targets). */
+  morePorts?: number[];
   upstreamHost?: string;
   /** Listen port on 127.0.0.1 (default: a free one). */
   port?: number;
@@ -178,6 +180,7 @@ export interface NginxConfParams {
   port: number;
   upstreamHost: string;
   upstreamPort: number;
+  morePorts?: number[];
   certFile: string;
   keyFile: string;
   http2: boolean;
@@ -237,8 +240,11 @@ http {
     }
 
     upstream llm_gateway {
-        server ${p.upstreamHost}:${p.upstreamPort};
-        keepalive 16;
+${
+    [p.upstreamPort, ...p.morePorts ?? []].map((port) =>
+      `        server ${p.upstreamHost}:${port};\n`
+    ).join("")
+  }        keepalive 16;
     }
 
     server {
@@ -355,6 +361,7 @@ export async function startNginx(opts: NginxOptions): Promise<RunningNginx> {
         port,
         upstreamHost: opts.upstreamHost ?? "127.0.0.1",
         upstreamPort: opts.upstreamPort,
+        morePorts: opts.morePorts,
         certFile: certs.certFile,
         keyFile: certs.keyFile,
         http2: opts.http2 ?? true,

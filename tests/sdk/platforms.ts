@@ -12,6 +12,6 @@ export {
 } from "npm:@aws-sdk/client-bedrock-runtime@3.1164.0";
 export { AnthropicBedrock } from "npm:@anthropic-ai/bedrock-sdk@1.1.3";
 export { AnthropicVertex } from "npm:@anthropic-ai/vertex-sdk@1.1.3";
-export { GoogleAuth } from "npm:google-auth-library@10.9.1";
+export { GoogleAuth, OAuth2Client } from "npm:google-auth-library@10.9.1";
 export { AzureOpenAI, default as OpenAI } from "npm:openai@6.49.0";
 export { GoogleGenAI } from "npm:@google/genai@2.32.0";

@@ -1,8 +1,9 @@
 /**
  * Enforces identities' limits: a request is admitted (and counted as a request) before any
- * upstream call, or refused with a 429 in the client's dialect; its tokens and spend are
- * counted when its usage is known, at the trace's end. One limiter per gateway, across
- * reloads; each request brings the policy of its own config snapshot.
+ * upstream call, or refused with a 429 in the client's dialect; where a token window limits it,
+ * it holds a reservation until its tokens and spend are counted, when its usage is known, at the
+ * trace's end. One limiter per gateway, across reloads; each request brings the policy of its
+ * own config snapshot.
  */
 import { GatewayError } from "../../kit/errors.ts";
 import type { Dialect, RateLimitState, RateLimitWindow } from "../../kit/format.ts";
@@ -10,7 +11,7 @@ import type { Metrics } from "../../ops/metrics.ts";
 import type { Observer, Trace } from "../../ops/trace.ts";
 import type { Identity, LimitPolicy } from "./policy.ts";
 import type { Limits, LimitsStoreConfig } from "../../config/limits.ts";
-import type { LimitStore } from "./store.ts";
+import { type LimitStore, type Reservation, tokenLimited } from "./store.ts";
 import type { LimitName, Windows } from "./windows.ts";
 
 /** Limits whose refusal means a budget is spent, not a pace exceeded (OpenAI's code differs). */
@@ -33,9 +34,13 @@ const MAX_UNPRICED_LOGGED = 1000;
 
 /** An admitted request's identity and limits, until its usage is counted. */
 interface Admission {
-  identity: string;
+  identity: Identity;
   limits: Limits;
   windows: Windows;
+  /** When the store counted it (a refused reservation takes it back). */
+  at: number;
+  /** The tokens held for its answer until it is counted. */
+  reserved?: Reservation;
   /** The counting of its usage, once started (JSON answers wait for it). */
   recorded?: Promise<void>;
 }
@@ -89,12 +94,44 @@ export class Limiter implements Observer {
       if (this.cfg.on_error === "deny") throw limitsStoreUnavailable(this.store.name);
       return;
     }
-    const { refused, windows } = admitted;
+    const { refused, windows, at } = admitted;
     if (refused) {
       this.metrics.limitRejections.add([identity.name, refused]);
       throw this.refusal(identity, refused, windows, dialect, now);
     }
-    this.admitted.set(t, { identity: identity.name, limits, windows });
+    this.admitted.set(t, { identity, limits, windows, at });
+  }
+
+  /**
+   * Holds `estimate()` tokens for an admitted request's answer where a token window limits its
+   * identity (else undefined: nothing to wait for), so that requests in flight together cannot
+   * pass the window by more than one request's reservation; or throws its refusal, the window
+   * reached counting them (the request then counts nothing). Token counting holds none.
+   */
+  reserve(t: Trace, estimate: () => number, dialect: Dialect): Promise<void> | undefined {
+    const a = this.admitted.get(t);
+    if (!a || a.reserved || !tokenLimited(a.limits) || !t.countsTokens) return undefined;
+    return this.hold(t, a, estimate(), dialect);
+  }
+
+  private async hold(t: Trace, a: Admission, tokens: number, dialect: Dialect): Promise<void> {
+    const r = { id: crypto.randomUUID(), tokens, admittedAt: a.at };
+    const now = this.now();
+    let held;
+    try {
+      held = await this.store.reserve(a.identity.name, a.limits, r, now);
+    } catch (e) {
+      this.storeFailed(e);
+      if (this.cfg.on_error === "deny") throw limitsStoreUnavailable(this.store.name);
+      return;
+    }
+    if (held.refused) {
+      this.admitted.delete(t);
+      this.metrics.limitRejections.add([a.identity.name, held.refused]);
+      throw this.refusal(a.identity, held.refused, held.windows, dialect, now);
+    }
+    a.reserved = r;
+    a.windows = held.windows;
   }
 
   /** The 429 of a refused request: the limit by name, when it frees, and the headers. */
@@ -105,7 +142,10 @@ export class Limiter implements Observer {
     dialect: Dialect,
     now: number,
   ): GatewayError {
-    const { reset } = windows[name];
+    const { reset, used, reserved } = windows[name];
+    const limit = identity.limits![name]!;
+    // Reached only with the tokens of requests in flight: a pace, freed as they end.
+    const inFlight = reserved !== undefined && used - reserved < limit;
     const seconds = Math.max(1, Math.ceil((reset - now) / 1000));
     const headers = new Headers(
       dialect.rateLimitHeaders?.(headerState(identity.limits!, windows), now),
@@ -114,10 +154,11 @@ export class Limiter implements Observer {
     // The SDKs honour a retry-after of a minute at most, and retry sooner by themselves: past
     // that, such retries cannot succeed, so they are told not to (OpenAI's and Anthropic's read it).
     if (seconds > 60) headers.set("x-should-retry", "false");
-    const message = `${identity.name} has reached its limit ${name} (${identity.limits![name]} ${
+    const held = inFlight ? ` with ${reserved} reserved by requests in flight` : "";
+    const message = `${identity.name} has reached its limit ${name} (${limit} ${
       UNITS[name]
-    }); it frees at ${new Date(reset).toISOString()} (in ${seconds}s)`;
-    const code = BUDGETS.includes(name) ? "insufficient_quota" : "rate_limit_exceeded";
+    })${held}; it frees at ${new Date(reset).toISOString()} (in ${seconds}s)`;
+    const code = BUDGETS.includes(name) && !inFlight ? "insufficient_quota" : "rate_limit_exceeded";
     return new GatewayError(429, "rate_limit", message, undefined, headers, code);
   }
 
@@ -145,16 +186,21 @@ export class Limiter implements Observer {
     }
   }
 
-  /** Counts the answer's tokens and spend once it is complete (its usage final). */
+  /**
+   * Counts the answer's tokens (toward token limits: all but token counting's) and spend (of
+   * billed answers) once it is complete (its usage final).
+   */
   ended(t: Trace): void {
     const a = this.admitted.get(t);
-    const policy = this.policy();
     const u = t.usage;
-    if (!u || (!a && !policy.priced) || !t.billable) return;
-    const spend = this.spend(policy, t);
+    const spend = u && t.billable ? this.spend(this.policy(), t) : 0;
     if (!a) return;
-    const tokens = u.inputTokens + u.outputTokens;
-    a.recorded = this.store.record(a.identity, a.limits, tokens, spend, this.now()).then(
+    const tokens = u && t.countsTokens ? u.inputTokens + u.outputTokens : 0;
+    // Nothing to count and nothing held (token counting, an error's answer).
+    if (!a.reserved && !tokens && !(u && t.billable)) return;
+    const now = this.now();
+    const { identity, limits, reserved } = a;
+    a.recorded = this.store.record(identity.name, limits, tokens, spend, now, reserved).then(
       (windows) => void (a.windows = windows),
       (e) => this.storeFailed(e),
     );

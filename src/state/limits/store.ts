@@ -11,6 +11,7 @@ import {
   reached,
   SlidingWindow,
   type Windows,
+  withReserved,
 } from "./windows.ts";
 
 export interface Admitted {
@@ -18,20 +19,43 @@ export interface Admitted {
   refused?: LimitName;
   /** The windows after this request was counted (or refused). */
   windows: Windows;
+  /** When it was counted, on the store's clock (a reservation refused takes it back). */
+  at: number;
+}
+
+/** Tokens held for a request in flight until its usage is counted (docs/limits.md). */
+export interface Reservation {
+  /** Unique among the identity's reservations. */
+  id: string;
+  tokens: number;
+  /** When its request was admitted (`Admitted.at`). */
+  admittedAt: number;
 }
 
 export interface LimitStore {
   /** Names the store in errors and logs (`memory`, `redis`). */
   readonly name: string;
-  /** Atomically: unless one of `limits` has been reached, counts one request. */
+  /**
+   * Atomically: unless one of `limits` has been reached (a token window's reservations
+   * counting as used), counts one request.
+   */
   admit(identity: string, limits: Limits, now: number): Promise<Admitted>;
-  /** Counts tokens and spend (USD) of an answer; the windows after. */
+  /**
+   * Atomically: unless a token window has been reached, its reservations counting, holds `r`
+   * in both; else takes back the request admitted at `r.admittedAt` (a refusal counts nothing).
+   */
+  reserve(identity: string, limits: Limits, r: Reservation, now: number): Promise<Admitted>;
+  /**
+   * Counts tokens and spend (USD) of an answer, and lets its reservation go; the windows
+   * after.
+   */
   record(
     identity: string,
     limits: Limits,
     tokens: number,
     spend: number,
     now: number,
+    release?: Reservation,
   ): Promise<Windows>;
   read(identity: string, limits: Limits, now: number): Promise<Windows>;
   close(): Promise<void>;
@@ -48,7 +72,13 @@ interface State {
   tokens: SlidingWindow;
   day: Calendar;
   month: Calendar;
+  /** Tokens reserved by requests in flight, by reservation id. */
+  reserved: Map<string, number>;
 }
+
+/** The token windows' limits, if the identity has any (else nothing is reserved). */
+export const tokenLimited = (limits: Limits) =>
+  limits.tokens_per_minute !== undefined || limits.tokens_per_day !== undefined;
 
 export class MemoryLimitStore implements LimitStore {
   readonly name = "memory";
@@ -61,15 +91,38 @@ export class MemoryLimitStore implements LimitStore {
     const s = this.state(identity, now);
     const before = this.windows(s, limits, now);
     const refused = reached(limits, before);
-    if (refused) return Promise.resolve({ refused, windows: before });
+    if (refused) return Promise.resolve({ refused, windows: before, at: now });
     // A window without a limit is not kept: nothing would read it.
     if (limits.requests_per_minute !== undefined) s.requests.add(now, 1);
     const requests = s.requests.state(limits.requests_per_minute, now);
-    return Promise.resolve({ windows: { ...before, requests_per_minute: requests } });
+    return Promise.resolve({ windows: { ...before, requests_per_minute: requests }, at: now });
   }
 
-  record(identity: string, limits: Limits, tokens: number, spend: number, now: number) {
+  reserve(identity: string, limits: Limits, r: Reservation, now: number): Promise<Admitted> {
     const s = this.state(identity, now);
+    const before = this.windows(s, limits, now);
+    const refused = reached({
+      tokens_per_minute: limits.tokens_per_minute,
+      tokens_per_day: limits.tokens_per_day,
+    }, before);
+    if (refused) {
+      if (limits.requests_per_minute !== undefined) s.requests.remove(r.admittedAt, 1);
+      return Promise.resolve({ refused, windows: this.windows(s, limits, now), at: now });
+    }
+    s.reserved.set(r.id, r.tokens);
+    return Promise.resolve({ windows: this.windows(s, limits, now), at: now });
+  }
+
+  record(
+    identity: string,
+    limits: Limits,
+    tokens: number,
+    spend: number,
+    now: number,
+    release?: Reservation,
+  ) {
+    const s = this.state(identity, now);
+    if (release) s.reserved.delete(release.id);
     if (tokens > 0) {
       if (limits.tokens_per_minute !== undefined) s.tokens.add(now, tokens);
       s.day.used += tokens;
@@ -95,6 +148,7 @@ export class MemoryLimitStore implements LimitStore {
         tokens: new SlidingWindow(this.slidingMs),
         day: { end: 0, used: 0 },
         month: { end: 0, used: 0 },
+        reserved: new Map(),
       };
       this.states.set(identity, s);
     }
@@ -106,10 +160,14 @@ export class MemoryLimitStore implements LimitStore {
   }
 
   private windows(s: State, limits: Limits, now: number): Windows {
+    let reserved = 0;
+    for (const n of s.reserved.values()) reserved += n;
+    const tokens = s.tokens.state(limits.tokens_per_minute, now);
+    const daily = { used: s.day.used, reset: s.day.end };
     return {
       requests_per_minute: s.requests.state(limits.requests_per_minute, now),
-      tokens_per_minute: s.tokens.state(limits.tokens_per_minute, now),
-      tokens_per_day: { used: s.day.used, reset: s.day.end },
+      tokens_per_minute: withReserved(tokens, reserved, limits.tokens_per_minute, now),
+      tokens_per_day: withReserved(daily, reserved, limits.tokens_per_day, now),
       spend_per_month_usd: { used: s.month.used, reset: s.month.end },
     };
   }

@@ -13,10 +13,14 @@ export const LIMIT_NAMES = [
 
 export type LimitName = typeof LIMIT_NAMES[number];
 
-/** One window's state: what it counted, and when it frees (ms). */
+/**
+ * One window's state: what it counted, and when it frees (ms). A token window's `used` holds the
+ * tokens reserved by its requests in flight (`reserved` of them).
+ */
 interface WindowState {
   used: number;
   reset: number;
+  reserved?: number;
 }
 
 export type Windows = Record<LimitName, WindowState>;
@@ -63,6 +67,19 @@ export class SlidingWindow {
     }
   }
 
+  /** Takes back `n` counted at `at` (a request refused after all), if it is still in the window. */
+  remove(at: number, n: number): void {
+    const second = Math.floor(at / BUCKET_MS);
+    const i = this.times.findLastIndex((t) => Math.floor(t / BUCKET_MS) === second);
+    if (i === -1) return;
+    this.amounts[i] -= n;
+    this.sum -= n;
+    if (this.amounts[i] > 0) return;
+    this.sum -= this.amounts[i];
+    this.times.splice(i, 1);
+    this.amounts.splice(i, 1);
+  }
+
   add(at: number, n: number): void {
     const last = this.times.length - 1;
     if (last >= 0 && Math.floor(this.times[last] / BUCKET_MS) === Math.floor(at / BUCKET_MS)) {
@@ -89,6 +106,29 @@ export class SlidingWindow {
     }
     return { used: this.sum, reset: now };
   }
+}
+
+/**
+ * How long a client refused for tokens in flight waits: they settle when their answers end,
+ * which the window cannot know.
+ */
+export const IN_FLIGHT_RETRY_MS = 1000;
+
+/**
+ * The tokens reserved by requests in flight (`reserved`), added to a token window: they count
+ * as used until they settle. A window reached only by them frees when they end: it says so as
+ * `reset` a second away (the retry), not at its own end (a day's midnight).
+ */
+export function withReserved(
+  state: WindowState,
+  reserved: number,
+  limit: number | undefined,
+  now: number,
+): WindowState {
+  if (!reserved) return state;
+  const used = state.used + reserved;
+  const byInFlight = limit !== undefined && state.used < limit && used >= limit;
+  return { used, reset: byInFlight ? now + IN_FLIGHT_RETRY_MS : state.reset, reserved };
 }
 
 /**

@@ -1,0 +1,121 @@
+/**
+ * The in-memory stores of a gateway of several threads (`workers`, no Redis): the supervisor
+ * thread keeps one limit store and one conversation store, and every gateway thread calls them
+ * by message, so limits and stored conversations stay exact across threads as in one process.
+ * A call is a message round trip (tens of µs), paid only by limited identities and kept answers.
+ */
+import type { ResponseStoreConfig } from "../config/config.ts";
+import type { Limits } from "../config/limits.ts";
+import {
+  type Admitted,
+  type LimitStore,
+  MemoryLimitStore,
+  type Reservation,
+} from "./limits/store.ts";
+import type { Windows } from "./limits/windows.ts";
+import { type ConversationStore, MemoryStore, type PutResult, type StoredTurn } from "./store.ts";
+
+/** A call on a store the supervisor keeps for every thread (below). */
+export interface StoreCall {
+  t: "call";
+  id: number;
+  store: "limits" | "conversations";
+  op: string;
+  args: unknown[];
+}
+
+/** The supervisor's side: the stores themselves, answering the threads' calls. */
+export class SharedStores {
+  private readonly limits = new MemoryLimitStore();
+  private readonly conversations: MemoryStore;
+
+  constructor(cfg: ResponseStoreConfig) {
+    this.conversations = new MemoryStore(cfg);
+  }
+
+  /** The call's answer (a rejection carries the store's error). */
+  answer({ store, op, args }: StoreCall): Promise<unknown> {
+    // deno-lint-ignore no-explicit-any
+    const a = args as any[];
+    if (store === "limits") {
+      if (op === "admit") return this.limits.admit(a[0], a[1], a[2]);
+      if (op === "reserve") return this.limits.reserve(a[0], a[1], a[2], a[3]);
+      if (op === "record") return this.limits.record(a[0], a[1], a[2], a[3], a[4], a[5]);
+      if (op === "read") return this.limits.read(a[0], a[1], a[2]);
+    } else {
+      if (op === "get") return this.conversations.get(a[0], a[1]);
+      if (op === "put") return this.conversations.put(a[0]);
+      if (op === "delete") return this.conversations.delete(a[0], a[1]);
+    }
+    return Promise.reject(new Error(`no such store call: ${store}.${op}`));
+  }
+}
+
+/** Sends a store call to the supervisor and waits for its reply. */
+export type Call = (store: StoreCall["store"], op: string, args: unknown[]) => Promise<unknown>;
+
+/** A gateway thread's limit store: the supervisor's, by message. */
+export class SharedLimitStore implements LimitStore {
+  readonly name = "memory";
+
+  constructor(private readonly call: Call) {}
+
+  admit(identity: string, limits: Limits, now: number): Promise<Admitted> {
+    return this.call("limits", "admit", [identity, limits, now]) as Promise<Admitted>;
+  }
+
+  reserve(identity: string, limits: Limits, r: Reservation, now: number): Promise<Admitted> {
+    return this.call("limits", "reserve", [identity, limits, r, now]) as Promise<Admitted>;
+  }
+
+  record(
+    identity: string,
+    limits: Limits,
+    tokens: number,
+    spend: number,
+    now: number,
+    release?: Reservation,
+  ): Promise<Windows> {
+    return this.call("limits", "record", [
+      identity,
+      limits,
+      tokens,
+      spend,
+      now,
+      release,
+    ]) as Promise<
+      Windows
+    >;
+  }
+
+  read(identity: string, limits: Limits, now: number): Promise<Windows> {
+    return this.call("limits", "read", [identity, limits, now]) as Promise<Windows>;
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+/** A gateway thread's conversation store: the supervisor's, by message. */
+export class SharedConversationStore implements ConversationStore {
+  readonly name = "memory";
+
+  constructor(private readonly call: Call) {}
+
+  get(id: string, owner: string): Promise<StoredTurn | undefined> {
+    return this.call("conversations", "get", [id, owner]) as Promise<StoredTurn | undefined>;
+  }
+
+  put(record: StoredTurn): Promise<PutResult> {
+    return this.call("conversations", "put", [record]) as Promise<PutResult>;
+  }
+
+  delete(id: string, owner: string): Promise<boolean> {
+    return this.call("conversations", "delete", [id, owner]) as Promise<boolean>;
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
