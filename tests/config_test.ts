@@ -139,7 +139,10 @@ Deno.test("config: default config wires vendors from env and always the demo pro
 });
 
 Deno.test("config: default config needs keys unless in dev mode, which supplies one", () => {
-  assert.match(configError(() => defaultConfig(env({}), FORMATS)), /GATEWAY_API_KEYS/);
+  const none = configError(() => defaultConfig(env({}), FORMATS));
+  assert.match(none, /GATEWAY_API_KEYS/);
+  // The form the README starts with, for a machine with only Node/npm.
+  assert.match(none, /`deno task dev` \(`npx -y deno@2\.9\.6 task dev` without Deno installed\)/);
   const cfg = defaultConfig(env({}), FORMATS, { dev: true, devKey: "gw-dev-x" });
   assert.deepEqual(cfg.keys[0], { name: "key-1", key: "gw-dev-x" });
   let generated = "";
@@ -403,4 +406,11 @@ Deno.test("config: redis_cluster is a list of node URLs, not beside redis_url", 
     );
     assert.match(db, new RegExp(`${store}\\.redis_cluster\\[0\\]: a Redis Cluster has database 0`));
   }
+});
+
+Deno.test("config: configuration.md's providers[].api row names every api a provider may take", async () => {
+  const doc = await Deno.readTextFile(new URL("../docs/configuration.md", import.meta.url));
+  const row = doc.split("\n").find((l) => l.startsWith("| `providers[].api` "))!;
+  const named = [...row.matchAll(/`([a-z-]+)`/g)].map((m) => m[1]);
+  assert.deepEqual(FORMATS.ids.filter((id) => !named.includes(id)), []);
 });

@@ -639,7 +639,8 @@ export function defaultConfig(
   }
   if (keys.length === 0) {
     throw new ConfigError(
-      "no client keys: set GATEWAY_API_KEYS (comma list), or pass --config, or run `deno task dev`",
+      "no client keys: set GATEWAY_API_KEYS (comma list), or pass --config, or run `deno task dev` " +
+        "(`npx -y deno@2.9.6 task dev` without Deno installed)",
     );
   }
   const vendors = formats.vendors.filter((v) => env(`${v.env}_API_KEY`));
