@@ -236,3 +236,39 @@ Deno.test("google token source: an assertion signed by another key is refused wi
     await other.close();
   }
 });
+
+Deno.test("google token source: a token endpoint's oversized answer is refused after 64 KiB, not read to the end", async () => {
+  const mock = await startMockVertex();
+  // 40 MB of valid JSON, made as it is read: what the endpoint sent is what the source pulled.
+  const tokenBytes = 40 * 1024 * 1024;
+  const chunk = new TextEncoder().encode("a".repeat(64 * 1024));
+  let sent = 0;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    await req.body?.cancel();
+    const parts = [`{"access_token":"`, `","expires_in":3600}`].map((t) =>
+      new TextEncoder().encode(t)
+    );
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        const next = sent === 0 ? parts[0] : sent >= tokenBytes ? parts[1] : chunk;
+        if (sent > tokenBytes) return controller.close();
+        sent += next === parts[1] ? 1 : next.byteLength;
+        controller.enqueue(next);
+      },
+    }, { highWaterMark: 0 });
+    return new Response(body, { headers: { "content-type": "application/json" } });
+  });
+  const source = new GoogleTokenSource({
+    ...mock.serviceAccount,
+    token_uri: `http://127.0.0.1:${server.addr.port}/token`,
+  });
+  try {
+    const error = await source.token().catch((e) => e);
+    assert.ok(error instanceof GoogleTokenError, String(error));
+    assert.equal(error.message, "token endpoint answered 200 with more than 65536 bytes");
+    assert.ok(sent < 4 * 1024 * 1024, `${sent} bytes pulled of ${tokenBytes}`);
+  } finally {
+    await server.shutdown();
+    await mock.close();
+  }
+});

@@ -6,6 +6,8 @@
  * so that it can be scrubbed like a configured key.
  */
 
+import { readAtMost } from "../../src/kit/http.ts";
+
 export const CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform";
 const JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 /** The longest assertion lifetime Google accepts. */
@@ -16,6 +18,11 @@ const REFRESH_SHARE = 0.25;
 const MAX_REFRESH_AHEAD_MS = 5 * 60_000;
 /** A token endpoint that has not answered by then has failed. */
 const REFRESH_TIMEOUT_MS = 30_000;
+/**
+ * A token endpoint's answer is read this far at most (Google's are about 1 KB): a larger one is
+ * refused unread, as a provider's body over its bound is, not held in memory.
+ */
+const MAX_ANSWER_BYTES = 64 * 1024;
 /** The token endpoint's own words in an error are cut to this length (they come from outside). */
 const MAX_REASON_CHARS = 200;
 
@@ -105,7 +112,15 @@ export class GoogleTokenSource {
     }).catch((error) => {
       throw new GoogleTokenError(`token endpoint unreachable: ${(error as Error).message}`);
     });
-    const body = await response.json().catch(() => undefined);
+    const bytes = await readAtMost(response.body, MAX_ANSWER_BYTES).catch(() => {
+      throw new GoogleTokenError("token endpoint failed while sending its answer");
+    });
+    if (!bytes) {
+      throw new GoogleTokenError(
+        `token endpoint answered ${response.status} with more than ${MAX_ANSWER_BYTES} bytes`,
+      );
+    }
+    const body = parseObject(bytes);
     const token = body?.access_token;
     const lifetime = Number(body?.expires_in) * 1000;
     if (!response.ok || typeof token !== "string" || !(lifetime > 0)) {
@@ -135,6 +150,16 @@ export class GoogleTokenSource {
       new TextEncoder().encode(unsigned),
     );
     return `${unsigned}.${base64url(new Uint8Array(signature))}`;
+  }
+}
+
+/** The answer's JSON object, or undefined if it is none. */
+function parseObject(bytes: Uint8Array): Record<string, unknown> | undefined {
+  try {
+    const json = JSON.parse(new TextDecoder().decode(bytes));
+    return json && typeof json === "object" ? json : undefined;
+  } catch {
+    return undefined;
   }
 }
 

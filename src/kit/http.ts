@@ -64,15 +64,27 @@ const unsupportedEncoding = (message: string) => new GatewayError(415, "invalid_
 
 /** A body of undeclared length (chunked), counted as it arrives. */
 async function readChunked(req: Request): Promise<string> {
-  if (!req.body) return "";
+  const bytes = await readAtMost(req.body, MAX_BODY_BYTES);
+  if (!bytes) throw tooLarge();
+  return new TextDecoder().decode(bytes);
+}
+
+/**
+ * A body read whole, or `undefined` once it passes `max` bytes: the rest is then neither read nor
+ * held (the stream is cancelled). For any body from outside that has no other bound.
+ */
+export async function readAtMost(
+  body: ReadableStream<Uint8Array> | null,
+  max: number,
+): Promise<Uint8Array | undefined> {
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for await (const chunk of req.body) {
+  for await (const chunk of body ?? []) {
     size += chunk.byteLength;
-    if (size > MAX_BODY_BYTES) throw tooLarge();
+    if (size > max) return undefined;
     chunks.push(chunk);
   }
-  return new TextDecoder().decode(concat(chunks, size));
+  return concat(chunks, size);
 }
 
 /** Where a JSON.parse error is, never its message: that quotes the text (it may hold a prompt). */
