@@ -13,6 +13,7 @@ import {
 } from "../plugins/platforms/event_stream.ts";
 import { GoogleTokenError, GoogleTokenSource } from "../plugins/platforms/google_token.ts";
 import { signAwsRequest } from "../plugins/platforms/sigv4.ts";
+import { Secrets } from "../src/ops/secrets.ts";
 import { BEDROCK_TEST_CREDENTIALS, startMockBedrock } from "./mock/bedrock.ts";
 import { eventFrame, exceptionFrame } from "./mock/eventstream.ts";
 import { startMockVertex } from "./mock/vertex.ts";
@@ -269,6 +270,32 @@ Deno.test("google token source: a token endpoint's oversized answer is refused a
     assert.ok(sent < 4 * 1024 * 1024, `${sent} bytes pulled of ${tokenBytes}`);
   } finally {
     await server.shutdown();
+    await mock.close();
+  }
+});
+
+Deno.test("google token source: minted tokens are scrubbed, the current one and the one before it; older ones leave the set", async () => {
+  const mock = await startMockVertex();
+  const secrets = new Secrets(["sk-configured-key-1"]);
+  const source = new GoogleTokenSource(mock.serviceAccount, { onToken: secrets.minted() });
+  try {
+    const tokens: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      tokens.push(await source.token());
+      source.invalidate(tokens.at(-1)!);
+    }
+    assert.equal(new Set(tokens).size, 6);
+    const echoed = (t: string) =>
+      secrets.scrub(`upstream said: ${t}`) === "upstream said: [redacted]";
+    assert.deepEqual(tokens.map(echoed), [false, false, false, false, true, true]);
+    assert.ok(echoed("sk-configured-key-1"), "configured keys stay");
+    // However many are minted, two are held.
+    for (let i = 0; i < 50; i++) {
+      tokens.push(await source.token());
+      source.invalidate(tokens.at(-1)!);
+    }
+    assert.deepEqual(tokens.slice(-3).map(echoed), [false, true, true]);
+  } finally {
     await mock.close();
   }
 });

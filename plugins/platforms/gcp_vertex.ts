@@ -100,7 +100,8 @@ export function parseServiceAccount(json: string): ServiceAccountKey {
 
 /**
  * A Vertex provider's credential: an access token minted from its service account, every one
- * registered (`register`) before it is sent, so that an upstream echoing it is scrubbed.
+ * registered (`register`, the current and previous one kept) before it is sent, so that an upstream
+ * echoing it is scrubbed.
  */
 export class VertexCredential {
   readonly #tokens: GoogleTokenSource;
@@ -156,7 +157,7 @@ export const gcpVertexPlatform: Platform<GcpConfig> = {
   url: ({ base_url, settings, api }, call) =>
     base_url +
     vertexPath(settings, api, call.model, call.operation, call.stream, queryOf(call.path)),
-  credential: (provider, ctx) => new VertexCredential(provider.settings.account, ctx.secret),
+  credential: (provider, ctx) => new VertexCredential(provider.settings.account, ctx.minted),
   adjust: (body, headers, call, provider) => vertexBody(provider.api, body, headers, call),
   // The model is a path segment followed by `:action`.
   unsafeModel: (model) => unsafeSegmentReason(model, true),

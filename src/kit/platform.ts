@@ -46,6 +46,12 @@ export interface CredentialContext {
    * scrubbed from every upstream text like a configured key. Call it before the secret is used.
    */
   secret(value: string): void;
+  /**
+   * Registers a secret the credential minted in place of its last one (an access token): scrubbed
+   * like `secret`, but only the current one and the one before it are kept, so that a credential
+   * refreshing for months does not grow what every upstream text is scrubbed against.
+   */
+  minted(token: string): void;
 }
 
 /**

@@ -109,7 +109,11 @@ export class Platforms implements KnownPlatforms {
     const settings = this.settings.get(p);
     const base = p.base_url ?? platform.defaultBaseUrl!(settings)!;
     const provider = { name: p.name, api: p.api, base_url: base.replace(/\/+$/, ""), settings };
-    const credential = platform.credential(provider, { secret: (v) => secrets.add([v]) });
+    let minted: ((token: string) => void) | undefined;
+    const credential = platform.credential(provider, {
+      secret: (v) => secrets.add([v]),
+      minted: (token) => (minted ??= secrets.minted())(token),
+    });
     binding = { platform, provider, credential };
     this.bindings.set(p, binding);
     return binding;
