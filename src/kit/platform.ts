@@ -113,7 +113,9 @@ export interface Platform<S = unknown> {
   /**
    * The body as the platform takes it, relayed or converted alike (fields removed or set);
    * `headers` are the outgoing ones, before the credential (a header may move into the body).
-   * `provider.api` says which of its formats the body is.
+   * `provider.api` says which of its formats the body is. `body` is not to be changed: a platform
+   * that changes nothing returns it as is, and the body's bytes then go as they were (a relayed
+   * client's as sent); any change is a new object.
    */
   adjust?(
     body: Record<string, unknown>,

@@ -161,7 +161,9 @@ export async function sendThrough(
   const { platform, provider, credential } = p.binding;
   out.url = new URL(platform.url(provider, p.call));
   if (platform.adjust && p.json) {
-    out.body = JSON.stringify(platform.adjust({ ...p.json }, out.headers, p.call, provider));
+    const adjusted = platform.adjust(p.json, out.headers, p.call, provider);
+    // Unchanged (a Gemini body on Vertex): the bytes as they were, not a re-serialisation.
+    if (adjusted !== p.json) out.body = JSON.stringify(adjusted);
   }
   await authorize(p, out, key, signal);
   const res = await send(out);

@@ -86,9 +86,7 @@ export const toyPlatform: Platform<ToySettings> = {
       },
     };
   },
-  adjust(body, headers) {
-    delete body.model;
-    delete body.stream;
+  adjust({ model: _model, stream: _stream, ...body }, headers) {
     headers.delete("anthropic-version");
     return { ...body, toy_version: TOY_VERSION };
   },
