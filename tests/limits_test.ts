@@ -192,6 +192,13 @@ Deno.test("limits: spend_per_month_usd from prices (cache and reasoning parts), 
       spend,
       /gateway_spend_usd_total\{key="team-a",provider="oai-chat",model="chat-text-renamed"\} 0\.000025/,
     );
+    // Tokens carry the same model label as spend for the same traffic: the upstream model.
+    const tokens = h.gw.metrics.tokens.expose() + h.gw.metrics.tokenDetails.expose();
+    assert.match(
+      tokens,
+      /gateway_tokens_total\{key="team-a",provider="oai-chat",model="chat-text-renamed",type="input",billable="true"\} 11/,
+    );
+    assert.doesNotMatch(tokens, /model="renamed-x"/);
   } finally {
     await h.close();
   }

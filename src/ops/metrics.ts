@@ -312,7 +312,7 @@ export class Metrics implements Observer {
   );
   readonly tokens = new Counter(
     "gateway_tokens_total",
-    "Tokens by client key name, provider, model, type (input, output) and billable.",
+    "Tokens by client key name, provider, upstream model, type (input, output) and billable.",
     ["key", "provider", "model", "type", "billable"],
   );
   readonly tokenDetails = new Counter(
@@ -404,20 +404,24 @@ export class Metrics implements Observer {
     if (!u) return;
     const key = t.key ?? "";
     const billable = String(t.billable);
+    // The model the provider ran, as gateway_spend_usd_total labels it (a route may rename).
+    const ran = model && t.upstreamModel && t.upstreamModel !== t.model
+      ? this.models.value(t.upstreamModel)
+      : model;
     // Counting tokens produces none.
     const counted = operation === "count_tokens"
       ? [["input", u.inputTokens]] as const
       : [["input", u.inputTokens], ["output", u.outputTokens]] as const;
     for (const [type, n] of counted) {
       this.tokenUsage.observe([...genAi, type], n);
-      this.tokens.add([key, provider, model, type, billable], n);
+      this.tokens.add([key, provider, ran, type, billable], n);
     }
     const details = [
       ["cache_read", u.cacheReadTokens],
       ["cache_write", u.cacheWriteTokens],
       ["reasoning", u.reasoningTokens],
     ] as const;
-    for (const [type, n] of details) if (n) this.tokenDetails.add([key, provider, model, type], n);
+    for (const [type, n] of details) if (n) this.tokenDetails.add([key, provider, ran, type], n);
   }
 
   /** Every family in the Prometheus text format. */
