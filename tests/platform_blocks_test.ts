@@ -299,3 +299,26 @@ Deno.test("google token source: minted tokens are scrubbed, the current one and 
     await mock.close();
   }
 });
+
+Deno.test("google token source: a token endpoint quoting the signed assertion back does not pass it on", async () => {
+  const mock = await startMockVertex();
+  let assertion = "";
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    assertion = new URLSearchParams(await req.text()).get("assertion") ?? "";
+    const error_description = `Invalid JWT: ${assertion}`;
+    return Response.json({ error: "invalid_grant", error_description }, { status: 400 });
+  });
+  const source = new GoogleTokenSource({
+    ...mock.serviceAccount,
+    token_uri: `http://127.0.0.1:${server.addr.port}/token`,
+  });
+  try {
+    const error = await source.token().catch((e) => e);
+    assert.ok(error instanceof GoogleTokenError, String(error));
+    assert.equal(error.message, "token endpoint answered 400: Invalid JWT: [redacted]");
+    for (const part of assertion.split(".")) assert.ok(!error.message.includes(part.slice(0, 12)));
+  } finally {
+    await server.shutdown();
+    await mock.close();
+  }
+});

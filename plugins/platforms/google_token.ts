@@ -163,10 +163,16 @@ function parseObject(bytes: Uint8Array): Record<string, unknown> | undefined {
   }
 }
 
-/** Why the token endpoint refused, in its own words (OAuth2's fields), clipped. */
+/**
+ * A JWT, or the start of one (a JSON header in base64url begins `eyJ`): an endpoint quoting the
+ * signed assertion back must not pass it on, however much of it fits in the reason.
+ */
+const JWT = /eyJ[\w-]*(?:\.[\w-]*){0,2}/g;
+
+/** Why the token endpoint refused, in its own words (OAuth2's fields), clipped, JWTs removed. */
 function reasonOf(body: Record<string, unknown> | undefined): string {
   const reason = [body?.error_description, body?.error].find((r) => typeof r === "string");
-  return (reason as string | undefined)?.slice(0, MAX_REASON_CHARS) ??
+  return (reason as string | undefined)?.replace(JWT, "[redacted]").slice(0, MAX_REASON_CHARS) ??
     "no access token in the answer";
 }
 
