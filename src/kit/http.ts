@@ -11,7 +11,7 @@ import {
   MAX_CODINGS,
   SUPPORTED_CODINGS,
 } from "./content_encoding.ts";
-import { badRequest, GatewayError } from "./errors.ts";
+import { badRequest, ClientGone, GatewayError } from "./errors.ts";
 import type { JsonBody } from "./generation.ts";
 import { clip, MAX_MODEL_CHARS } from "./model_name.ts";
 
@@ -133,7 +133,10 @@ function step() {
 }
 
 export async function readJsonBody(req: Request): Promise<JsonBody> {
-  const raw = await readLimited(req);
+  const raw = await readLimited(req).catch((e) => {
+    // A body that stops before its end (the client left mid-body) is the client's cut.
+    throw e instanceof GatewayError ? e : new ClientGone("the client's body was cut", { cause: e });
+  });
   const large = isLarge(raw.length);
   if (large) await breather();
   let json: unknown;
