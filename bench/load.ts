@@ -48,6 +48,23 @@ async function cpuTicks(pid: number): Promise<number> {
   return Number(fields[11]) + Number(fields[12]);
 }
 
+/**
+ * The share (0–1) of the machine's CPU, all cores, that was busy over `ms` (/proc/stat): before
+ * any load, what other processes take — a ratio of throughputs means little on a busy machine.
+ */
+export async function machineBusy(ms = 1000): Promise<number> {
+  const read = async () => {
+    const out = await new Deno.Command("cat", { args: ["/proc/stat"] }).output();
+    const cpu = new TextDecoder().decode(out.stdout).split("\n")[0].trim().split(/\s+/);
+    const ticks = cpu.slice(1, 9).map(Number); // user … steal (guest is counted in user)
+    return { total: ticks.reduce((a, b) => a + b, 0), idle: ticks[3] + ticks[4] };
+  };
+  const before = await read();
+  await new Promise((r) => setTimeout(r, ms));
+  const after = await read();
+  return 1 - (after.idle - before.idle) / Math.max(1, after.total - before.total);
+}
+
 /** One wrk run; the body goes in through a Lua script (wrk has no body flag). */
 export async function wrk(
   server: Server,

@@ -144,7 +144,7 @@ export const TOOL_ERROR_PREFIX = "Error: ";
  * - `attached:` — the signature of the text or tool call just before the carrier;
  * - `redacted:` — redacted thinking's data (not a signature).
  */
-export type Marker = "attached:" | "redacted:";
+type Marker = "attached:" | "redacted:";
 export const ATTACHED: Marker = "attached:";
 export const REDACTED: Marker = "redacted:";
 
@@ -205,6 +205,20 @@ export function streamErrorBody(
 }
 
 /**
+ * A provider's stop reason as IR by the names its API documents (`table`). A name the table
+ * lacks is `unknown`: an error by default — a reason added later, or one meaning a failure, is
+ * never read as a finished answer. A reason absent (or null) reads as a stop, as it always has.
+ */
+export function finishByName(
+  table: Readonly<Record<string, ir.FinishReason>>,
+  reason: unknown,
+  unknown: ir.FinishReason = "error",
+): ir.FinishReason {
+  if (typeof reason !== "string") return "stop";
+  return Object.hasOwn(table, reason) ? table[reason] : unknown;
+}
+
+/**
  * An answer that ended in error (Gemini's `OTHER`, a broken tool protocol, a reason the gateway
  * does not know) to a client whose format has no error stop (chat, Messages): it ends with the
  * format's error instead of any success stop; an answer ending in tool calls still reports them.
@@ -256,19 +270,16 @@ export function openAiErrorStatus(type: unknown, code: unknown): number {
 export const ERROR_PAYLOAD = /^\s*\{\s*"error"\s*:/;
 
 /**
- * The usage of a relayed stream: the last event text that carries it, parsed once at the end
- * by `read` (undefined if it cannot be read; only the access log lacks it then).
+ * A relayed stream whose last event that carries usage is the one that counts: that event's
+ * text is kept (`keep`), for the codec's `usage` to read at the end (`usageEvents`).
  */
-export function lastUsage(read: (json: Record<string, unknown>) => ir.Usage | undefined) {
+export function lastUsageEvent() {
   let text: string | undefined;
   return {
     keep(data: string) {
       text = data;
     },
-    usage(): ir.Usage | undefined {
-      const json = text === undefined ? undefined : jsonObjectOf(text);
-      return json && read(json);
-    },
+    usageEvents: (): readonly string[] => text === undefined ? [] : [text],
   };
 }
 

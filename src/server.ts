@@ -25,7 +25,7 @@ import { Secrets } from "./ops/secrets.ts";
 import { Trace } from "./ops/trace.ts";
 import { configured } from "./reload.ts";
 import { Limiter } from "./state/limits/limiter.ts";
-import { Pins } from "./request/pins.ts";
+import { Pins, type PinStore } from "./request/pins.ts";
 import { RequestCall } from "./request/request_call.ts";
 import { agentOf, kongConsumer, sessionOf } from "./state/limits/identity.ts";
 import type { Identity } from "./state/limits/policy.ts";
@@ -45,12 +45,14 @@ export async function createGateway(
    * `builtInConfig`: the config is the built-in default (its 404 hints name vendor keys);
    * `limitStore`: where limits count instead of `config.limits_store`'s (tests shorten windows;
    * a gateway thread of `workers` counts in its supervisor's); `conversationStore`: where
-   * answers are kept instead of `config.response_store`'s (likewise).
+   * answers are kept instead of `config.response_store`'s (likewise); `pins`: where
+   * continuations' accounts are kept (a gateway thread's, in its supervisor).
    */
   opts: {
     builtInConfig?: boolean;
     limitStore?: LimitStore;
     conversationStore?: ConversationStore;
+    pins?: PinStore;
   } = {},
 ): Promise<Gateway> {
   const formats = plugins instanceof Formats ? plugins : new Formats(plugins);
@@ -86,7 +88,7 @@ export async function createGateway(
     ],
     metrics,
     limiter,
-    pins: new Pins(),
+    pins: opts.pins ?? new Pins(),
     draining: false,
     stopping: new Stopping(),
     closingSockets: new AbortController(),
@@ -178,8 +180,9 @@ export function createHandler(
           trace.consumer = identity.consumer;
           trace.sessionId = sessionOf(req.headers);
           trace.agentId = agentOf(req.headers);
-          // A WebSocket's responses are admitted one by one (the upgrade is not a request).
-          if (endpoint.operation && !endpoint.upgrade) {
+          // A WebSocket's responses are admitted one by one (the upgrade is not a request); an
+          // identity without limits has nothing to admit, nor a turn of the event loop to wait.
+          if (endpoint.operation && !endpoint.upgrade && identity.limits) {
             await gw.limiter.admit(trace, identity, dialect);
           }
         }

@@ -13,6 +13,7 @@ import { swapConfig } from "./reload.ts";
 import { createGateway, createHandler } from "./server.ts";
 import { inRedis } from "./config/redis_url.ts";
 import { type Call, SharedConversationStore, SharedLimitStore } from "./state/shared_stores.ts";
+import { SharedPins } from "./request/pins.ts";
 import type { FromWorker, ToWorker } from "./worker_messages.ts";
 
 /** Whether this code runs in a gateway thread rather than the process's main thread. */
@@ -102,6 +103,8 @@ async function start(
     conversationStore: config.response_store.enabled && !inRedis(config.response_store)
       ? new SharedConversationStore(call)
       : undefined,
+    // A continuation may reach another thread than the hop that issued its token.
+    pins: new SharedPins(call),
   });
   const { hostname } = config.listen;
   let server: Deno.HttpServer;

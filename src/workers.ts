@@ -11,6 +11,7 @@ import { Metrics, type MetricsSnapshot } from "./ops/metrics.ts";
 import { decideReload, reportReload } from "./reload.ts";
 import { Secrets } from "./ops/secrets.ts";
 import { SharedStores } from "./state/shared_stores.ts";
+import { Pins } from "./request/pins.ts";
 import type { FromWorker, ToWorker } from "./worker_messages.ts";
 
 /**
@@ -56,8 +57,10 @@ export class Workers {
   private current: Config;
   private port: number;
   private readonly stores: SharedStores;
+  /** Every thread's continuation pins (src/request/pins.ts), kept by the supervisor, as are they. */
+  private readonly pins = new Pins();
   private readonly secrets: Secrets;
-  /** The last counts of threads that died: a replaced thread starts again from zero. */
+  /** The last counts (not gauges) of threads that died: a replaced thread starts from zero. */
   private readonly retired = new Metrics();
   private readonly scrapes = new Map<number, (snapshot: MetricsSnapshot) => void>();
   private scrapeIds = 0;
@@ -65,10 +68,17 @@ export class Workers {
   private stopping = false;
   /** Deaths in a row, for the restart's back-off. */
   private deaths = 0;
+  /** Restarts waiting out their back-off: a stop cancels them. */
+  private readonly restarts = new Set<ReturnType<typeof setTimeout>>();
 
   /** The config in force (a reload replaces it). */
   get config(): Config {
     return this.current;
+  }
+
+  /** Calls the threads made on the supervisor's stores (a key without limits makes none). */
+  get storeCalls(): number {
+    return this.stores.calls;
   }
 
   constructor(private readonly opts: WorkersOptions) {
@@ -121,6 +131,8 @@ export class Workers {
   async stop(): Promise<void> {
     this.stopping = true;
     clearInterval(this.heartbeat);
+    for (const timer of this.restarts) clearTimeout(timer);
+    this.restarts.clear();
     const { shutdown_delay_s, shutdown_grace_s } = this.current;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const bound = new Promise((r) => {
@@ -176,7 +188,7 @@ export class Workers {
         return;
       }
       case "call":
-        this.stores.answer(m).then(
+        (m.store === "pins" ? this.pins.answer(m.op, m.args) : this.stores.answer(m)).then(
           (value) => this.send(thread, { t: "reply", id: m.id, value }),
           (e) => this.send(thread, { t: "reply", id: m.id, error: String(e?.message ?? e) }),
         );
@@ -236,7 +248,8 @@ export class Workers {
     thread.stopped.resolve();
     // At start, the first failure fails the start (nothing is restarted then).
     thread.listening.reject(new Error(error));
-    if (thread.snapshot) this.retired.absorb(thread.snapshot);
+    // Its counts stay; its gauges go (its streams and WebSockets ended with it).
+    if (thread.snapshot) this.retired.absorb(thread.snapshot, { gauges: false });
     if (this.stopping || !this.heartbeat) return;
     const delay = Math.min(RESTART_MS * 2 ** this.deaths++, RESTART_MAX_MS);
     const worker = thread.index;
@@ -247,13 +260,14 @@ export class Workers {
       error: this.secrets.scrub(error),
       restart_in_ms: delay,
     });
-    setTimeout(() => {
-      if (this.stopping) return;
+    const restart = setTimeout(() => {
+      this.restarts.delete(restart);
       this.spawn(worker).listening.promise.then(
         () => report({ level: "info", msg: "worker restarted", worker }),
         () => {},
       );
     }, delay);
+    this.restarts.add(restart);
   }
 }
 

@@ -1,7 +1,7 @@
 /** Unit tests for the Chat Completions codec's tricky parts (goldens cover the common paths). */
 import assert from "node:assert/strict";
 import { chatCodec } from "../plugins/chat/codec.ts";
-import { validateRequest } from "../plugins/chat/schema.ts";
+import { parseRequest } from "../plugins/chat/schema.ts";
 import { MOVED_MEDIA_NOTE } from "../plugins/chat/encode_request.ts";
 import { TOOL_ERROR_PREFIX } from "../plugins/shared.ts";
 import type { ClientContext, EncodeContext } from "../src/kit/codec.ts";
@@ -46,7 +46,7 @@ const chunk = (delta: unknown, finish: string | null = null) => ({
 
 // ---- validation ----
 
-Deno.test("validateRequest names the first bad field path", () => {
+Deno.test("parseRequest names the first bad field path", () => {
   const cases: [unknown, string][] = [
     [body([{ role: "user", content: "a" }, { role: "user", content: 5 }]), "messages[1].content"],
     [
@@ -68,26 +68,26 @@ Deno.test("validateRequest names the first bad field path", () => {
     [body([], { n: 1.5 }), "n"],
   ];
   for (const [input, path] of cases) {
-    const err = badRequestOf(() => validateRequest(input));
+    const err = badRequestOf(() => parseRequest(input));
     assert.equal(err.status, 400);
     assert.equal(err.param, path, err.message);
     assert.ok(err.message.startsWith(`${path}: `), err.message);
   }
   assert.equal(
-    badRequestOf(() => validateRequest(body([{ role: "user", content: 5 }]))).message,
+    badRequestOf(() => parseRequest(body([{ role: "user", content: 5 }]))).message,
     "messages[0].content: expected string or array",
   );
   assert.equal(
-    badRequestOf(() => validateRequest(body([{ role: "tool", content: "a" }]))).message,
+    badRequestOf(() => parseRequest(body([{ role: "tool", content: "a" }]))).message,
     "messages[0].tool_call_id: required",
   );
 });
 
-Deno.test("validateRequest lets unknown fields and part types through", () => {
+Deno.test("parseRequest lets unknown fields and part types through", () => {
   const input = body([{ role: "user", content: [{ type: "input_video", video: {} }] }], {
     brand_new_option: { x: 1 },
   });
-  assert.deepEqual(validateRequest(input), input);
+  assert.deepEqual(parseRequest(input), input);
   // ...but a converted route cannot express the unknown part.
   const err = badRequestOf(() => chatCodec.decodeRequest(input, "m"));
   assert.equal(err.param, "messages[0].content[0].type");

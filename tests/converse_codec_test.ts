@@ -188,6 +188,31 @@ Deno.test("converse: reasoning with its signature and a tool call, JSON and stre
     assert.deepEqual(answer.parts.at(-1), { type: "text", text: "Tool said: sunny" });
   }));
 
+Deno.test("converse: Bedrock's stop reasons as they mean; one it adds later is an error, JSON and stream", () =>
+  withMock(async (url) => {
+    const reasons: [string, ir.FinishReason][] = [
+      ["end_turn", "stop"],
+      ["stop_sequence", "stop"],
+      ["max_tokens", "length"],
+      ["model_context_window_exceeded", "length"],
+      ["guardrail_intervened", "content_filter"],
+      ["content_filtered", "content_filter"],
+      ["malformed_model_output", "error"],
+      ["a_reason_added_later", "error"],
+    ];
+    for (const [reason, want] of reasons) {
+      // The mock ends the answer with the stop reason its model name gives (`finishX`).
+      const model = `anthropic.claude-finish${reason}`;
+      const json = converseCodec.decodeResponse(
+        await (await converse(url, model, request())).json(),
+        DECODE,
+      );
+      assert.equal(json.finish, want, reason);
+      const { finish } = assemble(await streamIr(url, model, request({ stream: true })));
+      assert.equal(finish?.type === "finish" && finish.reason, want, reason);
+    }
+  }));
+
 Deno.test("converse: a throttlingException frame before content is a rate_limit error; modelStreamErrorException after content is overloaded", () =>
   withMock(async (url) => {
     const early = await streamIr(url, "claude-earlyerr", request());

@@ -9,11 +9,13 @@ import { validateConfig } from "../src/config/config.ts";
 import {
   anthropicHeaders,
   bodies,
+  envelopeMessage,
   googleHeaders,
   type Harness,
   INGRESS,
   type Ingress,
   KEY,
+  MOCK_PROVIDERS,
   openaiHeaders,
   post,
   PROVIDER_KEY,
@@ -22,27 +24,28 @@ import {
 } from "./helpers.ts";
 import { Reloader } from "../src/reload.ts";
 
-type Api = "chat" | "responses" | "messages" | "generate-content";
+type Api = string;
 
-/** The API each ingress speaks, and a healthy model of another format to fall back to. */
-const SAME: Record<Ingress["name"], { api: Api; model: string; cross: Api; crossModel: string }> = {
-  chat: { api: "chat", model: "chat-text", cross: "generate-content", crossModel: "gem-text" },
-  responses: { api: "responses", model: "pt-text", cross: "messages", crossModel: "msg-text" },
-  messages: { api: "messages", model: "msg-text", cross: "chat", crossModel: "chat-text" },
-  "generate-content": {
-    api: "generate-content",
-    model: "gem-text",
-    cross: "responses",
-    crossModel: "resp-text",
-  },
-};
+/**
+ * The API each ingress speaks, and a healthy model of another format to fall back to: the next
+ * provider of the mock config's.
+ */
+const SAME: Record<Ingress["name"], { api: Api; model: string; cross: Api; crossModel: string }> =
+  Object.fromEntries(INGRESS.map((c) => {
+    const at = MOCK_PROVIDERS.findIndex((p) => p.api === c.name);
+    const cross = MOCK_PROVIDERS[(at + 1) % MOCK_PROVIDERS.length];
+    return [c.name, {
+      api: c.name,
+      model: c.model,
+      cross: cross.api,
+      crossModel: `${cross.prefix}-text`,
+    }];
+  }));
 
-const BASE: Record<Api, string> = {
-  chat: "/v1",
-  responses: "/v1",
-  messages: "",
-  "generate-content": "",
-};
+const BASE: Record<Api, string> = Object.fromEntries(MOCK_PROVIDERS.map((p) => [p.api, p.base]));
+
+/** Whether the routes of a client's own format relay it as is only with `passthrough`. */
+const PASSTHROUGH = Object.fromEntries(MOCK_PROVIDERS.map((p) => [p.api, p.passthrough]));
 
 /** A port nothing listens on: connections are refused at once. */
 async function deadPort(): Promise<number> {
@@ -56,13 +59,10 @@ function provider(name: string, api: Api, url: string, extra: Record<string, unk
   return { name, api, base_url: url + BASE[api], api_key: PROVIDER_KEY, ...extra };
 }
 
-/** The ingress's model prefix for a provider API, so the mock speaks that API's format. */
-const PREFIX: Record<Api, string> = {
-  chat: "chat",
-  responses: "resp",
-  messages: "msg",
-  "generate-content": "gem",
-};
+/** A model prefix for a provider API (the mock plays the API its path names, the scenario the rest). */
+const PREFIX: Record<Api, string> = Object.fromEntries(
+  MOCK_PROVIDERS.map((p) => [p.api, p.prefix]),
+);
 
 type Doc = Record<string, unknown> & {
   providers: Record<string, unknown>[];
@@ -149,7 +149,7 @@ Deno.test("failover: primary 503/529/429/timeout/refused → the secondary answe
               : { provider: `s-${s.cross}`, model: s.crossModel };
             doc.routes.unshift({
               models: [`fo-${id}`],
-              passthrough: c.name === "responses",
+              passthrough: PASSTHROUGH[c.name],
               targets: [
                 {
                   provider: `p-${id}`,
@@ -189,7 +189,11 @@ Deno.test("failover: primary 503/529/429/timeout/refused → the secondary answe
       .flatMap((r) => (r.status === "rejected" ? [String(r.reason)] : []));
     assert.deepEqual(failures, [], failures.join("\n\n"));
     const log = h.logs.find((l) => l.model === "fo-messages-err529-cross-true")!;
-    assert.equal(log.provider, "s-chat", "the access log names the target that answered");
+    assert.equal(
+      log.provider,
+      `s-${SAME.messages.cross}`,
+      "the access log names the answering target",
+    );
     assert.equal(log.attempts, 2);
     const metrics = h.gw.metrics.expose();
     assert.match(
@@ -213,7 +217,7 @@ Deno.test("failover: a 200 stream that errors before any content fails over; aft
         doc.providers.push(provider(`p-${c.name}-${fault}`, s.api, url));
         doc.routes.unshift({
           models: [`fo-${c.name}-${fault}`],
-          passthrough: c.name === "responses",
+          passthrough: PASSTHROUGH[c.name],
           targets: [
             { provider: `p-${c.name}-${fault}`, model: `${PREFIX[s.api]}-${fault}` },
             { provider: `s-${s.cross}`, model: s.crossModel },
@@ -291,7 +295,7 @@ Deno.test("failover: client errors are never retried; when every target fails th
       doc.routes.unshift(
         {
           models: [`fo-${c.name}-client`],
-          passthrough: c.name === "responses",
+          passthrough: PASSTHROUGH[c.name],
           targets: [
             { provider: `a-${c.name}`, model: `${PREFIX[s.api]}-err400` },
             { provider: `b-${c.name}`, model: s.crossModel },
@@ -324,11 +328,7 @@ Deno.test("failover: client errors are never retried; when every target fails th
         // The last target's overload (an OpenAI-format provider says 503).
         assert.equal(r.status, 503, `${c.name}: ${JSON.stringify(body)}`);
         assert.deepEqual(headerOf(r), { provider: `c-${c.name}`, attempts: 2 });
-        if (c.name === "messages") {
-          assert.equal(body.type, "error");
-          assert.equal(body.error.type, "overloaded_error");
-        } else if (c.name === "generate-content") assert.equal(body.error.status, "UNAVAILABLE");
-        else assert.equal(typeof body.error.type, "string", "OpenAI envelope");
+        envelopeMessage(c, body, "overloaded");
       }
     }
   } finally {

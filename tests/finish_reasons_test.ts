@@ -2,16 +2,21 @@
  * Gemini's finish reasons on converted routes: only `STOP` reads as a finished answer. `OTHER`,
  * a broken tool protocol, a reason added later (and an interaction's `cancelled`) end every
  * client's answer with its format's error — never chat's `stop` or Messages' `end_turn` /
- * `stop_sequence` — and the refusals end as content filtered. The mock ends with the reason the
- * model name gives (`finishX`, tests/mock/scenario.ts).
+ * `stop_sequence` — and the refusals end as content filtered. The other providers' decoders
+ * follow the same rule where their APIs name every reason (Anthropic, Bedrock, Responses'
+ * statuses); chat, spoken by many servers with names of their own, reads only its documented
+ * `error` as one. The mock ends with the reason the model name gives (`finishX`,
+ * tests/mock/scenario.ts).
  */
 import assert from "node:assert/strict";
 import { Anthropic, GoogleGenAI, OpenAI } from "./sdk/deps.ts";
 import { KEY, startHarness } from "./helpers.ts";
-import { interactionsRoute } from "./interactions_route.ts";
 import { decodeStream } from "../plugins/generate-content/stream.ts";
 import { decodeResponse } from "../plugins/generate-content/response.ts";
 import { decodeStream as decodeInteractions } from "../plugins/interactions/decode_stream.ts";
+import { messagesCodec } from "../plugins/messages/codec.ts";
+import { chatCodec } from "../plugins/chat/codec.ts";
+import { responsesCodec } from "../plugins/responses/codec.ts";
 import type * as ir from "../src/kit/ir.ts";
 
 const CTX = { now: 1, id: "r" };
@@ -117,43 +122,59 @@ Deno.test("Interactions statuses: requires_continuation goes on, failed/cancelle
   }
 });
 
+const MESSAGES = [{ role: "user" as const, content: "hi" }];
+
+/** Chat: a 502, or the stream's error chunk (the SDK throws): never finish_reason "stop". */
+async function chatHearsError(openai: OpenAI, model: string) {
+  const messages = MESSAGES;
+  const json = await openai.chat.completions.create({ model, messages }).catch((e) => e);
+  assert.ok(json instanceof OpenAI.APIError && json.status === 502, `${model}: ${json}`);
+  const finishes: string[] = [];
+  const streamFailed = await (async () => {
+    const stream = await openai.chat.completions.create({ model, messages, stream: true });
+    for await (const c of stream) {
+      finishes.push(...c.choices.flatMap((x) => x.finish_reason ?? []));
+    }
+  })().catch((e) => e);
+  assert.ok(streamFailed instanceof OpenAI.APIError, `${model}: ${streamFailed}`);
+  assert.deepEqual(finishes, [], model);
+}
+
+/** Messages: a 502, or the stream's error event: never end_turn or stop_sequence. */
+async function messagesHearsError(anthropic: Anthropic, model: string) {
+  const messages = MESSAGES;
+  const message = await anthropic.messages.create({ model, max_tokens: 100, messages })
+    .catch((e) => e);
+  assert.ok(message instanceof Anthropic.APIError && message.status === 502, `${model}`);
+  const stops: (string | null)[] = [];
+  const events = anthropic.messages.stream({ model, max_tokens: 100, messages });
+  events.on(
+    "streamEvent",
+    (e) => e.type === "message_delta" && stops.push(e.delta.stop_reason),
+  );
+  const streamError = await events.finalMessage().catch((e) => e);
+  assert.ok(streamError instanceof Anthropic.APIError, `${model}: ${streamError}`);
+  assert.deepEqual(stops, [], model);
+}
+
+/** Responses: failed. */
+async function responsesFailed(openai: OpenAI, model: string) {
+  const response = await openai.responses.create({ model, input: "hi" });
+  assert.equal(response.status, "failed", model);
+}
+
 Deno.test("Gemini finish reasons through the gateway: no client reads an error as success", async () => {
-  const h = await startHarness(interactionsRoute);
+  const h = await startHarness();
   try {
     const openai = new OpenAI({ baseURL: `${h.url}/v1`, apiKey: KEY, maxRetries: 0 });
     const anthropic = new Anthropic({ baseURL: h.url, apiKey: KEY, maxRetries: 0 });
-    const messages = [{ role: "user" as const, content: "hi" }];
+    const messages = MESSAGES;
     for (
       const model of ["gem-finishother", "gem-finisha_reason_added_later", "int-finishcancelled"]
     ) {
-      // Chat: a 502, or the stream's error chunk (the SDK throws): never finish_reason "stop".
-      const json = await openai.chat.completions.create({ model, messages }).catch((e) => e);
-      assert.ok(json instanceof OpenAI.APIError && json.status === 502, `${model}: ${json}`);
-      const finishes: string[] = [];
-      const streamFailed = await (async () => {
-        const stream = await openai.chat.completions.create({ model, messages, stream: true });
-        for await (const c of stream) {
-          finishes.push(...c.choices.flatMap((x) => x.finish_reason ?? []));
-        }
-      })().catch((e) => e);
-      assert.ok(streamFailed instanceof OpenAI.APIError, `${model}: ${streamFailed}`);
-      assert.deepEqual(finishes, [], model);
-      // Messages: a 502, or the stream's error event: never end_turn or stop_sequence.
-      const message = await anthropic.messages.create({ model, max_tokens: 100, messages })
-        .catch((e) => e);
-      assert.ok(message instanceof Anthropic.APIError && message.status === 502, `${model}`);
-      const stops: (string | null)[] = [];
-      const events = anthropic.messages.stream({ model, max_tokens: 100, messages });
-      events.on(
-        "streamEvent",
-        (e) => e.type === "message_delta" && stops.push(e.delta.stop_reason),
-      );
-      const streamError = await events.finalMessage().catch((e) => e);
-      assert.ok(streamError instanceof Anthropic.APIError, `${model}: ${streamError}`);
-      assert.deepEqual(stops, [], model);
-      // Responses: failed.
-      const response = await openai.responses.create({ model, input: "hi" });
-      assert.equal(response.status, "failed", model);
+      await chatHearsError(openai, model);
+      await messagesHearsError(anthropic, model);
+      await responsesFailed(openai, model);
     }
     // A refusal reads as one.
     const refused = await anthropic.messages.create({
@@ -169,6 +190,105 @@ Deno.test("Gemini finish reasons through the gateway: no client reads an error a
     assert.equal(interaction.status, "failed");
     const relayed = await ai.models.generateContent({ model: "gem-finishother", contents: "hi" });
     assert.equal(relayed.candidates![0].finishReason, "OTHER");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("other providers' stop reasons: a name their APIs do not document is an error, but chat's", () => {
+  const messages = (reason: string) =>
+    messagesCodec.decodeResponse(
+      { content: [{ type: "text", text: "x" }], stop_reason: reason },
+      CTX,
+    ).finish;
+  const messagesStream = (reason: string) => {
+    const out: ir.StreamEvent[] = [];
+    const step = messagesCodec.decodeStream(CTX);
+    const emit = { enqueue: (e: ir.StreamEvent) => out.push(e) };
+    for (
+      const [event, data] of [
+        ["message_start", { message: { id: "m", model: "c", usage: {} } }],
+        ["message_delta", { delta: { stop_reason: reason }, usage: { output_tokens: 1 } }],
+        ["message_stop", {}],
+      ] as const
+    ) step.transform({ event, data: JSON.stringify({ type: event, ...data }) }, emit);
+    return finishOf(out)!.reason;
+  };
+  const anthropic: [string, ir.FinishReason][] = [
+    ["end_turn", "stop"],
+    ["stop_sequence", "stop"],
+    ["max_tokens", "length"],
+    ["model_context_window_exceeded", "length"],
+    ["tool_use", "tool_calls"],
+    ["refusal", "content_filter"],
+    ["pause_turn", "pause"],
+    ["a_reason_added_later", "error"],
+    // A name of an object's prototype is no name of the API's.
+    ["constructor", "error"],
+  ];
+  for (const [reason, want] of anthropic) {
+    assert.equal(messages(reason), want, reason);
+    assert.equal(messagesStream(reason), want, reason);
+  }
+  const chat = (reason: string) =>
+    chatCodec.decodeResponse({
+      id: "c",
+      choices: [{ index: 0, message: { role: "assistant", content: "x" }, finish_reason: reason }],
+    }, CTX).finish;
+  const chatTable: [string, ir.FinishReason][] = [
+    ["stop", "stop"],
+    ["length", "length"],
+    ["content_filter", "content_filter"],
+    // Chat-compatible servers' own: Mistral's, OpenRouter's and vLLM's error, vLLM's abort and
+    // cut loop, DeepSeek's overload, Mistral's context cap.
+    ["error", "error"],
+    ["abort", "error"],
+    ["repetition", "error"],
+    ["insufficient_system_resource", "error"],
+    ["model_length", "length"],
+    // A server's own name for a finished answer (TGI's, Together's) stays a stop.
+    ["eos_token", "stop"],
+    ["eos", "stop"],
+    ["constructor", "stop"],
+  ];
+  for (const [reason, want] of chatTable) assert.equal(chat(reason), want, reason);
+  const responses = (status: string) =>
+    responsesCodec.decodeResponse({ id: "r", status, output: [] }, CTX).finish;
+  for (
+    const [status, want] of [
+      ["completed", "stop"],
+      ["incomplete", "length"],
+      ["cancelled", "error"],
+      ["in_progress", "error"],
+      ["a_status_added_later", "error"],
+    ] as const
+  ) assert.equal(responses(status), want, status);
+});
+
+Deno.test("other providers' stop reasons through the gateway: an error or an unknown reason never reads as success", async () => {
+  const h = await startHarness();
+  try {
+    const openai = new OpenAI({ baseURL: `${h.url}/v1`, apiKey: KEY, maxRetries: 0 });
+    const anthropic = new Anthropic({ baseURL: h.url, apiKey: KEY, maxRetries: 0 });
+    // Anthropic's API ending with a reason it adds later.
+    await chatHearsError(openai, "msg-finisha_reason_added_later");
+    await responsesFailed(openai, "msg-finisha_reason_added_later");
+    // A chat provider's `error`.
+    await messagesHearsError(anthropic, "chat-finisherror");
+    await responsesFailed(openai, "chat-finisherror");
+    // A Responses answer that was cancelled (the mock ends only a JSON answer so).
+    const cancelled = await anthropic.messages.create({
+      model: "resp-finishcancelled",
+      max_tokens: 100,
+      messages: MESSAGES,
+    }).catch((e) => e);
+    assert.ok(cancelled instanceof Anthropic.APIError && cancelled.status === 502, `${cancelled}`);
+    // Chat's other names: a context cap is a length stop; a server's own name for a finished
+    // answer stays a finished answer.
+    const ask = (model: string) =>
+      anthropic.messages.create({ model, max_tokens: 100, messages: MESSAGES });
+    assert.equal((await ask("chat-finishmodel_length")).stop_reason, "max_tokens");
+    assert.equal((await ask("chat-finisheos_token")).stop_reason, "end_turn");
   } finally {
     await h.close();
   }

@@ -19,6 +19,11 @@ export interface ClientSide {
   headers(key: string): Record<string, string>;
   /** A minimal request body. */
   body(model: string, stream: boolean): unknown;
+  /**
+   * A request touching most of the format (system, media, tools, a tool round trip), `model`
+   * left out: tests/malformed_input_test.ts puts a value of the wrong shape in each field.
+   */
+  rich?: Record<string, unknown>;
 }
 
 /** What tests need of a format beyond its plugin: tests/formats/<id>.ts exports it as `side`. */

@@ -12,7 +12,9 @@ import {
   FORMATS,
   googleHeaders,
   type Harness,
+  INGRESS,
   KEY,
+  MOCK_PROVIDERS,
   mockConfig,
   openaiHeaders,
   post,
@@ -23,7 +25,8 @@ import {
 import { Anthropic, ApiError, GoogleGenAI, OpenAI } from "./sdk/deps.ts";
 
 const TIMEOUTS = { first_byte_ms: 400, idle_ms: 400 };
-const PROVIDERS = ["chat", "resp", "msg", "gem"];
+/** The model prefix of each provider of the mock config, one per registered format. */
+const PROVIDERS = MOCK_PROVIDERS.map((p) => p.prefix);
 /** Faults after which a stream must end in an error the SDK raises. */
 const STREAM_FAULTS = ["cutmid", "closemid", "badjson", "stall"];
 
@@ -152,12 +155,13 @@ Deno.test("model names: none steers an upstream URL, on any endpoint or route ki
     for (const model of HOSTILE) {
       await t.step(JSON.stringify(model), async () => {
         const before = sent();
-        const calls = [
-          post(`${h.url}/v1/chat/completions`, openaiHeaders(), bodies.chat(model)),
-          post(`${h.url}/v1/chat/completions`, openaiHeaders(), bodies.chat(model, true)),
-          post(`${h.url}/v1/responses`, openaiHeaders(), bodies.responses(model)),
-          post(`${h.url}/v1/messages`, anthropicHeaders(), bodies.messages(model, true)),
-        ];
+        // Every format whose body names the model (a path that names it is the step below).
+        const calls = INGRESS.filter((c) => !c.path("MODEL", false).includes("MODEL"))
+          .flatMap((c) =>
+            [false, true].map((stream) =>
+              post(h.url + c.path(model, stream), c.headers, c.body(model, stream))
+            )
+          );
         for (const res of await Promise.all(calls)) {
           const body = await res.json();
           assert.equal(res.status, 400, JSON.stringify(body));

@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 /** Shared test fixtures: an in-process gateway on loopback in front of the mock upstream. */
 import { type Config, validateConfig } from "../src/config/config.ts";
 import type { Gateway } from "../src/request/context.ts";
+import type { Dialect } from "../src/kit/format.ts";
+import { type ErrorKind, GatewayError } from "../src/kit/errors.ts";
 import { setAccessLogSink } from "../src/ops/log.ts";
 import { createGateway, createHandler } from "../src/server.ts";
 import { Formats } from "../src/request/formats.ts";
@@ -156,23 +158,29 @@ export function post(url: string, headers: Record<string, string>, body: unknown
 export interface Ingress {
   /** The format's id. */
   name: string;
+  /** Its clients' dialect: error envelope, stream interruption. */
+  dialect: Dialect;
   /** Path for a model; Gemini's carries the model and the action. */
   path: (model: string, stream: boolean) => string;
   headers: Record<string, string>;
   body: (model: string, stream: boolean) => unknown;
   /** A model on the route whose provider speaks this same format (passthrough). */
   model: string;
+  /** A request touching most of the format, without `model` (its test side's `client.rich`). */
+  rich?: Record<string, unknown>;
   /** The provider format its requests relay to (its own id, but for a format only clients speak). */
   wire: string;
 }
 
 /** The registered formats with a provider in the mock config, in registry order. */
-export const INGRESS: Ingress[] = MOCKED.map(({ id, client, mock }) => ({
+export const INGRESS: Ingress[] = MOCKED.map(({ id, plugin, client, mock }) => ({
   name: id,
+  dialect: plugin.dialect,
   path: client.path,
   headers: client.headers(KEY),
   body: mock.body ?? client.body,
   model: mock.relayModel,
+  rich: client.rich,
   wire: id,
 }));
 
@@ -185,10 +193,12 @@ export const CLIENTS: Ingress[] = [
   ...INGRESS,
   ...TEST_FORMATS.filter((f) => !speaksUpstream(f)).map(({ id, plugin, client }) => ({
     name: id,
+    dialect: plugin.dialect,
     path: client.path,
     headers: client.headers(KEY),
     body: client.body,
     model: INGRESS.find((c) => c.name === plugin.codec.api)!.model,
+    rich: client.rich,
     wire: plugin.codec.api,
   })),
 ];
@@ -258,6 +268,72 @@ export async function assertDisconnectAborts(
     await new Promise((r) => setTimeout(r, 20));
   }
   assert.equal(h.upstream.aborted, before + 1, `${label}: the provider saw the abort`);
+}
+
+/** A provider of the mock config (see MOCK_PROVIDERS). */
+export interface MockProvider {
+  /** Its name in the config. */
+  name: string;
+  api: string;
+  /** Appended to the mock's URL for its `base_url`. */
+  base: string;
+  /** The model prefix of the route that relays its own clients as is (`chat`, `pt`, `msg`). */
+  prefix: string;
+  /** That route's `passthrough` switch. */
+  passthrough: boolean;
+}
+
+/**
+ * The mock config's providers, one per format with a `mock` side, in registry order; the rest of
+ * a model name after its prefix picks the mock's scenario (`msg-err429`).
+ */
+export const MOCK_PROVIDERS: MockProvider[] = MOCKED.map(({ id, providerBase, mock }) => {
+  const prefix = mock.relayModel.slice(0, mock.relayModel.indexOf("-"));
+  const route = mock.routes.find((r) => r.models.includes(`${prefix}-*`));
+  return {
+    name: mock.provider,
+    api: id,
+    base: providerBase ?? "",
+    prefix,
+    passthrough: route?.passthrough === true,
+  };
+});
+
+const MARK = "@@message@@";
+
+/**
+ * Whether a client stream ends with its dialect's interruption ending (`Dialect.interruption`),
+ * whatever the message said.
+ */
+export function endsInterrupted(c: Pick<Ingress, "dialect">, text: string): boolean {
+  const ending = c.dialect.interruption(MARK).replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return new RegExp(`${ending.replace(MARK, "[^\\n]*")}$`).test(text);
+}
+
+/**
+ * The message of an error answer, after checking it is in `c`'s dialect: the members its
+ * `errorBody` writes around the message, and the error object's string ones (its type or
+ * status) — equal to the dialect's own for `kind` when it is given.
+ */
+export function envelopeMessage(
+  c: Pick<Ingress, "dialect">,
+  body: Record<string, unknown>,
+  kind?: ErrorKind,
+): string {
+  const err = new GatewayError(400, kind ?? "invalid_request", MARK);
+  const sample = c.dialect.errorBody(err) as Record<string, unknown>;
+  for (const key of Object.keys(sample)) {
+    assert.ok(key in body, `no "${key}" of the dialect's envelope: ${JSON.stringify(body)}`);
+  }
+  const e = body.error as Record<string, unknown> | undefined;
+  assert.ok(e && typeof e.message === "string", `no error object: ${JSON.stringify(body)}`);
+  for (const [key, value] of Object.entries(sample.error as Record<string, unknown>)) {
+    if (typeof value !== "string" || value === MARK) continue;
+    const what = `error.${key} of the dialect: ${JSON.stringify(body)}`;
+    if (kind) assert.equal(e[key], value, what);
+    else assert.equal(typeof e[key], "string", what);
+  }
+  return e.message as string;
 }
 
 /** A request on a connection of its own, so the kernel may hand it to either thread. */

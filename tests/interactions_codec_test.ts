@@ -318,7 +318,8 @@ Deno.test("interactions: the stream's events, and the codec's decoder reads them
   assert.deepEqual(events.at(-1), { type: "finish", reason: "tool_calls", usage: answer.usage });
   const watch = codec.watch();
   assert.deepEqual(sse.map((e) => watch.inspect(e)), sse.map((_, i) => i === sse.length - 1));
-  assert.deepEqual(watch.usage(), answer.usage);
+  const kept = watch.usageEvents().map((data) => JSON.parse(data));
+  assert.deepEqual(codec.usage({ json: kept }), answer.usage);
 });
 
 Deno.test("interactions: a signature that reaches a started step follows it as a thought step", async () => {

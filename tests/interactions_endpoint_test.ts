@@ -1,7 +1,6 @@
 /** POST /v1beta/interactions on converted routes: answers, streams and the 400s it owes. */
 import assert from "node:assert/strict";
 import { googleHeaders, KEY, openaiHeaders, post, PROVIDER_KEY, startHarness } from "./helpers.ts";
-import { interactionsRoute } from "./interactions_route.ts";
 
 const URL_PATH = "/v1beta/interactions";
 
@@ -60,7 +59,7 @@ Deno.test("interactions: background, agent and a ?key= key are refused in Google
 });
 
 Deno.test("interactions upstream: an Interactions client is relayed, others convert to it", async () => {
-  const h = await startHarness(interactionsRoute);
+  const h = await startHarness();
   try {
     const relayed = await post(h.url + URL_PATH, googleHeaders(), {
       model: "int-text",
@@ -91,7 +90,7 @@ Deno.test("interactions upstream: an Interactions client is relayed, others conv
 });
 
 Deno.test("interactions upstream: chains stay with Google; the gateway reads only its own ids", async () => {
-  const h = await startHarness(interactionsRoute);
+  const h = await startHarness();
   try {
     const first = await (await post(h.url + URL_PATH, googleHeaders(), {
       model: "int-text",

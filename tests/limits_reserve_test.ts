@@ -11,7 +11,11 @@ import assert from "node:assert/strict";
 import type { Config } from "../src/config/config.ts";
 import { limitsStoreSchema } from "../src/config/limits.ts";
 import { RedisLimitStore } from "../src/state/limits/redis.ts";
-import { type LimitStore, MemoryLimitStore } from "../src/state/limits/store.ts";
+import {
+  type LimitStore,
+  MemoryLimitStore,
+  RESERVATION_TTL_MS,
+} from "../src/state/limits/store.ts";
 import { IN_FLIGHT_RETRY_MS } from "../src/state/limits/windows.ts";
 import {
   anthropicHeaders,
@@ -36,7 +40,7 @@ if (REDIS === undefined) console.warn(MISSING);
 /**
  * The store-level rules, the same for both stores: reservations count as used; a window reached
  * only by them frees a second on; a refused reservation takes its request back; a count lets
- * its reservation go.
+ * its reservation go; one never let go lapses.
  */
 async function reservations(store: LimitStore) {
   const limits = { requests_per_minute: 10, tokens_per_minute: 100, tokens_per_day: 1000 };
@@ -91,7 +95,15 @@ async function reservations(store: LimitStore) {
     ],
     [75, 75, undefined],
   );
-  return [a.held, b.held, c, after, d, e, heldD, heldE, settled];
+  // A reservation whose request never reports its end (its instance or thread died) lapses.
+  const f = await hold("f", 30, t0 + 70);
+  const lapses = t0 + 71 + RESERVATION_TTL_MS;
+  const held = await store.read("r", limits, lapses - 1);
+  const lapsed = await store.read("r", limits, lapses);
+  assert.equal(held.tokens_per_day.reserved, 30);
+  assert.equal(lapsed.tokens_per_day.reserved, undefined);
+  assert.equal(lapsed.tokens_per_day.used, 75);
+  return [a.held, b.held, c, after, d, e, heldD, heldE, settled, f.held, held, lapsed];
 }
 
 Deno.test("reservations: the in-memory store", async () => {

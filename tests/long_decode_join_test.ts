@@ -1,5 +1,5 @@
 /**
- * src/long_decode.ts on its own: how hops' IR events join into one answer (indices, the part a
+ * src/request/long_decode.ts on its own: how hops' IR events join into one answer (indices, the part a
  * boundary cut, starts, usage), and that a client leaving while the next hop opens stops there.
  */
 import assert from "node:assert/strict";

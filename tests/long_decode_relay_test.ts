@@ -9,7 +9,6 @@
 import assert from "node:assert/strict";
 import { GoogleGenAI } from "./sdk/deps.ts";
 import { type Harness, HASHED_KEY, KEY, post, startHarness } from "./helpers.ts";
-import { interactionsRoute } from "./interactions_route.ts";
 import type { Config } from "../src/config/config.ts";
 
 const POOL = ["gk-pool-key-zero", "gk-pool-key-one"];
@@ -22,7 +21,6 @@ const WHOLE = (vendor: string) =>
  * providers (two accounts), load-balanced.
  */
 function pools(config: Config) {
-  interactionsRoute.tweak(config);
   for (const p of config.providers) {
     if (p.name === "gemini" || p.name === "gemini-int") {
       p.api_keys = POOL;
@@ -177,6 +175,36 @@ Deno.test("long decode relayed: another client's token pins nothing", async () =
     // The second hop: the prompt re-read with the first hop's 65,536 tokens.
     assert.match(await own.text(), /"promptTokenCount":65547/);
     assert.equal(keys(h, GENERATE).at(-1), a);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("long decode relayed: a route that converts for its other targets still relays a continuation, pinned", async () => {
+  const h = await startHarness({
+    tweak(config) {
+      pools(config);
+      // Gemini first, another family behind it: the first hop relays, and so must the others.
+      config.routes.unshift({
+        models: ["mix-*"],
+        passthrough: false,
+        targets: [
+          { provider: "gemini", model: "gem-long3", weight: 1, priority: 0 },
+          { provider: "oai-chat", model: "chat-text", weight: 1, priority: 1 },
+        ],
+      });
+    },
+  });
+  try {
+    for (const round of [0, 1]) {
+      const before = calls(h, GENERATE).length;
+      const { text } = await streamText(h, "mix-long3");
+      assert.equal(text, WHOLE("generate-content"), `round ${round}`);
+      const used = keys(h, GENERATE).slice(before);
+      assert.equal(used.length, 3, `round ${round}`);
+      assert.equal(new Set(used).size, 1, `round ${round}: ${used}`);
+    }
+    assert.equal(calls(h, /chat\/completions/).length, 0, "nothing went to the other family");
   } finally {
     await h.close();
   }

@@ -9,7 +9,6 @@
 import assert from "node:assert/strict";
 import { Anthropic, GoogleGenAI, OpenAI } from "./sdk/deps.ts";
 import { type Harness, KEY, PROVIDER_KEY, startHarness, wsExchange } from "./helpers.ts";
-import { interactionsRoute } from "./interactions_route.ts";
 import type { RecordedRequest } from "./mock/upstream.ts";
 import type { Config } from "../src/config/config.ts";
 import { modelCalls, startVertexGateway } from "./vertex_harness.ts";
@@ -44,7 +43,6 @@ function routes(config: Config) {
       targets: [{ provider: "gemini", weight: 1 }, { provider: "gemini-twin", weight: 1 }],
     },
   );
-  interactionsRoute.tweak(config);
 }
 
 const harness = () => startHarness({ tweak: routes });

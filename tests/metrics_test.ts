@@ -107,6 +107,26 @@ Deno.test("metrics exposition: HELP, TYPE, escaped labels, cumulative buckets", 
   );
 });
 
+Deno.test("metrics sum (workers): threads' snapshots add up; a dead thread's gauges do not", () => {
+  const thread = new Metrics();
+  thread.requests.add(["/v1/chat/completions", "r", "p", "200", "relay"], 3);
+  thread.duration.observe(["chat", "openai", "m", ""], 0.05);
+  thread.activeStreams.add(2);
+  // As posted between threads: a structured clone.
+  const snapshot = structuredClone(thread.snapshot());
+  const sum = new Metrics();
+  sum.absorb(snapshot);
+  sum.absorb(snapshot);
+  const text = sum.expose();
+  assert.match(text, /^gateway_requests_total\{.*status="200".*\} 6$/m);
+  assert.match(text, /^gen_ai_client_operation_duration_seconds_count\{.*\} 2$/m);
+  assert.match(text, /^gateway_active_streams 4$/m);
+  const retired = new Metrics();
+  retired.absorb(snapshot, { gauges: false });
+  assert.match(retired.expose(), /^gateway_requests_total\{.*\} 3$/m);
+  assert.match(retired.expose(), /^gateway_active_streams 0$/m, "its streams ended with it");
+});
+
 Deno.test({
   name: "metrics exposition: promtool accepts what a gateway exposes after traffic",
   ignore: PROMTOOL === undefined,

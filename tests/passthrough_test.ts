@@ -4,6 +4,7 @@ import {
   anthropicHeaders,
   assertDisconnectAborts,
   bodies,
+  endsInterrupted,
   googleHeaders,
   type Harness,
   INGRESS,
@@ -24,8 +25,9 @@ const urls = (h: Harness, c: Ingress, model: string, stream: boolean) => ({
 /** Vendor ids and timestamps differ per call; everything else must be byte-identical. */
 function normalize(text: string): string {
   return text
-    .replace(/(chatcmpl-|resp_|msg_|fc_|call_|rs_|toolu_|req_|cmp_)[A-Za-z0-9_]+/g, "$1X")
+    .replace(/(chatcmpl-|resp_|msg_|fc_|call_|rs_|toolu_|req_|cmp_|v1_)[A-Za-z0-9_]+/g, "$1X")
     .replace(/"(created|created_at)":\s*\d+/g, '"$1":0')
+    .replace(/"(created|updated)":\s*"[^"]*"/g, '"$1":"T"')
     .replace(/"responseId":\s*"[^"]*"/g, '"responseId":"X"');
 }
 
@@ -128,7 +130,7 @@ Deno.test("passthrough: provider errors keep their status and envelope", async (
   }
 });
 
-Deno.test("passthrough: an upstream cut mid-stream ends with upstream_interrupted + [DONE]", async (t) => {
+Deno.test("passthrough: an upstream cut mid-stream ends with the dialect's interruption", async (t) => {
   const h = await startHarness();
   try {
     for (const c of INGRESS) {
@@ -136,14 +138,9 @@ Deno.test("passthrough: an upstream cut mid-stream ends with upstream_interrupte
         const model = c.model.replace("text", "cut");
         const u = urls(h, c, model, true);
         const text = await (await post(u.gateway, c.headers, c.body(model, true))).text();
-        const lines = text.trimEnd().split(/\r?\n/).filter(Boolean);
-        assert.equal(lines.at(-1), "data: [DONE]");
-        const data = JSON.parse(lines.at(-2)!.replace(/^data: /, ""));
-        assert.equal(data.type, "upstream_interrupted");
-        assert.equal(data.error.type, "upstream_interrupted");
-        assert.equal(typeof data.error.message, "string");
-        // The Anthropic SDK raises only named events.
-        if (c.name === "messages") assert.equal(lines.at(-3), "event: error");
+        // Each dialect's own ending (the Anthropic SDK raises only named events, for one).
+        assert.ok(endsInterrupted(c, text), text);
+        assert.match(text, /upstream_interrupted/);
       });
     }
   } finally {
@@ -160,9 +157,9 @@ Deno.test("passthrough: a stalled upstream is cut by the idle timeout", async ()
       const started = performance.now();
       const text = await (await post(u.gateway, c.headers, c.body(model, true))).text();
       assert.ok(performance.now() - started < 10_000, "did not wait for the 60 s stall");
-      assert.match(text, /"type":"upstream_interrupted"/, c.name);
+      assert.match(text, /upstream_interrupted/, c.name);
       assert.match(text, /within 200 ms/);
-      assert.ok(text.endsWith("data: [DONE]\n\n"));
+      assert.ok(endsInterrupted(c, text), text);
     }
   } finally {
     await h.close();

@@ -5,6 +5,7 @@ import type { Formats } from "../src/request/formats.ts";
 import { createGateway } from "../src/server.ts";
 import { FORMATS, KEY, serveGateway } from "./helpers.ts";
 import { BEDROCK_TEST_CREDENTIALS } from "./mock/bedrock.ts";
+import type { MockUpstream, RecordedRequest } from "./mock/upstream.ts";
 
 /** `providers` and `routes` with the test client key and metrics on, validated and checked. */
 export function platformConfig(
@@ -46,3 +47,26 @@ export function bedrockProvider(name: string, baseUrl: string): Record<string, u
 export const sseEvents = (text: string): Record<string, unknown>[] =>
   text.split("\n\n").map((r) => r.slice(r.indexOf("data: ") + 6))
     .filter((d) => d.startsWith("{")).map((d) => JSON.parse(d));
+
+/** A gateway in front of a platform mock: its URL, the calls the mock received. */
+export interface Served {
+  url: string;
+  calls(): RecordedRequest[];
+  close(): Promise<void>;
+}
+
+/** A gateway for `doc` in front of `mock`; closing closes both. */
+export async function inFront(
+  mock: MockUpstream,
+  doc: { providers: unknown[]; routes: unknown[] },
+): Promise<Served> {
+  const gateway = await startPlatformGateway(platformConfig(doc));
+  return {
+    url: gateway.url,
+    calls: () => mock.requests,
+    close: async () => {
+      await gateway.close();
+      await mock.close();
+    },
+  };
+}

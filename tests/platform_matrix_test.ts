@@ -1,7 +1,8 @@
 /**
  * The cloud platforms' proof matrix: every client format of the registry (tests/formats.ts) ×
- * every platform route (Bedrock Converse, Bedrock Claude through InvokeModel, Vertex Gemini,
- * Vertex Claude, Azure chat, Azure Responses) × JSON and stream, for text, a tool call answered,
+ * every route of every registered platform (tests/platforms.ts: Bedrock Converse, Bedrock Claude
+ * through InvokeModel, Vertex Gemini, Vertex Claude, Azure chat, Azure Responses) × JSON and
+ * stream, for text, a tool call answered,
  * and reasoning in a tool loop whose signature the client carries back to the platform. The
  * Responses WebSocket runs the same cases on every route. The mocks check what the platforms
  * check (SigV4, the Vertex access token minted from its JWT, the Azure `api-key`); the answers
@@ -13,141 +14,12 @@ import type { SseEvent } from "../src/kit/sse.ts";
 import { sseFraming } from "../src/request/stream_stage.ts";
 import { TEST_FORMATS, type TestFormat } from "./formats.ts";
 import { KEY, post, type WsEvent, wsExchange } from "./helpers.ts";
-import { AZURE_TEST_KEY, startMockAzure } from "./mock/azure.ts";
-import { startMockBedrock } from "./mock/bedrock.ts";
-import { signature } from "./mock/scenario.ts";
-import type { MockUpstream, RecordedRequest } from "./mock/upstream.ts";
-import { bedrockProvider, platformConfig, startPlatformGateway } from "./platform_harness.ts";
-import { CLAUDE_AT, GEMINI_AT, modelCalls, startVertexGateway } from "./vertex_harness.ts";
+import type { RecordedRequest } from "./mock/upstream.ts";
+import { type PlatformRoute as Route, TEST_PLATFORMS } from "./platforms.ts";
 
 const QUESTION = "What is the weather in Paris?";
 const RESULT = "18C and sunny";
 const DECODE = { now: 0, id: "matrix" };
-
-/** A platform route: client models `<prefix>-…` go to it unrenamed (the name picks the scenario). */
-interface Route {
-  prefix: string;
-  /** The mock vendor that answers (its text says `Hello from <vendor> mock`). */
-  vendor: string;
-  /** The upstream path a call of `model` goes to. */
-  path(model: string, stream: boolean): string;
-  /** The signature the mock puts on its reasoning; absent: the wire format carries none. */
-  signature?(model: string): string;
-}
-
-/** A gateway in front of a platform mock: its URL, the calls the mock received. */
-interface Served {
-  url: string;
-  calls(): RecordedRequest[];
-  close(): Promise<void>;
-}
-
-interface Platform {
-  name: string;
-  routes: Route[];
-  start(): Promise<Served>;
-}
-
-/** A gateway for `doc` in front of `mock`; closing closes both. */
-async function inFront(
-  mock: MockUpstream,
-  doc: { providers: unknown[]; routes: unknown[] },
-): Promise<Served> {
-  const gateway = await startPlatformGateway(platformConfig(doc));
-  return {
-    url: gateway.url,
-    calls: () => mock.requests,
-    close: async () => {
-      await gateway.close();
-      await mock.close();
-    },
-  };
-}
-
-const bedrock: Platform = {
-  name: "aws-bedrock",
-  routes: [
-    {
-      prefix: "bi",
-      vendor: "messages",
-      path: (m, s) => `/model/${m}/${s ? "invoke-with-response-stream" : "invoke"}`,
-      signature: (m) => signature("thinking", m),
-    },
-    {
-      prefix: "bc",
-      vendor: "converse",
-      path: (m, s) => `/model/${m}/${s ? "converse-stream" : "converse"}`,
-      signature: (m) => signature("reasoning", m),
-    },
-  ],
-  async start() {
-    const mock = await startMockBedrock();
-    return await inFront(mock, {
-      providers: [
-        bedrockProvider("bedrock-claude", mock.url),
-        { ...bedrockProvider("bedrock-converse", mock.url), api: "converse" },
-      ],
-      routes: [
-        { models: ["bi-*"], provider: "bedrock-claude" },
-        { models: ["bc-*"], provider: "bedrock-converse" },
-      ],
-    });
-  },
-};
-
-const vertex: Platform = {
-  name: "gcp-vertex",
-  routes: [
-    {
-      prefix: "vg",
-      vendor: "generate-content",
-      path: (m, s) => `${GEMINI_AT}/${m}:${s ? "streamGenerateContent" : "generateContent"}`,
-      signature: (m) => signature("thought", m),
-    },
-    {
-      prefix: "vc",
-      vendor: "messages",
-      path: (m, s) => `${CLAUDE_AT}/${m}:${s ? "streamRawPredict" : "rawPredict"}`,
-      signature: (m) => signature("thinking", m),
-    },
-  ],
-  async start() {
-    const h = await startVertexGateway();
-    return { url: h.url, calls: () => modelCalls(h.vertex), close: () => h.close() };
-  },
-};
-
-const azure: Platform = {
-  name: "azure-openai",
-  routes: [
-    { prefix: "ac", vendor: "chat", path: () => "/openai/v1/chat/completions" },
-    {
-      prefix: "ar",
-      vendor: "responses",
-      path: () => "/openai/v1/responses",
-      signature: (m) => signature("reasoning", m),
-    },
-  ],
-  async start() {
-    const mock = await startMockAzure();
-    const base_url = `${mock.url}/openai/v1`;
-    const azure = (name: string, api: string) => ({
-      name,
-      api,
-      platform: "azure-openai",
-      base_url,
-      api_key: AZURE_TEST_KEY,
-    });
-    return await inFront(mock, {
-      providers: [azure("az-chat", "chat"), azure("az-resp", "responses")],
-      routes: [
-        { models: ["ac-*"], provider: "az-chat" },
-        // As Codex users set it, so that `previous_response_id` reaches Azure over HTTP.
-        { models: ["ar-*"], provider: "az-resp", passthrough: true },
-      ],
-    });
-  },
-};
 
 /** A client stream's events, as the format's own framing divides them. */
 function streamEvents(format: TestFormat, text: string): SseEvent[] {
@@ -287,8 +159,8 @@ async function cases(
 /** Formats whose clients may also speak over a WebSocket (the Responses transport). */
 const upgrades = (f: TestFormat) => f.plugin.endpoints.some((e) => e.upgrade);
 
-for (const platform of [bedrock, vertex, azure]) {
-  Deno.test(`platform matrix: ${platform.name}, every client format × route × JSON/stream × text/tool/reasoning loop`, async (t) => {
+for (const platform of TEST_PLATFORMS) {
+  Deno.test(`platform matrix: ${platform.id}, every client format × route × JSON/stream × text/tool/reasoning loop`, async (t) => {
     const h = await platform.start();
     try {
       for (const route of platform.routes) {

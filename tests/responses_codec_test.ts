@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { responsesCodec as codec } from "../plugins/responses/codec.ts";
-import { validateRequest } from "../plugins/responses/schema.ts";
+import { parseRequest } from "../plugins/responses/schema.ts";
 import { GatewayError } from "../src/kit/errors.ts";
 import type * as ir from "../src/kit/ir.ts";
 import type { SseEvent } from "../src/kit/sse.ts";
@@ -14,37 +14,36 @@ const sse = (data: Record<string, unknown>): SseEvent => ({
   data: JSON.stringify(data),
 });
 
-Deno.test("validateRequest names the first bad field", () => {
+Deno.test("parseRequest names the first bad field", () => {
   rejects(
-    () =>
-      validateRequest({ input: [{ role: "user", content: [{ type: "input_text", text: 5 }] }] }),
+    () => parseRequest({ input: [{ role: "user", content: [{ type: "input_text", text: 5 }] }] }),
     "input[0].content[0].text: expected string, received number",
     "input[0].content[0].text",
   );
   rejects(
-    () => validateRequest({ input: [{ role: "user", content: 5 }] }),
+    () => parseRequest({ input: [{ role: "user", content: 5 }] }),
     "input[0].content: expected string or array",
   );
   rejects(
     () =>
-      validateRequest({
+      parseRequest({
         input: [{ type: "function_call", call_id: 1, name: "f", arguments: "{}" }],
       }),
     "input[0].call_id: expected string, received number",
   );
   rejects(
     () =>
-      validateRequest({
+      parseRequest({
         tools: [{ type: "namespace", name: "functions", tools: [{ type: "function" }] }],
       }),
     "tools[0].tools[0].name: required",
   );
-  rejects(() => validateRequest({ tool_choice: "sometimes" }), /^tool_choice: expected "none" or/);
-  rejects(() => validateRequest({ max_output_tokens: 1.5 }), /^max_output_tokens: /);
-  rejects(() => validateRequest([]), "body: expected object, received array");
+  rejects(() => parseRequest({ tool_choice: "sometimes" }), /^tool_choice: expected "none" or/);
+  rejects(() => parseRequest({ max_output_tokens: 1.5 }), /^max_output_tokens: /);
+  rejects(() => parseRequest([]), "body: expected object, received array");
 });
 
-Deno.test("validateRequest lets unknown items, parts and fields through", () => {
+Deno.test("parseRequest lets unknown items, parts and fields through", () => {
   const body = {
     model: "m",
     input: [
@@ -61,7 +60,7 @@ Deno.test("validateRequest lets unknown items, parts and fields through", () => 
     tool_choice: { type: "mcp", server_label: "s" },
     brand_new_field: { nested: true },
   };
-  assert.deepEqual(validateRequest(body), body);
+  assert.deepEqual(parseRequest(body), body);
 });
 
 const codexTools = {

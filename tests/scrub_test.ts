@@ -4,13 +4,26 @@
  * may pass on and the retry hints of errors; into every kind of stream line (`id:`, `event:`,
  * `retry:`, comments, unknown fields, bare strings between Gemini's array elements); into error
  * bodies where the 64 KiB cut falls; and JSON-escaped (`\uXXXX`, `\/`) in bodies and events.
- * Every client format is tried against every provider format, relayed and converted; no key, raw
- * or in any spelling that decodes to it, may reach the client, the access log or the metrics.
+ * Its answers, streams and errors are each format's own, as the format's codec and dialect write
+ * them, so every registered client format is tried against every registered provider format,
+ * relayed and converted; no key, raw or in any spelling that decodes to it, may reach the
+ * client, the access log or the metrics.
  */
 import assert from "node:assert/strict";
 import { createGateway, createHandler } from "../src/server.ts";
 import { setAccessLogSink } from "../src/ops/log.ts";
-import { CLIENTS, FORMATS, INGRESS, type Ingress, mockConfig, wsExchange } from "./helpers.ts";
+import { GatewayError } from "../src/kit/errors.ts";
+import type * as ir from "../src/kit/ir.ts";
+import type { SseEvent } from "../src/kit/sse.ts";
+import {
+  CLIENTS,
+  FORMATS,
+  INGRESS,
+  type Ingress,
+  MOCK_PROVIDERS,
+  mockConfig,
+  wsExchange,
+} from "./helpers.ts";
 
 /** A key with a `/` (spelled `\/` in JSON) and a `+` (percent-encoded in URLs). */
 const SECRET = "sk-echo/Key+xyzzy0123456789abcdef";
@@ -34,151 +47,51 @@ const spellings = (k: string) => [k, unicodeEscaped(k), mixedEscaped(k), k.repla
 /** Where a spelling goes in a JSON text the provider writes (replaced after stringifying). */
 const SLOT = "@@KEY@@";
 
-type Api = "chat" | "responses" | "messages" | "gemini";
+/** A provider api (a registered format's id), read from the first segment of its base URL. */
+type Api = string;
 
-function apiOf(path: string): Api {
-  if (path.endsWith("/chat/completions")) return "chat";
-  if (path.endsWith("/responses")) return "responses";
-  if (path.endsWith("/messages")) return "messages";
-  return "gemini";
+const GEMINI = "generate-content";
+
+/** Each format's whole answer saying `text`, as the format's own codec writes one. */
+function answer(api: Api, model: string, text: string): Record<string, unknown> {
+  const res: ir.Response = {
+    id: "r1",
+    model,
+    created: 1,
+    parts: [{ type: "text", text }],
+    finish: "stop",
+    usage: { inputTokens: 1, outputTokens: 1 },
+  };
+  return FORMATS.codec(api).encodeResponse(res, { model, id: "r1", now: () => 1 }) as Record<
+    string,
+    unknown
+  >;
 }
 
-/** Each format's whole answer saying `text`. */
-function answer(api: Api, model: string, text: string): unknown {
-  const usage = { input_tokens: 1, output_tokens: 1 };
-  switch (api) {
-    case "chat":
-      return {
-        id: "chatcmpl-1",
-        object: "chat.completion",
-        created: 1,
-        model,
-        choices: [{
-          index: 0,
-          message: { role: "assistant", content: text },
-          finish_reason: "stop",
-        }],
-        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
-      };
-    case "responses":
-      return {
-        id: "resp_1",
-        object: "response",
-        created_at: 1,
-        status: "completed",
-        model,
-        output: [{
-          type: "message",
-          id: "msg_1",
-          status: "completed",
-          role: "assistant",
-          content: [{ type: "output_text", text, annotations: [] }],
-        }],
-        usage: { ...usage, total_tokens: 2 },
-      };
-    case "messages":
-      return {
-        id: "msg_1",
-        type: "message",
-        role: "assistant",
-        model,
-        content: [{ type: "text", text }],
-        stop_reason: "end_turn",
-        stop_sequence: null,
-        usage,
-      };
-    case "gemini":
-      return {
-        candidates: [{
-          content: { role: "model", parts: [{ text }] },
-          finishReason: "STOP",
-          index: 0,
-        }],
-        usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1, totalTokenCount: 2 },
-        modelVersion: model,
-      };
-  }
+/** Each format's stream saying `text`, as its codec writes one: [event name, data] pairs. */
+async function events(
+  api: Api,
+  model: string,
+  text: string,
+): Promise<[string | undefined, string][]> {
+  const out: SseEvent[] = [];
+  const encoder = FORMATS.codec(api).encodeStream({ model, id: "r1", now: () => 1 });
+  for (
+    const e of [
+      { type: "start", id: "r1", model, created: 1 },
+      { type: "part_start", index: 0, part: { type: "text" } },
+      { type: "text_delta", index: 0, text },
+      { type: "part_stop", index: 0 },
+      { type: "finish", reason: "stop", usage: { inputTokens: 1, outputTokens: 1 } },
+    ] satisfies ir.StreamEvent[]
+  ) await encoder.transform(e, { enqueue: (sse) => out.push(sse) });
+  return out.map((e) => [e.event, e.data]);
 }
 
-/** Each format's stream saying `text`, as [event name, payload] pairs. */
-function events(api: Api, model: string, text: string): [string | undefined, unknown][] {
-  switch (api) {
-    case "chat": {
-      const chunk = (delta: unknown, finish: string | null) => ({
-        id: "chatcmpl-1",
-        object: "chat.completion.chunk",
-        created: 1,
-        model,
-        choices: [{ index: 0, delta, finish_reason: finish }],
-      });
-      return [
-        [undefined, chunk({ role: "assistant", content: text }, null)],
-        [undefined, chunk({}, "stop")],
-      ];
-    }
-    case "responses": {
-      const whole = answer(api, model, text) as Record<string, unknown>;
-      const item = (whole.output as unknown[])[0];
-      const typed = (type: string, rest: Record<string, unknown>) =>
-        [type, { type, ...rest }] as [string, unknown];
-      return [
-        typed("response.created", {
-          response: { ...whole, status: "in_progress", output: [], usage: null },
-        }),
-        typed("response.output_item.added", {
-          output_index: 0,
-          item: {
-            type: "message",
-            id: "msg_1",
-            status: "in_progress",
-            role: "assistant",
-            content: [],
-          },
-        }),
-        typed("response.content_part.added", {
-          item_id: "msg_1",
-          output_index: 0,
-          content_index: 0,
-          part: { type: "output_text", text: "", annotations: [] },
-        }),
-        typed("response.output_text.delta", {
-          item_id: "msg_1",
-          output_index: 0,
-          content_index: 0,
-          delta: text,
-        }),
-        typed("response.output_item.done", { output_index: 0, item }),
-        typed("response.completed", { response: whole }),
-      ];
-    }
-    case "messages": {
-      const typed = (type: string, rest: Record<string, unknown>) =>
-        [type, { type, ...rest }] as [string, unknown];
-      const start = { ...(answer(api, model, "") as object), content: [], stop_reason: null };
-      return [
-        typed("message_start", { message: start }),
-        typed("content_block_start", { index: 0, content_block: { type: "text", text: "" } }),
-        typed("content_block_delta", { index: 0, delta: { type: "text_delta", text } }),
-        typed("content_block_stop", { index: 0 }),
-        typed("message_delta", {
-          delta: { stop_reason: "end_turn", stop_sequence: null },
-          usage: { output_tokens: 1 },
-        }),
-        typed("message_stop", {}),
-      ];
-    }
-    case "gemini":
-      return [[undefined, answer(api, model, text)]];
-  }
-}
-
-/** Each format's error envelope saying `message`. */
+/** Each format's error envelope saying `message`, as its dialect writes one. */
 function errorBody(api: Api, status: number, message: string): unknown {
-  if (api === "messages") {
-    return { type: "error", error: { type: "invalid_request_error", message } };
-  }
-  if (api === "gemini") return { error: { code: status, message, status: "INVALID_ARGUMENT" } };
-  return { error: { message, type: "invalid_request_error", code: null } };
+  const kind = status === 429 ? "rate_limit" : "invalid_request";
+  return FORMATS.get(api)!.dialect!.errorBody(new GatewayError(status, kind, message));
 }
 
 /** Every header a relay may pass on, each holding the key. */
@@ -214,7 +127,7 @@ function startProvider() {
     const key = req.headers.get("authorization")?.replace(/^Bearer /, "") ??
       req.headers.get("x-api-key") ?? req.headers.get("x-goog-api-key") ?? "";
     if (req.headers.get("upgrade") === "websocket") return echoingSocket(req, key);
-    const api = apiOf(url.pathname.replace(/:.*$/, ""));
+    const api = url.pathname.split("/")[1];
     const body = await req.json();
     const model: string = body.model ?? url.pathname.match(/models\/([^:]+)/)?.[1] ?? "";
     const fault = model.split("-").at(-1) as Fault;
@@ -251,43 +164,50 @@ function startProvider() {
     const headers = {
       ...(fault === "headers" && echoHeaders(key)),
       "content-type": stream
-        ? (api === "gemini" && !url.searchParams.has("alt")
+        ? (api === GEMINI && !url.searchParams.has("alt")
           ? "application/json"
           : "text/event-stream")
         : "application/json",
     };
     const text = fault === "escaped" ? `echo: ${SLOT}` : "hello";
     if (!stream) return new Response(fill(answer(api, model, text)), { headers });
-    return new Response(streamText(api, model, text, key, fault, url), { headers });
+    return new Response(await streamText(api, model, text, key, fault, url), { headers });
   });
 }
 
 /** A Responses WebSocket answering each `response.create` with the key in every spelling. */
 function echoingSocket(req: Request, key: string): Response {
   const { socket, response } = Deno.upgradeWebSocket(req);
-  socket.onmessage = (e) => {
+  socket.onmessage = async (e) => {
     const { model } = JSON.parse(e.data);
     const all = spellings(key).join(" and ");
-    for (const [, data] of events("responses", model, `echo: ${SLOT}`)) {
-      socket.send(JSON.stringify(data).replaceAll(SLOT, all));
+    for (const [, data] of await events("responses", model, `echo: ${SLOT}`)) {
+      socket.send(data.replaceAll(SLOT, all));
     }
   };
   return response;
 }
 
 /** A whole stream's text, with the key in every line kind for `lines`. */
-function streamText(api: Api, model: string, text: string, key: string, fault: Fault, url: URL) {
+async function streamText(
+  api: Api,
+  model: string,
+  text: string,
+  key: string,
+  fault: Fault,
+  url: URL,
+) {
   const all = spellings(key).join(" and ");
-  const list = events(api, model, text).map(([name, data]) =>
-    [name, JSON.stringify(data).replaceAll(SLOT, all)] as const
+  const list = (await events(api, model, text)).map(([name, data]) =>
+    [name, data.replaceAll(SLOT, all)] as const
   );
   const lines = fault === "lines";
-  if (api === "gemini" && !url.searchParams.has("alt")) {
+  if (api === GEMINI && !url.searchParams.has("alt")) {
     // Bare strings between the elements, raw and escaped.
     const extra = lines ? spellings(key).map((s) => `"${s}"`) : [];
     return `[${[...extra, ...list.map(([, d]) => d), ...extra].join(",\r\n")}]`;
   }
-  const eol = api === "gemini" ? "\r\n" : "\n";
+  const eol = api === GEMINI ? "\r\n" : "\n";
   const records = list.map(([name, data]) => {
     const fields = [
       ...(lines ? [`id: ${key}`, `: ${key}`, `x-unknown-field: ${key}`, `retry: ${key}`] : []),
@@ -298,7 +218,7 @@ function streamText(api: Api, model: string, text: string, key: string, fault: F
   });
   // A record with no data at all, naming the key as its event.
   const dataless = lines ? `event: ${key}${eol}: ${spellings(key)[1]}${eol}${eol}` : "";
-  return dataless + records.join("") + (api === "chat" ? `data: [DONE]${eol}${eol}` : "");
+  return dataless + records.join("");
 }
 
 /** The decoded forms of a text a client could read the key from. */
@@ -323,15 +243,6 @@ function leaks(text: string): string | undefined {
   return undefined;
 }
 
-/** The provider prefixes of tests/helpers.ts: chat, Responses (passthrough), Anthropic, Gemini. */
-const PROVIDERS = ["chat", "pt", "msg", "gem"] as const;
-const API_OF_PREFIX = {
-  chat: "chat",
-  pt: "responses",
-  msg: "messages",
-  gem: "generate-content",
-} as const;
-
 interface Seen {
   status: number;
   headers: Headers;
@@ -344,7 +255,12 @@ async function harness() {
     first_byte_ms: 5000,
     idle_ms: 5000,
   });
-  for (const p of config.providers) if (p.api_key) p.api_key = SECRET;
+  for (const p of config.providers) {
+    if (!p.api_key) continue;
+    p.api_key = SECRET;
+    // The first segment of the path tells the provider which format it speaks.
+    p.base_url = p.base_url!.replace(/^(http:\/\/[^/]+)/, `$1/${p.api}`);
+  }
   config.metrics = { hostname: "127.0.0.1", port: 0, max_label_values: 1000 };
   const gw = await createGateway(config, FORMATS);
   const logs: string[] = [];
@@ -382,11 +298,11 @@ function assertClean(seen: Seen, label: string) {
 
 /** Every client format (Vertex's too) against every provider format (relayed on its wire). */
 async function everyPair(
-  check: (c: Ingress, p: typeof PROVIDERS[number], relayed: boolean) => Promise<void>,
+  check: (c: Ingress, p: string, relayed: boolean) => Promise<void>,
 ) {
   for (const c of CLIENTS) {
-    for (const p of PROVIDERS) {
-      await check(c, p, API_OF_PREFIX[p] === c.wire);
+    for (const p of MOCK_PROVIDERS) {
+      await check(c, p.prefix, p.api === c.wire);
     }
   }
 }

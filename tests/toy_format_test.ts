@@ -1,6 +1,6 @@
 /**
- * "A new wire format is one plugin folder, with no edit under src/": a toy fifth format
- * (tests/toy_format/) served next to the four real ones, over real HTTP on loopback. The toy
+ * "A new wire format is one plugin folder, with no edit under src/": a toy sixth client format
+ * (tests/toy_format/) served next to the five real ones, over real HTTP on loopback. The toy
  * provider checks HMAC signatures and streams NDJSON; the other formats' providers are the
  * mock upstream.
  */

@@ -1,9 +1,10 @@
 /**
  * "A new platform is one plugin, with no edit under src/": a toy cloud platform
  * (tests/toy_platform/) carrying the Messages format, next to the real formats' providers on
- * the mock upstream, over real HTTP on loopback. It proves each part of the platform contract:
- * its config block, URLs, a minted token (cached, scrubbed, re-minted on a 401), body
- * adjustment, re-framed streams, its error reading, in-stream exceptions and per-model family.
+ * the mock upstream, over real HTTP on loopback. It proves each capability of the platform
+ * contract: its config block; address (URLs, the operations it serves); authenticate (a minted
+ * token, cached, scrubbed, re-minted on a 401); adjust the body; frame (re-framed streams,
+ * in-stream exceptions); read errors; and model names (per-model family).
  */
 import assert from "node:assert/strict";
 import { type Config, ConfigError, validateConfig } from "../src/config/config.ts";
@@ -214,6 +215,48 @@ Deno.test("toy platform: a platform plugin served without an edit under src/", a
   } finally {
     await close();
     await mock.close();
+    await toy.close();
+  }
+});
+
+Deno.test("toy platform: an operation its address does not list is refused, nothing sent", async () => {
+  // The same cloud, serving generation only.
+  const lite = {
+    ...toyPlatform,
+    id: "toy-lite",
+    address: { ...toyPlatform.address, operations: ["generate"] as const },
+  };
+  const formats = new Formats(PLUGINS, [lite]);
+  const toy = await startToyCloud();
+  const { url, close } = await startPlatformGateway(
+    platformConfig({
+      providers: [toyProvider(toy.url, { name: "lite", platform: "toy-lite" })],
+      routes: [{ models: ["lite-*"], provider: "lite" }],
+    }, formats),
+    formats,
+  );
+  try {
+    const counted = await post(`${url}/v1/messages/count_tokens`, anthropicHeaders(), {
+      model: "lite-text",
+      messages: [{ role: "user", content: "hi" }],
+    });
+    assert.equal(counted.status, 400);
+    assert.deepEqual((await counted.json()).error, {
+      type: "invalid_request_error",
+      message:
+        `/v1/messages/count_tokens is not served through platform toy-lite ("lite-*" → lite (messages))`,
+    });
+    assert.deepEqual(toy.requests.filter((r) => r.path.startsWith("/t/")), []);
+    const generated = await post(
+      `${url}/v1/messages`,
+      anthropicHeaders(),
+      bodies.messages("lite-text"),
+    );
+    assert.equal(generated.status, 200);
+    await generated.body?.cancel();
+    assert.equal(toy.requests.at(-1)!.path, `/t/${TOY_TENANT}/models/lite-text/generate`);
+  } finally {
+    await close();
     await toy.close();
   }
 });

@@ -18,7 +18,10 @@ export const chatCodec: Codec = {
   path: () => "/chat/completions",
   encodeRequest,
   decodeResponse,
-  usage: (body) => (body.usage ? usageToIr(body.usage as ChatUsage) : undefined),
+  usage: ({ json }) => {
+    const usage = json.at(-1)?.usage;
+    return usage ? usageToIr(usage as ChatUsage) : undefined;
+  },
   outputCap: (body) => countOf(body.max_completion_tokens ?? body.max_tokens),
   decodeStream,
   watch,

@@ -284,7 +284,3 @@ export type ChatChunk = z.infer<typeof chunkSchema>;
 export function parseRequest(body: unknown): ChatRequest {
   return parseBody(requestSchema, body);
 }
-
-export function validateRequest(body: unknown): Record<string, unknown> {
-  return parseRequest(body);
-}

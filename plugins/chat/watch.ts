@@ -1,8 +1,6 @@
 /** A relayed chat stream ends with `data: [DONE]` or an error chunk; usage is in its last chunk. */
 import type { StreamWatch } from "../../src/kit/codec.ts";
-import { ERROR_PAYLOAD, lastUsage, members, stringChars } from "../shared.ts";
-import type { ChatUsage } from "./schema.ts";
-import { usageToIr } from "./wire.ts";
+import { ERROR_PAYLOAD, lastUsageEvent, members, stringChars } from "../shared.ts";
 
 const USAGE = /"usage"\s*:\s*\{/;
 /** Members of a delta that carry output. */
@@ -11,7 +9,7 @@ const OUTPUT = members(["content", "refusal", "arguments"]);
 const REASONING = members(["reasoning_content", "reasoning"]);
 
 export function watch(): StreamWatch {
-  const last = lastUsage((json) => usageToIr(json.usage as ChatUsage));
+  const last = lastUsageEvent();
   let output = 0;
   return {
     inspect(e) {
@@ -20,7 +18,7 @@ export function watch(): StreamWatch {
       output += stringChars(e.data, OUTPUT) + stringChars(e.data, REASONING, true);
       return false;
     },
-    usage: last.usage,
+    usageEvents: last.usageEvents,
     output: () => output,
   };
 }

@@ -5,6 +5,7 @@ import type * as ir from "../../src/kit/ir.ts";
 import { carrySignature, readSignature } from "../../src/kit/signature.ts";
 import type { ChatUsage, customCall, functionCall } from "./schema.ts";
 import { citedSpan } from "../hosted.ts";
+import { finishByName } from "../shared.ts";
 
 export const FAMILY: ir.Family = "openai";
 
@@ -40,11 +41,23 @@ const FINISH_FROM_CHAT: Record<string, ir.FinishReason> = {
   tool_calls: "tool_calls",
   function_call: "tool_calls",
   content_filter: "content_filter",
+  // Not OpenAI's, but documented by chat-compatible servers for answers that did not end as the
+  // model meant: Mistral's and OpenRouter's `error`, vLLM's `abort`, `error` and `repetition` (it
+  // cut a looping answer), DeepSeek's `insufficient_system_resource`; Mistral's context cap.
+  error: "error",
+  abort: "error",
+  repetition: "error",
+  insufficient_system_resource: "error",
+  model_length: "length",
 };
 
-/** Tool calls win over whatever the upstream said (§5.5). */
+/**
+ * Tool calls win over whatever the upstream said (§5.5). Any other name reads as a stop: chat is
+ * spoken by many servers besides OpenAI's, and several end a finished answer with a name of their
+ * own (Hugging Face TGI's `eos_token`, Together's `eos`), so an unknown name cannot mean an error.
+ */
 export function finishToIr(reason: string | null | undefined, sawToolCall: boolean) {
-  return sawToolCall ? "tool_calls" : FINISH_FROM_CHAT[reason ?? ""] ?? "stop";
+  return sawToolCall ? "tool_calls" : finishByName(FINISH_FROM_CHAT, reason, "stop");
 }
 
 const FINISH_TO_CHAT: Record<ir.FinishReason, string> = {

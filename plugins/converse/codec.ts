@@ -14,7 +14,7 @@ const upstreamOnly = (): never => {
 };
 
 /** The operation's path, the model id one percent-encoded segment (or a 400 naming it). */
-export const conversePath = (model: string, stream: boolean) =>
+const conversePath = (model: string, stream: boolean) =>
   `/model/${modelIdSegment(model)}/${stream ? "converse-stream" : "converse"}`;
 
 export const converseCodec: Codec = {
@@ -25,7 +25,10 @@ export const converseCodec: Codec = {
   path: conversePath,
   encodeRequest,
   decodeResponse,
-  usage: usageOf,
+  usage: ({ json }) => {
+    const last = json.at(-1);
+    return last && usageOf(last);
+  },
   decodeStream,
   // Relays need a client of the same format; Converse has none.
   watch: upstreamOnly as () => StreamWatch,

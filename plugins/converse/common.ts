@@ -1,5 +1,6 @@
 /** What Bedrock Converse's request, response and stream mappings share. */
 import type * as ir from "../../src/kit/ir.ts";
+import { finishByName } from "../shared.ts";
 
 /**
  * Converse's reasoning signatures are their own family: AWS documents them as passed back to
@@ -47,5 +48,6 @@ const FINISH_BY_STOP_REASON: Record<string, ir.FinishReason> = {
   malformed_tool_use: "error",
 };
 
+/** Bedrock's stop reason; one it may add later is an error, never `end_turn` (shared.ts). */
 export const finishFromStopReason = (reason: unknown): ir.FinishReason =>
-  FINISH_BY_STOP_REASON[String(reason)] ?? "stop";
+  finishByName(FINISH_BY_STOP_REASON, reason);

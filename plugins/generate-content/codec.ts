@@ -20,7 +20,7 @@ export const generateContentCodec: Codec = {
   path,
   encodeRequest,
   decodeResponse,
-  usage: (body) => decodeUsage(body.usageMetadata),
+  usage: ({ json }) => decodeUsage(json.at(-1)?.usageMetadata),
   outputCap: (body) =>
     countOf((body.generationConfig as { maxOutputTokens?: unknown } | undefined)?.maxOutputTokens),
   decodeStream,

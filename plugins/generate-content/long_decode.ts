@@ -6,7 +6,7 @@
  * `maxOutputTokens` is one budget across hops, and a non-streaming request above 32,768 without
  * a token is refused.
  */
-import type { LongDecode } from "../../src/kit/codec.ts";
+import type { LongDecode } from "../../src/kit/long_decode.ts";
 import { nonEmpty } from "../shared.ts";
 import { isObject } from "./json_schema.ts";
 

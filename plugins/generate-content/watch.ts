@@ -4,14 +4,13 @@
  * prompt's count comes with the first chunks).
  */
 import type { StreamWatch } from "../../src/kit/codec.ts";
-import { ERROR_PAYLOAD, lastUsage, members, stringChars } from "../shared.ts";
-import { decodeUsage } from "./chunks.ts";
+import { ERROR_PAYLOAD, lastUsageEvent, members, stringChars } from "../shared.ts";
 
 /** Parts' text, thoughts included (a function call's `args` is an object: not counted). */
 const OUTPUT = members(["text"]);
 
 export function watch(): StreamWatch {
-  const last = lastUsage((json) => decodeUsage(json.usageMetadata));
+  const last = lastUsageEvent();
   let output = 0;
   return {
     inspect(e) {
@@ -20,7 +19,7 @@ export function watch(): StreamWatch {
       output += stringChars(e.data, OUTPUT);
       return e.data.includes('"finishReason"');
     },
-    usage: last.usage,
+    usageEvents: last.usageEvents,
     output: () => output,
   };
 }

@@ -22,7 +22,11 @@ export const interactionsCodec: Codec = {
   path,
   encodeRequest,
   decodeResponse,
-  usage: (body) => decodeUsage(body.usage),
+  // A whole interaction's, or the one `interaction.completed` carries.
+  usage: ({ json }) => {
+    const last = json.at(-1);
+    return decodeUsage(last?.usage ?? (last?.interaction as { usage?: unknown })?.usage);
+  },
   outputCap: (body) =>
     countOf(
       (body.generation_config as { max_output_tokens?: unknown } | undefined)?.max_output_tokens,

@@ -5,7 +5,7 @@
  * `interaction.completed`; a status update carrying one mid-stream is a checkpoint). The gateway
  * sends `store: false`, so a hop is the same body again with the token.
  */
-import type { LongDecode } from "../../src/kit/codec.ts";
+import type { LongDecode } from "../../src/kit/long_decode.ts";
 import { nonEmpty } from "../shared.ts";
 
 type Obj = Record<string, unknown>;

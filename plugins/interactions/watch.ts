@@ -3,8 +3,7 @@
  * an `error` event.
  */
 import type { StreamWatch } from "../../src/kit/codec.ts";
-import { lastUsage, members, stringChars } from "../shared.ts";
-import { decodeUsage } from "./steps.ts";
+import { lastUsageEvent, members, stringChars } from "../shared.ts";
 
 const TERMINAL = /"event_type"\s*:\s*"(interaction\.completed|error)"/;
 const DELTA = /"event_type"\s*:\s*"step\.delta"/;
@@ -12,7 +11,7 @@ const DELTA = /"event_type"\s*:\s*"step\.delta"/;
 const OUTPUT = members(["text", "arguments"]);
 
 export function watch(): StreamWatch {
-  const last = lastUsage((json) => decodeUsage((json.interaction as { usage?: unknown })?.usage));
+  const last = lastUsageEvent();
   let output = 0;
   return {
     inspect(e) {
@@ -21,7 +20,7 @@ export function watch(): StreamWatch {
       else if (end === null && DELTA.test(e.data)) output += stringChars(e.data, OUTPUT);
       return end !== null;
     },
-    usage: last.usage,
+    usageEvents: last.usageEvents,
     output: () => output,
   };
 }

@@ -7,7 +7,7 @@ import { decodeStream } from "./decode_stream.ts";
 import { encodeStream } from "./encode_stream.ts";
 import { countOf } from "../shared.ts";
 import { watch } from "./watch.ts";
-import { usageToIr, type WireUsage } from "./common.ts";
+import { readUsage } from "./common.ts";
 
 export const messagesCodec: Codec = {
   api: "messages",
@@ -18,8 +18,7 @@ export const messagesCodec: Codec = {
   path: () => "/v1/messages",
   encodeRequest,
   decodeResponse,
-  usage: (body) =>
-    body.usage && typeof body.usage === "object" ? usageToIr(body.usage as WireUsage) : undefined,
+  usage: readUsage,
   outputCap: (body) => countOf(body.max_tokens),
   decodeStream,
   watch,

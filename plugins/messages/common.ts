@@ -1,5 +1,6 @@
 /** Mappings the Anthropic Messages decoders and encoders share (both directions). */
 import type * as ir from "../../src/kit/ir.ts";
+import type { UsageSource } from "../../src/kit/usage.ts";
 import { badRequest, type ErrorKind, kindForStatus } from "../../src/kit/errors.ts";
 import { carrySignature } from "../../src/kit/signature.ts";
 import {
@@ -7,6 +8,7 @@ import {
   ATTACHED,
   carryMarked,
   CUSTOM_INPUT_KEY,
+  finishByName,
   readMarked,
 } from "../shared.ts";
 
@@ -40,6 +42,22 @@ export function usageToIr(u: WireUsage): ir.Usage {
   return usage;
 }
 
+/**
+ * The usage of an answer (`usage`) or of a stream's events, merged in order: `message_start`'s
+ * `message.usage`, then `message_delta`'s cumulative `usage` (later values replace earlier
+ * ones; absent and null ones keep theirs).
+ */
+export function readUsage({ json }: UsageSource): ir.Usage | undefined {
+  let usage: Obj | undefined;
+  for (const j of json) {
+    const part = j.usage ?? (j.message as Obj | undefined)?.usage;
+    if (!part || typeof part !== "object") continue;
+    usage ??= {};
+    for (const [key, value] of Object.entries(part)) if (value != null) usage[key] = value;
+  }
+  return usage && usageToIr(usage as WireUsage);
+}
+
 export function usageFromIr(u: ir.Usage): WireUsage {
   const read = u.cacheReadTokens ?? 0;
   const write = u.cacheWriteTokens ?? 0;
@@ -65,8 +83,9 @@ const FINISH_BY_STOP_REASON: Record<string, ir.FinishReason> = {
   pause_turn: "pause",
 };
 
+/** Anthropic's stop reason; one it may add later is an error, never `end_turn` (shared.ts). */
 export const finishFromStopReason = (reason: unknown): ir.FinishReason =>
-  FINISH_BY_STOP_REASON[String(reason)] ?? "stop";
+  finishByName(FINISH_BY_STOP_REASON, reason);
 
 const STOP_REASON_BY_FINISH: Record<ir.FinishReason, string> = {
   stop: "end_turn",

@@ -3,7 +3,6 @@ import type * as ir from "../../src/kit/ir.ts";
 import type { DecodeContext, StreamStep } from "../../src/kit/codec.ts";
 import type { SseEvent } from "../../src/kit/sse.ts";
 import { jsonObjectOf } from "../shared.ts";
-import { withBedrockMetrics } from "./bedrock_metrics.ts";
 import {
   applyServerResult,
   citationOf,
@@ -152,12 +151,12 @@ export function decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.Stream
         if (value !== null && value !== undefined) (usage as Obj)[key] = value;
       }
     },
-    message_stop(data, emit) {
+    message_stop(_data, emit) {
       release(emit);
       const finish: ir.StreamEvent = {
         type: "finish",
         reason: sawToolCall ? "tool_calls" : finishFromStopReason(stop.reason),
-        usage: usageToIr(withBedrockMetrics(usage, data)),
+        usage: usageToIr(usage),
       };
       if (typeof stop.sequence === "string") finish.stopSequence = stop.sequence;
       emit(finish);

@@ -61,9 +61,9 @@ export async function countTokensOf(
     path: "/v1/messages/count_tokens",
     operation: "count_tokens",
     // Counting reads the input; it produces nothing.
-    usage: (json) =>
-      typeof json.input_tokens === "number"
-        ? { inputTokens: json.input_tokens, outputTokens: 0 }
+    usage: ({ json: [answer] }) =>
+      typeof answer?.input_tokens === "number"
+        ? { inputTokens: answer.input_tokens, outputTokens: 0 }
         : undefined,
   }, r);
 }

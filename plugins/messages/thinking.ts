@@ -20,7 +20,7 @@ const BUDGET_BY_EFFORT: Record<Exclude<ir.Effort, "none">, number> = {
 };
 const MIN_BUDGET = 1024;
 
-export interface Thinking {
+interface Thinking {
   config: Obj;
   /** `max_tokens` when thinking changes it. */
   maxTokens?: number;

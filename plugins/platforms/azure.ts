@@ -31,7 +31,7 @@ export const azurePlatform: Platform<{ bearer_token?: string }> = {
   system: "azure.ai.openai",
   apis: Object.keys(PATHS),
   settings: { key: "azure", schema: settings },
-  url: ({ base_url, api }) => base_url + PATHS[api],
+  address: { url: ({ base_url, api }) => base_url + PATHS[api] },
   credential({ settings }, ctx) {
     const token = settings.bearer_token;
     if (token) ctx.secret(token);

@@ -96,8 +96,10 @@ export const bedrockPlatform: Platform<AwsSettings> = {
   system: "aws.bedrock",
   apis: Object.keys(APIS),
   settings: { key: "aws", schema: settings },
-  defaultBaseUrl: ({ region }) => `https://bedrock-runtime.${region}.amazonaws.com`,
-  url: ({ base_url, api }, call) => url(base_url, api, call),
+  address: {
+    url: ({ base_url, api }, call) => url(base_url, api, call),
+    defaultBaseUrl: ({ region }) => `https://bedrock-runtime.${region}.amazonaws.com`,
+  },
   credential({ settings: aws }, ctx) {
     const { access_key_id, secret_access_key, session_token, region } = aws;
     if (access_key_id === undefined || secret_access_key === undefined) {
@@ -125,15 +127,19 @@ export const bedrockPlatform: Platform<AwsSettings> = {
       },
     };
   },
-  adjust(body, headers, { operation }, { api }) {
-    const { adjust, countInput } = APIS[api];
-    const adjusted = adjust?.(body, headers) ?? body;
-    return operation === "count_tokens" && countInput ? { input: countInput(adjusted) } : adjusted;
+  body: {
+    request(body, headers, { operation }, { api }) {
+      const { adjust, countInput } = APIS[api];
+      const adjusted = adjust?.(body, headers) ?? body;
+      return operation === "count_tokens" && countInput
+        ? { input: countInput(adjusted) }
+        : adjusted;
+    },
+    answer: (json, { operation }) =>
+      operation === "count_tokens" ? countTokensAnswer(json) : undefined,
   },
-  answer: (json, { operation }) =>
-    operation === "count_tokens" ? countTokensAnswer(json) : undefined,
   framing: (inner, _call, { api }) => APIS[api].framing(inner),
   usage: invocationUsage,
   readError: (status, headers, body) => bedrockError(status, headers, body),
-  unsafeModel: unsafeModelName,
+  models: { unsafe: unsafeModelName },
 };

@@ -8,6 +8,7 @@ import { badRequest, type ErrorKind, GatewayError } from "../../src/kit/errors.t
 import type { StreamException, UpstreamFraming } from "../../src/kit/framing.ts";
 import type { Usage } from "../../src/kit/ir.ts";
 import type { PlatformError } from "../../src/kit/platform.ts";
+import type { UsageSource } from "../../src/kit/usage.ts";
 import { formatSse, type SseEvent } from "../../src/kit/sse.ts";
 import { cutFrames, type EventStreamFrame } from "./event_stream.ts";
 
@@ -113,29 +114,63 @@ export function countTokensAnswer(json: Record<string, unknown>): Record<string,
   return { input_tokens: count };
 }
 
-/** One of Bedrock's token-count headers as a number, if it is one. */
-function countHeader(headers: Headers, name: string): number | undefined {
-  const n = Number(headers.get(`x-amzn-bedrock-${name}-token-count`) ?? NaN);
-  return Number.isInteger(n) && n >= 0 ? n : undefined;
+/** A count as Bedrock writes it: a non-negative integer, else undefined. */
+function countOf(value: unknown): number | undefined {
+  const n = typeof value === "string" ? Number(value) : value;
+  return Number.isInteger(n) && (n as number) >= 0 ? n as number : undefined;
+}
+
+/** What InvokeModelWithResponseStream's last event (`message_stop`) adds: the billed counts. */
+const METRICS_KEY = "amazon-bedrock-invocationMetrics";
+
+/** Bedrock's own counts, from a stream's invocation metrics or a JSON answer's headers. */
+interface Billed {
+  input?: number;
+  output?: number;
+  cacheRead?: number;
+  cacheWrite?: number;
+}
+
+function metricsCounts(metrics: Record<string, unknown>): Billed {
+  return {
+    input: countOf(metrics.inputTokenCount),
+    output: countOf(metrics.outputTokenCount),
+    cacheRead: countOf(metrics.cacheReadInputTokenCount),
+    cacheWrite: countOf(metrics.cacheWriteInputTokenCount),
+  };
+}
+
+function headerCounts(headers: Headers): Billed {
+  const header = (name: string) => countOf(headers.get(`x-amzn-bedrock-${name}-token-count`));
+  return {
+    input: header("input"),
+    output: header("output"),
+    cacheRead: header("cache-read-input"),
+    cacheWrite: header("cache-write-input"),
+  };
 }
 
 /**
- * A JSON answer's usage from Bedrock's own counts, the headers `x-amzn-bedrock-input-token-count`
- * and `-output-token-count` (and the cache reads and writes, when sent): they are what AWS
- * bills, so they replace the body's counts; its share of reasoning stays. Without both
- * headers, undefined (the body's usage stands). Bedrock's input count, like Anthropic's,
- * leaves out the cache; the IR's total includes it.
+ * An answer's usage from Bedrock's own counts: a stream's `amazon-bedrock-invocationMetrics` in
+ * its terminal event, a JSON answer's `x-amzn-bedrock-input-token-count` and
+ * `-output-token-count` headers (and the cache reads and writes, when given). They are what AWS
+ * bills, so they replace the format's counts (`format`); its share of reasoning stays, and so do
+ * its cache counts where Bedrock gives none. Without both an input and an output count,
+ * undefined (the format's usage stands). Bedrock's input count, like Anthropic's, leaves out the
+ * cache; the IR's total includes it.
  */
-export function invocationUsage(headers: Headers, body: Usage | undefined): Usage | undefined {
-  const input = countHeader(headers, "input");
-  const output = countHeader(headers, "output");
-  if (input === undefined || output === undefined) return undefined;
-  const read = countHeader(headers, "cache-read-input") ?? body?.cacheReadTokens;
-  const write = countHeader(headers, "cache-write-input") ?? body?.cacheWriteTokens;
+export function invocationUsage(from: UsageSource, format: Usage | undefined): Usage | undefined {
+  const metrics = from.json.at(-1)?.[METRICS_KEY];
+  const billed = metrics && typeof metrics === "object"
+    ? metricsCounts(metrics as Record<string, unknown>)
+    : from.headers && headerCounts(from.headers);
+  if (billed?.input === undefined || billed.output === undefined) return undefined;
+  const read = billed.cacheRead ?? format?.cacheReadTokens;
+  const write = billed.cacheWrite ?? format?.cacheWriteTokens;
   const usage: Usage = {
-    ...body,
-    inputTokens: input + (read ?? 0) + (write ?? 0),
-    outputTokens: output,
+    ...format,
+    inputTokens: billed.input + (read ?? 0) + (write ?? 0),
+    outputTokens: billed.output,
   };
   if (read !== undefined) usage.cacheReadTokens = read;
   if (write !== undefined) usage.cacheWriteTokens = write;

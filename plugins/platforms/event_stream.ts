@@ -19,7 +19,7 @@ const codec = new EventStreamCodec(
 );
 
 /** Frames whose prelude announces more than this are refused rather than buffered. */
-export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
+const MAX_FRAME_BYTES = 16 * 1024 * 1024;
 const PRELUDE_BYTES = 12;
 
 export class EventStreamError extends Error {
@@ -48,7 +48,7 @@ function decodeFrame(bytes: Uint8Array): EventStreamFrame {
 }
 
 /** Whole frames cut from the start of a buffer. */
-export interface FrameCut {
+interface FrameCut {
   frames: EventStreamFrame[];
   /** The offset just past the last whole frame (the rest is an incomplete frame). */
   cut: number;

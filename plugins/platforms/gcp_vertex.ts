@@ -46,7 +46,7 @@ export const gcpSchema = z.strictObject({
     return fail(`the file ${(e as Error).message}`);
   }
 });
-export type GcpConfig = z.output<typeof gcpSchema>;
+type GcpConfig = z.output<typeof gcpSchema>;
 
 /** Vertex's endpoint for a location: regional, or the global one. */
 export function vertexBaseUrl(location: string): string {
@@ -153,12 +153,16 @@ export const gcpVertexPlatform: Platform<GcpConfig> = {
   system: "gcp.vertex_ai",
   apis: Object.values(PUBLISHERS).map((p) => p.api),
   settings: { key: "gcp", schema: gcpSchema },
-  defaultBaseUrl: (gcp) => vertexBaseUrl(gcp.location),
-  url: ({ base_url, settings, api }, call) =>
-    base_url +
-    vertexPath(settings, api, call.model, call.operation, call.stream, queryOf(call.path)),
+  address: {
+    url: ({ base_url, settings, api }, call) =>
+      base_url +
+      vertexPath(settings, api, call.model, call.operation, call.stream, queryOf(call.path)),
+    defaultBaseUrl: (gcp) => vertexBaseUrl(gcp.location),
+  },
   credential: (provider, ctx) => new VertexCredential(provider.settings.account, ctx.minted),
-  adjust: (body, headers, call, provider) => vertexBody(provider.api, body, headers, call),
+  body: {
+    request: (body, headers, call, provider) => vertexBody(provider.api, body, headers, call),
+  },
   // The model is a path segment followed by `:action`.
-  unsafeModel: (model) => unsafeSegmentReason(model, true),
+  models: { unsafe: (model) => unsafeSegmentReason(model, true) },
 };

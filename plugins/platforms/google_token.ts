@@ -8,7 +8,7 @@
 
 import { readAtMost } from "../../src/kit/http.ts";
 
-export const CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform";
+const CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform";
 const JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 /** The longest assertion lifetime Google accepts. */
 const ASSERTION_SECONDS = 3600;
@@ -34,7 +34,7 @@ export interface ServiceAccountKey {
   private_key_id?: string;
 }
 
-export interface TokenSourceOptions {
+interface TokenSourceOptions {
   scope?: string;
   /** Called with every token minted, before any caller gets it. */
   onToken?: (token: string) => void;

@@ -5,14 +5,14 @@
  */
 import { AwsV4Signer } from "aws4fetch";
 
-export interface AwsCredentials {
+interface AwsCredentials {
   accessKeyId: string;
   secretAccessKey: string;
   /** Temporary credentials (STS): sent as `x-amz-security-token` and signed. */
   sessionToken?: string;
 }
 
-export interface AwsScope {
+interface AwsScope {
   region: string;
   service: string;
 }

@@ -9,6 +9,7 @@ import { encodeStream } from "./encode_stream.ts";
 import { countOf } from "../shared.ts";
 import { watch } from "./watch.ts";
 import { fromWireUsage } from "./usage.ts";
+import { obj } from "./read.ts";
 
 export const responsesCodec: Codec = {
   api: "responses",
@@ -18,7 +19,11 @@ export const responsesCodec: Codec = {
   path: () => "/responses",
   encodeRequest,
   decodeResponse,
-  usage: (body) => fromWireUsage(body.usage),
+  // A whole response's, or the one its terminal event (a stream's, a socket's) carries.
+  usage: ({ json }) => {
+    const last = json.at(-1);
+    return last && fromWireUsage(last.usage ?? obj(last.response).usage);
+  },
   outputCap: (body) => countOf(body.max_output_tokens),
   decodeStream,
   watch,

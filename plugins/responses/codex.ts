@@ -8,7 +8,7 @@ import type { Route } from "../../src/kit/handler.ts";
 import { chatPlugin } from "../chat/plugin.ts";
 
 /** The model's route and its `catalog` window, as the caller (`main.ts`) resolved them. */
-export interface CodexModel {
+interface CodexModel {
   route: Route;
   contextWindow?: number;
 }

@@ -105,14 +105,19 @@ const itemReasoningText = (item: Json) =>
 
 const textOf = (p: Json) => ({ text: str(p.text) ?? "" });
 
-/** The finish reason of a completed or incomplete response (tool calls win, §5.5). */
+/**
+ * The finish reason of a completed or incomplete response (tool calls win, §5.5). Any other
+ * status of an answer given as ended (`cancelled`, one still running, one added later) is an
+ * error, never a quiet stop; `failed` is answered as its error before this.
+ */
 export function finishOf(response: Json, calledTools: boolean): ir.FinishReason {
   if (response.status === "incomplete") {
     return obj(response.incomplete_details).reason === "content_filter"
       ? "content_filter"
       : "length";
   }
-  return calledTools ? "tool_calls" : "stop";
+  if (calledTools) return "tool_calls";
+  return response.status === undefined || response.status === "completed" ? "stop" : "error";
 }
 
 /** A `response.failed` error or standalone `error` event: its status, code and message. */

@@ -8,7 +8,6 @@ import { responsesCodec } from "./codec.ts";
 import { compactConverted } from "./compact.ts";
 import { responseSettings } from "./echo.ts";
 import { parseRequest, type ResponsesRequest } from "./schema.ts";
-import { fromWireUsage } from "./usage.ts";
 import { inputItems, newResponseId, storedChain } from "./state.ts";
 
 /** The answer to a warm-up (`generate: false`) on a converted route: completed, no output. */
@@ -116,7 +115,6 @@ export const compact: PluginHandler = async (ctx) => {
     ingress: responsesCodec,
     body,
     path: "/responses/compact",
-    usage: (json) => fromWireUsage(json.usage),
     why: providerState(body.json),
   }, r);
 };

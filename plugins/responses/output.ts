@@ -27,7 +27,7 @@ export const metaOf = (ctx: ClientContext, irId: string, createdAt: number): Res
   now: ctx.now,
 });
 
-export const responseId = (irId: string) => (irId.startsWith("resp_") ? irId : `resp_${irId}`);
+const responseId = (irId: string) => (irId.startsWith("resp_") ? irId : `resp_${irId}`);
 
 /** Item ids derive from the response id and the item's output index, so they are stable. */
 export const itemId = (prefix: string, respId: string, outputIndex: number) =>

@@ -163,8 +163,3 @@ export type ContentPart = z.infer<typeof contentPart>;
 export function parseRequest(body: unknown): ResponsesRequest {
   return parseBody(requestSchema, body);
 }
-
-/** Validates a client body; the core calls it on every Responses request, passthrough too. */
-export function validateRequest(body: unknown): Record<string, unknown> {
-  return parseRequest(body);
-}

@@ -1,8 +1,6 @@
 /** A relayed Responses stream ends with its terminal event, whose response carries the usage. */
 import type { StreamWatch } from "../../src/kit/codec.ts";
-import { lastUsage, members, stringChars } from "../shared.ts";
-import { obj } from "./read.ts";
-import { fromWireUsage } from "./usage.ts";
+import { lastUsageEvent, members, stringChars } from "../shared.ts";
 
 const TERMINAL = new Set([
   "response.completed",
@@ -16,7 +14,7 @@ const TYPE = /"type"\s*:\s*"([^"]+)"/;
 const OUTPUT = members(["delta"]);
 
 export function watch(): StreamWatch {
-  const last = lastUsage((json) => fromWireUsage(obj(json.response).usage));
+  const last = lastUsageEvent();
   let output = 0;
   return {
     inspect(e) {
@@ -31,7 +29,7 @@ export function watch(): StreamWatch {
       if (type !== "error") last.keep(e.data);
       return true;
     },
-    usage: last.usage,
+    usageEvents: last.usageEvents,
     output: () => output,
   };
 }

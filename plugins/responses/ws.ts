@@ -37,8 +37,10 @@ interface LastResponse {
   output: unknown[];
 }
 
-/** A `response.create` frame's request body (the frame without its `type`). */
-/** A request frame: its body as validated (typed, so it is parsed once), and its text. */
+/**
+ * A `response.create` frame: its request body (the frame without its `type`) as validated —
+ * typed, so it is parsed once — and its text.
+ */
 type Frame = { json: ResponsesRequest; text: string };
 
 /** One client socket's Responses wire, with the socket's own last response for chaining. */
@@ -162,7 +164,7 @@ function providerFrameEnd(text: string): ResponseEnd | undefined {
   try {
     const event = JSON.parse(text);
     if (event.type === "error") return { status: event.status ?? 500 };
-    return { usage: responsesCodec.usage(event.response ?? {}) };
+    return { usage: { json: [event] } };
   } catch {
     return {}; // an unreadable terminal event is relayed as is; only the log lacks its details
   }

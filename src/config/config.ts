@@ -24,7 +24,7 @@ import {
 export const DEMO_API = "demo";
 
 /** What validation asks of the format registry (src/request/formats.ts), seen from here. */
-export interface KnownFormats {
+interface KnownFormats {
   /** The provider apis a config may name. */
   readonly ids: readonly string[];
   readonly vendors: readonly (DefaultVendor & { api: string })[];
@@ -370,10 +370,6 @@ export const configSchema = z.strictObject({
    */
   trusted_proxies: z.array(z.string().refine(isAddressOrCidr, "expected an IP address or CIDR"))
     .default(["127.0.0.0/8", "::1"]),
-  /**
-   * `GET /metrics` (Prometheus text format) on a listener of its own, which Kong does not
-   * route. Off when absent; port 0 takes any free port.
-   */
   /** Kong consumers' limits (`identities.kong_consumers`); docs/limits.md. */
   consumers: consumersSchema.prefault({}),
   identities: identitiesSchema.prefault({}),
@@ -381,6 +377,10 @@ export const configSchema = z.strictObject({
   prices: z.array(priceSchema).default([]),
   /** Where limit windows are counted (default: in memory). */
   limits_store: limitsStoreSchema.prefault({}),
+  /**
+   * `GET /metrics` (Prometheus text format) on a listener of its own, which Kong does not
+   * route. Off when absent; port 0 takes any free port.
+   */
   metrics: z.strictObject({
     hostname: z.string().default("127.0.0.1"),
     port: z.number().int().min(0).max(65535).default(9464),
@@ -525,7 +525,7 @@ function resolveFiles(value: unknown, folder: string): unknown {
 }
 
 /**
- * Validates a parsed (already substituted) document. `formats`, when given, also checks each
+ * Validates a parsed (already substituted) document; `formats`, when given, also checks each
  * provider's `api` (checkFormats does the rest).
  */
 export function validateConfig(doc: unknown, formats?: KnownFormats): Config {

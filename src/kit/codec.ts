@@ -5,6 +5,8 @@
  */
 import type * as ir from "./ir.ts";
 import type { SseEvent } from "./sse.ts";
+import type { LongDecode } from "./long_decode.ts";
+import type { ReadUsage } from "./usage.ts";
 
 /** What an upstream encoder needs to know about the route it is encoding for. */
 export interface EncodeContext {
@@ -64,13 +66,17 @@ export interface ClientContext {
 
 /**
  * What a relayed stream of a format is watched for. Events are looked at with cheap string
- * tests; the few that carry usage are kept as text and parsed once, when the stream ends.
+ * tests; the few that carry usage are kept as text, and parsed once when the stream ends for the
+ * codec's `usage` to read.
  */
 export interface StreamWatch {
   /** Looks at one upstream event; true if it ends the stream (its terminal event, an error). */
   inspect(e: SseEvent): boolean;
-  /** The usage the stream reported so far, if any (on a cut, what it had said by then). */
-  usage(): ir.Usage | undefined;
+  /**
+   * The data of the events kept for their usage so far, in order (only those the reading needs;
+   * on a cut, what the stream had said by then).
+   */
+  usageEvents(): readonly string[];
   /**
    * Characters of generated output (text, reasoning, tool-call arguments) in the events looked
    * at so far: a cut stream's output is estimated from them where the provider gave no count.
@@ -83,18 +89,18 @@ export interface Emit<T> {
   enqueue(item: T): void;
 }
 
-/**
- * One step of a stream, run by the core as a plain call (several steps fused into one stream
- * stage); `new TransformStream(step)` makes it a stream of its own where one is wanted. A step
- * may return a promise to hold the stream until it is done (an encoder keeps a stored answer
- * before its terminal event goes out).
- */
 /** IR events, a batch at a time; undefined at the end. */
 export interface IrSource {
   next(): Promise<ir.StreamEvent[] | undefined>;
   cancel(reason: unknown): Promise<void>;
 }
 
+/**
+ * One step of a stream, run by the core as a plain call (several steps fused into one stream
+ * stage); `new TransformStream(step)` makes it a stream of its own where one is wanted. A step
+ * may return a promise to hold the stream until it is done (an encoder keeps a stored answer
+ * before its terminal event goes out).
+ */
 export interface StreamStep<I, O> {
   transform(item: I, out: Emit<O>): void | Promise<void>;
 }
@@ -115,8 +121,11 @@ export interface Codec {
   /** IR to this format's request body; throws a 400 for what the target cannot express. */
   encodeRequest(req: ir.Request, ctx: EncodeContext): Record<string, unknown>;
   decodeResponse(body: Record<string, unknown>, ctx: DecodeContext): ir.Response;
-  /** The usage of a whole response body, read without decoding the rest (relayed answers). */
-  usage(body: Record<string, unknown>): ir.Usage | undefined;
+  /**
+   * The usage of a relayed answer, read without decoding the rest: a whole JSON body, a stream's
+   * kept events, a socket response's terminal frame (src/kit/usage.ts).
+   */
+  usage: ReadUsage;
   /**
    * The most output tokens a request body of this format allows (its `max_tokens`), read
    * without decoding it: what a token-limited identity reserves for the answer (absent: a
@@ -129,26 +138,4 @@ export interface Codec {
   watch(): StreamWatch;
   /** Long decode, for a format whose providers continue an answer across requests. */
   readonly longDecode?: LongDecode;
-}
-
-/**
- * Long decode: a provider that caps each request's output stops a longer answer with a token
- * (its decoders say so on `finish`, `continuation`), and the same request sent again with the
- * token continues it. The core runs those hops for converted clients; a relayed client runs
- * them itself, and the core sends its continuations to the provider account that issued the token.
- */
-export interface LongDecode {
-  /** The request body this codec encoded, again, with `token` set (nothing else changes). */
-  resume(body: Record<string, unknown>, token: string): Record<string, unknown>;
-  /** The token a client's request body continues with, if any. */
-  resumes(body: Record<string, unknown>): string | undefined;
-  /** Text in every answer (or stream event) that issues a token: tested before `issued`. */
-  readonly marker: string;
-  /** The token a whole answer or one stream event issues (a mid-answer checkpoint included). */
-  issued(answer: Record<string, unknown>): string | undefined;
-  /**
-   * The largest output budget a non-streaming request may ask for (the provider refuses more
-   * without a token): a converted JSON request above it is streamed upstream and assembled.
-   */
-  readonly unaryLimit?: number;
 }

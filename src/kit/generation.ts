@@ -4,8 +4,8 @@
  */
 import type { ClientContext, Codec } from "./codec.ts";
 import type { UpstreamFraming } from "./framing.ts";
-import type { Usage } from "./ir.ts";
 import type { Operation } from "./platform.ts";
+import type { ReadUsage } from "./usage.ts";
 
 /** A request body as received. */
 export interface JsonBody {
@@ -61,6 +61,9 @@ export interface OtherEndpoint {
   why?: string;
   /** The client's headers as the relay forwards them (`GenerationSpec.headers`). */
   headers?: Headers;
-  /** The tokens its answer reports (for metrics and the access log). */
-  usage(json: Record<string, unknown>): Usage | undefined;
+  /**
+   * The tokens its answer reports (for metrics and the access log); default: the ingress codec's
+   * reading.
+   */
+  usage?: ReadUsage;
 }

@@ -24,18 +24,20 @@ export interface HandlerContext {
   readonly conversations: Conversations;
   /** Resolves `model` to its route (once per request: pass it on to `generate`/`relay`). */
   route(model: string): Route;
+  // The members that take a route back are properties, not methods: the type checker then holds
+  // an implementation to taking any `Route` (a method could narrow it to its own type unchecked).
   /**
    * Runs a generation: routes the model (unless `route` is given), tries the route's targets,
    * each relayed or converted, and answers in the spec's format.
    */
-  generate(spec: GenerationSpec, route?: Route): Promise<Response>;
+  generate: (spec: GenerationSpec, route?: Route) => Promise<Response>;
   /** Relays a non-generation endpoint of the client's API to the route's providers of it. */
-  relay(other: OtherEndpoint, route: Route): Promise<Response>;
+  relay: (other: OtherEndpoint, route: Route) => Promise<Response>;
   /**
    * A converted stream's IR events for a client that encodes them itself (the Responses
    * WebSocket), failing over like `generate` until the stream's content starts.
    */
-  events(req: ir.Request, route: Route): Promise<IrSource>;
+  events: (req: ir.Request, route: Route) => Promise<IrSource>;
   /** A response made here (no output parts) as a stream's IR events, for such a client. */
   localEvents(res: ir.Response): IrSource;
   /** Answers with a response made here, without a provider call (JSON or a stream). */

@@ -29,8 +29,9 @@ function readLimited(req: Request): Promise<string> {
   const length = req.headers.get("content-length");
   if (Number(length ?? 0) > MAX_BODY_BYTES) throw tooLarge();
   // `identity` (or an empty header) names no coding: the body is read as sent.
-  const codings = codingsOf(req.headers.get("content-encoding") ?? "");
-  if (codings.length) return readEncoded(req.body, codings);
+  const encoding = req.headers.get("content-encoding");
+  const codings = encoding ? codingsOf(encoding) : undefined;
+  if (codings?.length) return readEncoded(req.body, codings);
   // A declared length is enforced by Deno: the whole-body read is its fast native path (and
   // `req.body` is not touched: that would make it a JS stream, read chunk by chunk).
   return length !== null ? req.text() : readChunked(req);

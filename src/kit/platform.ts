@@ -11,6 +11,7 @@ import type { ErrorKind } from "./errors.ts";
 import type { Usage } from "./ir.ts";
 import type { OutgoingRequest } from "./format.ts";
 import type { UpstreamFraming } from "./framing.ts";
+import type { UsageSource } from "./usage.ts";
 
 /** What an upstream call does: generate (one answer, or a stream), or count tokens. */
 export type Operation = "generate" | "count_tokens";
@@ -90,6 +91,12 @@ export interface PlatformError {
   retry?: boolean;
 }
 
+/**
+ * A platform plugin: who it is (`id`, `system`, `apis`, `settings`), then what it does, one
+ * capability each — address, authenticate (`credential`), adjust the body, frame a stream, read
+ * errors, report usage, and what a model name is on it. A new platform fills in the capabilities
+ * it needs; a need none covers extends a capability, not the list.
+ */
 export interface Platform<S = unknown> {
   /** The `platform:` that providers name (`aws-bedrock`); distinct from every format id. */
   id: string;
@@ -102,30 +109,15 @@ export interface Platform<S = unknown> {
    * path. Absent: the platform takes no block.
    */
   settings?: { key: string; schema: z.ZodType<S> };
-  /** The base URL when the provider gives none; undefined: `base_url` is required. */
-  defaultBaseUrl?(settings: S): string | undefined;
-  /**
-   * The full URL of one call. It may throw a GatewayError (a 400) for a call the platform cannot
-   * address (Bedrock counts no tokens); the client then hears it in its dialect.
-   */
-  url(provider: PlatformProvider<S>, call: PlatformCall): string;
+  /** Address: where a call goes. */
+  address: Address<S>;
+  /** Authenticate: a provider's credential, made once per provider and config snapshot. */
   credential(provider: PlatformProvider<S>, ctx: CredentialContext): Credential;
+  /** Adjust the body: a call's on its way out, a JSON answer's on its way back. */
+  body?: BodyAdjustment<S>;
   /**
-   * The body as the platform takes it, relayed or converted alike (fields removed or set);
-   * `headers` are the outgoing ones, before the credential (a header may move into the body).
-   * `provider.api` says which of its formats the body is. `body` is not to be changed: a platform
-   * that changes nothing returns it as is, and the body's bytes then go as they were (a relayed
-   * client's as sent); any change is a new object.
-   */
-  adjust?(
-    body: Record<string, unknown>,
-    headers: Headers,
-    call: PlatformCall,
-    provider: PlatformProvider<S>,
-  ): Record<string, unknown>;
-  /**
-   * A stream's framing on this platform, given the format's own (`inner`), whose endings it
-   * keeps: bytes of another framing (AWS event stream) are re-framed as `inner` frames them.
+   * Frame: a stream's framing on this platform, given the format's own (`inner`), whose endings
+   * it keeps: bytes of another framing (AWS event stream) are re-framed as `inner` frames them.
    * Absent, or `inner` returned: the format's framing.
    */
   framing?(
@@ -133,6 +125,57 @@ export interface Platform<S = unknown> {
     call: PlatformCall,
     provider: PlatformProvider<S>,
   ): UpstreamFraming;
+  /**
+   * Read errors: what an error answer means (status, all response headers, the body as text,
+   * scrubbed). Absent, or undefined: the format's reading stands.
+   */
+  readError?(status: number, headers: Headers, body: string): PlatformError | undefined;
+  /**
+   * Report usage: an answer's usage where the platform bills by counts of its own (Bedrock's
+   * token-count headers on a JSON answer, its metrics in a stream's terminal event), given the
+   * format's reading of the same answer; undefined: the format's stands. Called for relayed and
+   * converted answers, JSON and streams (src/kit/usage.ts).
+   */
+  usage?(from: UsageSource, format: Usage | undefined): Usage | undefined;
+  /** What a model name is on this platform. */
+  models?: ModelNames;
+}
+
+/** The operations a platform serves unless its `address` lists others. */
+export const DEFAULT_OPERATIONS: readonly Operation[] = ["generate", "count_tokens"];
+
+/** Where a platform's calls go. */
+export interface Address<S> {
+  /**
+   * The full URL of one call. It may throw a GatewayError (a 400) for a call the platform cannot
+   * address (Bedrock counts no tokens of Converse); the client then hears it in its dialect.
+   */
+  url(provider: PlatformProvider<S>, call: PlatformCall): string;
+  /** The base URL when the provider gives none; undefined: `base_url` is required. */
+  defaultBaseUrl?(settings: S): string | undefined;
+  /**
+   * The operations it serves (default `DEFAULT_OPERATIONS`): a call of another is refused before
+   * anything is sent, so an operation added to `Operation` reaches only the platforms that list
+   * it.
+   */
+  operations?: readonly Operation[];
+}
+
+/** How a platform's bodies differ from the format's own. */
+export interface BodyAdjustment<S> {
+  /**
+   * The body as the platform takes it, relayed or converted alike (fields removed or set);
+   * `headers` are the outgoing ones, before the credential (a header may move into the body).
+   * `provider.api` says which of its formats the body is. `body` is not to be changed: a platform
+   * that changes nothing returns it as is, and the body's bytes then go as they were (a relayed
+   * client's as sent); any change is a new object.
+   */
+  request?(
+    body: Record<string, unknown>,
+    headers: Headers,
+    call: PlatformCall,
+    provider: PlatformProvider<S>,
+  ): Record<string, unknown>;
   /**
    * A successful JSON answer (read whole by the core: bounded, scrubbed, parsed) as the format
    * reads it, where the platform's own operation answers in another shape (Bedrock's CountTokens
@@ -144,23 +187,17 @@ export interface Platform<S = unknown> {
     call: PlatformCall,
     provider: PlatformProvider<S>,
   ): Record<string, unknown> | undefined;
-  /**
-   * The usage of a successful JSON answer where the platform reports its own counts (Bedrock's
-   * token-count headers), given the body's as the format read it; undefined: the body's stands.
-   */
-  usage?(headers: Headers, body: Usage | undefined): Usage | undefined;
-  /**
-   * What an error answer means (status, all response headers, the body as text, scrubbed).
-   * Absent, or undefined: the format's reading stands.
-   */
-  readError?(status: number, headers: Headers, body: string): PlatformError | undefined;
+}
+
+/** What a model name is on a platform that serves several families or restricts names. */
+export interface ModelNames {
   /**
    * Who can read the signatures of `model` on this platform where it serves several families
    * (Bedrock serves Claude, Nova, Llama…); undefined: the format's family.
    */
   family?(model: string, api: string): string | undefined;
   /** Why a model name cannot be sent through this platform (e.g. it is not one path segment). */
-  unsafeModel?(model: string): string | undefined;
+  unsafe?(model: string): string | undefined;
 }
 
 /** A platform of any settings type, as lists of platforms hold them. */

@@ -9,6 +9,7 @@ import type { GatewayError } from "./errors.ts";
 import type * as ir from "./ir.ts";
 import type { Route } from "./route.ts";
 import type { SseEvent } from "./sse.ts";
+import type { UsageSource } from "./usage.ts";
 
 /** A socket endpoint's wire; `F` is a frame as the plugin reads it, `C` a frame's context. */
 export interface SocketWire<F, C> {
@@ -41,15 +42,18 @@ export interface ProviderSocketWire {
   bound: string;
   /**
    * Of a provider frame: undefined, or the end of the response in flight with its status (an
-   * error's) or usage for the log. Frames are relayed as they are, either way.
+   * error's) or where its usage is, for the log. Frames are relayed as they are, either way.
    */
   ends(text: string): ResponseEnd | undefined;
 }
 
-/** How a relayed response ended, for its log line: an error's status, or its usage. */
+/**
+ * How a relayed response ended, for its log line: an error's status, or the frame that carries
+ * its usage (read by the codec of the wire's `api`).
+ */
 export interface ResponseEnd {
   status?: number;
-  usage?: ir.Usage;
+  usage?: UsageSource;
 }
 
 /** What a frame's run may do on the client's socket. */
@@ -69,7 +73,8 @@ export interface SocketReply {
   /**
    * Sends `frame` (given the model its target calls it) on the session's provider socket, opened
    * on the first relayed frame among `route`'s targets of `upstream.api` (the wire must declare
-   * `upstream`); later frames stay on that provider. False if the client left meanwhile.
+   * `upstream`); later frames stay on that provider. False if the client left meanwhile. A
+   * property, not a method: an implementation must take any `Route` (src/kit/handler.ts).
    */
-  relay(route: Route, frame: (model: string) => string): Promise<boolean>;
+  relay: (route: Route, frame: (model: string) => string) => Promise<boolean>;
 }

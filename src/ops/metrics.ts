@@ -442,9 +442,14 @@ export class Metrics implements Observer {
     return Object.fromEntries(this.families().map((f) => [f.name, f.snapshot()]));
   }
 
-  /** Adds a thread's snapshot: the sum over threads is what one `GET /metrics` shows. */
-  absorb(snapshot: MetricsSnapshot): void {
-    for (const f of this.families()) f.absorb(snapshot[f.name] ?? []);
+  /**
+   * Adds a thread's snapshot: the sum over threads is what one `GET /metrics` shows. Without
+   * `gauges`, only what counts up (a dead thread's: what it had open ended with it).
+   */
+  absorb(snapshot: MetricsSnapshot, { gauges = true } = {}): void {
+    for (const f of this.families()) {
+      if (gauges || f.kind !== "gauge") f.absorb(snapshot[f.name] ?? []);
+    }
   }
 
   private families(): Family<unknown>[] {

@@ -10,7 +10,7 @@ import type { ProviderConfig } from "../config/config.ts";
 import { tokensFor } from "./estimate.ts";
 
 /** How a request reached its answer: bytes relayed, converted through the IR, or answered here. */
-export type Mode = "relay" | "convert" | "local";
+type Mode = "relay" | "convert" | "local";
 
 export interface Observer {
   routed?(t: Trace): void;
@@ -81,7 +81,10 @@ export class Trace {
   compaction = false;
   mode?: Mode;
   attempts = 0;
-  /** Long decode: the continuation requests an answer took after its first (src/long_decode.ts). */
+  /**
+   * Long decode: the continuation requests an answer took after its first
+   * (src/request/long_decode.ts).
+   */
   hops = 0;
   usage?: Usage;
   status?: number;

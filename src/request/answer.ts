@@ -6,6 +6,7 @@ import type { ClientContext } from "../kit/codec.ts";
 import type { IrSource } from "../kit/codec.ts";
 import type { GenerationSpec } from "../kit/generation.ts";
 import type * as ir from "../kit/ir.ts";
+import { responseEvents } from "../kit/ir.ts";
 import type { RequestContext } from "./context.ts";
 import { clientStream, localIr } from "./client_stream.ts";
 import { respond } from "./headers.ts";
@@ -62,12 +63,9 @@ export function answerLocally(
   return answer(ctx, spec, from);
 }
 
-/** A local response with no output parts as a stream's events. */
+/** A response made here as a stream's events. */
 export function localSource(res: ir.Response): IrSource {
-  return localIr([
-    { type: "start", id: res.id, model: res.model, created: res.created },
-    { type: "finish", reason: res.finish, usage: res.usage },
-  ]);
+  return localIr(responseEvents(res));
 }
 
 /** An id and a creation time for a response made here (ids derive from the request id). */

@@ -10,13 +10,18 @@ import type * as ir from "../kit/ir.ts";
 import type { UpstreamFraming } from "../kit/framing.ts";
 import { ClientGone, clientGone, closeStream } from "./stream_end.ts";
 import { formatSse, type SseEvent } from "../kit/sse.ts";
-import type { EventReader } from "./stream_stage.ts";
+import type { EventReader } from "./upstream_events.ts";
 import type { Trace } from "../ops/trace.ts";
 
-/** A provider's stream, decoded by the target codec as its events arrive. */
+/**
+ * A provider's stream, decoded by the target codec as its events arrive; `billed` (a platform
+ * that reports usage, src/request/usage.ts) puts the platform's counts on the events that carry
+ * usage.
+ */
 export function upstreamIr(
   reader: EventReader,
   decoder: StreamStep<SseEvent, ir.StreamEvent>,
+  billed?: (data: string, e: ir.StreamEvent) => ir.StreamEvent,
 ): IrSource {
   return {
     async next() {
@@ -25,8 +30,10 @@ export function upstreamIr(
       const out: ir.StreamEvent[] = [];
       const emit = { enqueue: (e: ir.StreamEvent) => out.push(e) };
       for (const e of batch.events) {
+        const from = out.length;
         const held = decoder.transform(e, emit);
         if (held) await held;
+        if (billed) { for (let i = from; i < out.length; i++) out[i] = billed(e.data, out[i]); }
       }
       return out;
     },

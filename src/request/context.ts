@@ -5,7 +5,7 @@ import type { Dialect, FormatPlugin, Handler as HandlerOf } from "../kit/format.
 import type { HandlerContext } from "../kit/handler.ts";
 import type { FormatRegistry } from "./registry.ts";
 import type { Limiter } from "../state/limits/limiter.ts";
-import type { Pins } from "./pins.ts";
+import type { PinStore } from "./pins.ts";
 import type { Identity, LimitPolicy } from "../state/limits/policy.ts";
 import type { Metrics } from "../ops/metrics.ts";
 import type { Stopping } from "./relay.ts";
@@ -30,7 +30,7 @@ export interface Gateway {
   /** Counts and enforces limits; one for the gateway's life (counts survive reloads). */
   limiter: Limiter;
   /** Requests that must reach one provider account (continuations); for the gateway's life. */
-  pins: Pins;
+  pins: PinStore;
   /** The models each provider reports, read in the background; shared by all snapshots. */
   providerModels: ReportedModels;
   /** Stored conversations, of every format that keeps them (src/request/conversations.ts). */

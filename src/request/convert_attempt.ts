@@ -6,9 +6,9 @@ import type { Codec, DecodeContext, IrSource } from "../kit/codec.ts";
 import type { UpstreamSpec } from "../kit/format.ts";
 import type { GenerationSpec } from "../kit/generation.ts";
 import type * as ir from "../kit/ir.ts";
-import { boundFamily, responseEvents } from "../kit/ir.ts";
+import { boundFamily } from "../kit/ir.ts";
 import type { RequestContext } from "./context.ts";
-import { answer, idFor, localId, nowSeconds } from "./answer.ts";
+import { answer, idFor, localId, localSource, nowSeconds } from "./answer.ts";
 import { localIr, upstreamIr } from "./client_stream.ts";
 import { DEFAULT_LONG_DECODE, DEMO_API } from "../config/config.ts";
 import { demoResponse, demoStream } from "./demo.ts";
@@ -19,10 +19,12 @@ import { breather, isLarge } from "../kit/http.ts";
 import { continued, type Hops, whole } from "./long_decode.ts";
 import { checkNesting } from "../kit/nesting.ts";
 import { callUpstream, type UpstreamResponse } from "./relay.ts";
-import { answerUsage, readUpstreamJson, upstreamError } from "./upstream_body.ts";
+import { readUpstreamJson, upstreamError } from "./upstream_body.ts";
+import { billed, billedEvent } from "./usage.ts";
 import { throughPlatform } from "./platform_call.ts";
 import type { Resolved } from "./router.ts";
-import { EventReader, framingOf } from "./stream_stage.ts";
+import { framingOf } from "./stream_stage.ts";
+import { EventReader } from "./upstream_events.ts";
 
 /**
  * The client's request as IR, decoded once before any target: the client's own mistakes are
@@ -114,7 +116,7 @@ export function convertingEvents(
 /**
  * One attempt's answer as IR: made here by the demo provider, else the target's call decoded —
  * a stream held until its content starts, unless no other attempt could follow — and, where
- * the target continues long answers across requests, its hops joined (src/long_decode.ts).
+ * the target continues long answers across requests, its hops joined (long_decode.ts).
  */
 async function irFrom(
   ctx: RequestContext,
@@ -148,7 +150,7 @@ async function irFrom(
     const res = await readAnswer(ctx, r, call, dctx, up);
     // Only an answer that goes on pays for joining hops.
     if (!hops || res.continuation === undefined) return res;
-    return await whole(continued(localIr(responseEvents(res)), hops));
+    return await whole(continued(localSource(res), hops));
   }
   const first = await answerEvents(ctx, r, call, dctx, up);
   const source = hops ? continued(first, hops) : first;
@@ -165,9 +167,9 @@ async function answerEvents(
   dctx: DecodeContext,
   up: UpstreamResponse,
 ): Promise<IrSource> {
-  if (!up.framing) return localIr(responseEvents(await readAnswer(ctx, r, call, dctx, up)));
+  if (!up.framing) return localSource(await readAnswer(ctx, r, call, dctx, up));
   const reader = new EventReader(up, r.provider.timeouts, up.framing, ctx.gw.secrets);
-  return upstreamIr(reader, call.target.decodeStream(dctx));
+  return upstreamIr(reader, call.target.decodeStream(dctx), billedEvent(up.platform));
 }
 
 const longDecodeOf = (r: Resolved) => r.route.long_decode ?? DEFAULT_LONG_DECODE;
@@ -200,7 +202,7 @@ async function readAnswer(
 ): Promise<ir.Response> {
   const { json } = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
   const res = call.target.decodeResponse(json, dctx);
-  const usage = answerUsage(up, res.usage);
+  const usage = billed(up.platform, { json: [json], headers: up.res.headers }, res.usage);
   return usage ? { ...res, usage } : res;
 }
 

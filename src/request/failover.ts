@@ -2,14 +2,14 @@
  * Failover and retries: the targets of a route in the order src/state/health.ts plans, the pool key
  * each attempt sends, and what a failure means (move on, rotate the key, or give up).
  */
-import { DEFAULT_RETRY } from "../config/config.ts";
+import { DEFAULT_RETRY, type ProviderConfig } from "../config/config.ts";
 import type { RequestContext } from "./context.ts";
 import { GatewayError } from "../kit/errors.ts";
 import { logEvent } from "../ops/log.ts";
 import { ClientGone } from "./stream_end.ts";
-import { type Resolved, retarget } from "./router.ts";
+import type { Resolved } from "./router.ts";
 import type { PoolKey } from "../state/health.ts";
-import { type Pin, pinnedKey } from "./pins.ts";
+import type { Pin } from "./pins.ts";
 
 /** An HTTP date in its one current form (IMF-fixdate, RFC 9110 section 5.6.7). */
 const HTTP_DATE = /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/;
@@ -62,7 +62,7 @@ export interface Attempt<T> {
    * The account the request must reach first (src/request/pins.ts): its provider's target leads, with
    * the pinned pool key; the others stay behind it as usual.
    */
-  pin?: Pin;
+  pin?: Promise<Pin | undefined>;
 }
 
 /**
@@ -91,9 +91,10 @@ export async function failover<T>(
   const health = ctx.gw.router.health;
   const retry = r.route.retry ?? DEFAULT_RETRY;
   const cooldown = r.route.cooldown ?? ctx.gw.config.cooldown;
-  const pin = attempt.pin;
+  // Only a continuation waits for its pin (a message to the supervisor, under workers).
+  const pin = attempt.pin && await attempt.pin;
   const order = pin ? pinnedFirst(health.plan(r.targets), pin) : health.plan(r.targets);
-  const all = order.length === 1 ? [r] : order.map((t) => retarget(r, t, r.requested));
+  const all = order.length === 1 ? [r] : order.map((t) => r.to(t));
   const queue = all.filter((t) => attempt.eligible?.(t) ?? true);
   const skipped = all.length - queue.length;
   if (queue.length === 0) {
@@ -227,4 +228,15 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     const timer = setTimeout(done, ms);
     signal.addEventListener("abort", gone, { once: true });
   });
+}
+
+/**
+ * The pool key `pin` names for `provider`, cooling or not (a request that must reach that
+ * account has no other); undefined when it names none of this pool.
+ */
+function pinnedKey(provider: ProviderConfig, pin: Pin): PoolKey | undefined {
+  const index = pin.provider === provider.name ? pin.key : undefined;
+  const pool = provider.api_keys ?? (provider.api_key ? [provider.api_key] : []);
+  if (index === undefined || index >= pool.length) return undefined;
+  return { value: pool[index], name: `${provider.name}#${index}`, index };
 }

@@ -34,7 +34,8 @@ export function generate(
   r: Resolved = route(ctx, spec.model),
 ): Promise<Response> {
   const held = reserve(ctx, spec);
-  return held ? held.then(() => run(ctx, spec, r)) : run(ctx, spec, r);
+  const go = () => run(ctx, spec, r);
+  return held ? held.then(go) : go();
 }
 
 /**
@@ -42,6 +43,8 @@ export function generate(
  * call: the body's estimate and the output it allows (docs/limits.md); undefined for others.
  */
 function reserve(ctx: RequestContext, { body, ingress }: Pick<GenerationSpec, "body" | "ingress">) {
+  // Only an admitted identity (one with limits) may hold any: the others skip the lookup.
+  if (!ctx.identity?.limits) return undefined;
   return ctx.gw.limiter.reserve(
     ctx.trace,
     () => tokensFor(body.raw.length) + (ingress.outputCap?.(body.json) ?? DEFAULT_OUTPUT_TOKENS),
@@ -49,13 +52,22 @@ function reserve(ctx: RequestContext, { body, ingress }: Pick<GenerationSpec, "b
   );
 }
 
+const CONTINUES = "a continuation token is good only at the provider that issued it";
+
 function run(ctx: RequestContext, spec: GenerationSpec, r: Resolved): Promise<Response> {
   const via = spec.via ?? "auto";
   const relayOnly = typeof via === "object" ? via.relayOnly : undefined;
   const relays = (t: Pick<Target, "provider">) =>
     via === "auto" && t.provider.api === spec.ingress.api;
-  const relayed = relaying(ctx, spec, relayOnly);
-  if (relayOnly !== undefined || r.targets.every(relays)) return attempt(ctx, r, relayed);
+  if (relayOnly !== undefined || r.targets.every(relays)) {
+    return attempt(ctx, r, relaying(ctx, spec, relayOnly));
+  }
+  // A continuation (long decode) is good only at the provider that issued its token: on a route
+  // that also converts, it goes to the targets that relay (pinned), never to another family.
+  if (r.targets.some(relays) && spec.ingress.longDecode?.resumes(spec.body.json) !== undefined) {
+    return attempt(ctx, r, relaying(ctx, spec, CONTINUES));
+  }
+  const relayed = relaying(ctx, spec);
   return converting(ctx, spec, r).then((converted) =>
     attempt(ctx, r, {
       ...converted,

@@ -114,9 +114,15 @@ export function upstreamHeaders(
   allow: readonly string[],
   secrets: Secrets,
 ): HeaderPairs {
-  const out = pickHeaders(res.headers, allow)
-    .filter(([name, value]) => WELL_FORMED[name]?.test(value) ?? true);
+  const picked = pickHeaders(res.headers, allow);
+  const out: HeaderPairs = [];
+  let values = "";
+  for (const pair of picked) {
+    if (!(WELL_FORMED[pair[0]]?.test(pair[1]) ?? true)) continue;
+    out.push(pair);
+    values += pair[1] + "\n";
+  }
   // One search over all the values: they almost never hold a key.
-  if (!secrets.found(out.map(([, value]) => value).join("\n"))) return out;
+  if (!secrets.found(values)) return out;
   return out.map(([name, value]) => [name, secrets.scrub(value)]);
 }

@@ -7,7 +7,7 @@ import { GatewayError } from "../kit/errors.ts";
 import type * as ir from "../kit/ir.ts";
 import type { SseEvent } from "../kit/sse.ts";
 import { ProviderFailure } from "./failover.ts";
-import type { EventReader } from "./stream_stage.ts";
+import type { EventReader } from "./upstream_events.ts";
 
 /** Opening events held back at most, so an error right after them can still fail over. */
 const HOLD_EVENTS = 32;

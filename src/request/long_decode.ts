@@ -63,6 +63,10 @@ export async function whole(source: IrSource): Promise<ir.Response> {
 const kindOf = (p: Extract<ir.StreamEvent, { type: "part_start" }>["part"]) =>
   p.type === "text" || p.type === "thinking" ? p.type : undefined;
 
+/** `e` at the answer's `index`: itself where the indices agree, as in every first hop. */
+const moved = <E extends { index: number }>(e: E, index: number): E =>
+  index === e.index ? e : { ...e, index };
+
 class Joined implements IrSource {
   private hop = 1;
   /** The summed usage of the hops before this one, and this hop's latest. */
@@ -160,7 +164,9 @@ class Joined implements IrSource {
         return;
       case "usage":
         this.usage = e.usage;
-        return void out.push({ type: "usage", usage: plus(this.before, e.usage)! });
+        return void out.push(
+          this.before ? { type: "usage", usage: plus(this.before, e.usage)! } : e,
+        );
       case "part_start": {
         const kind = kindOf(e.part);
         // The part the hop boundary cut goes on: the hop's first part, of the same kind.
@@ -176,13 +182,13 @@ class Joined implements IrSource {
         const index = this.nextIndex++;
         this.indices.set(e.index, index);
         if (kind) this.cuttable.set(index, kind);
-        return void out.push({ ...e, index });
+        return void out.push(moved(e, index));
       }
       case "part_stop": {
         this.release(out);
         const index = this.at(e.index);
         if (this.cuttable.has(index)) this.held = index;
-        else out.push({ ...e, index });
+        else out.push(moved(e, index));
         return;
       }
       case "finish":
@@ -196,7 +202,7 @@ class Joined implements IrSource {
         return void out.push(e);
       default:
         this.release(out);
-        return void out.push({ ...e, index: this.at(e.index) });
+        return void out.push(moved(e, this.at(e.index)));
     }
   }
 

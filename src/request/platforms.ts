@@ -25,7 +25,7 @@ import type { UpstreamFraming } from "../kit/framing.ts";
 import type { Secrets } from "../ops/secrets.ts";
 
 /** A provider bound to its platform. */
-export interface Binding {
+interface Binding {
   platform: AnyPlatform;
   provider: PlatformProvider<unknown>;
   credential: Credential;
@@ -83,7 +83,7 @@ export class Platforms implements KnownPlatforms {
       }
       settings = parsed.data;
     }
-    if (!p.base_url && !platform.defaultBaseUrl?.(settings)) {
+    if (!p.base_url && !platform.address.defaultBaseUrl?.(settings)) {
       issues.push({ path: ["base_url"], message: `required for platform ${platform.id}` });
     }
     if (issues.length === 0) this.settings.set(p, settings);
@@ -91,7 +91,7 @@ export class Platforms implements KnownPlatforms {
   }
 
   unsafeModel(p: ProviderConfig, model: string): string | undefined {
-    return this.byId.get(p.platform!)?.unsafeModel?.(model);
+    return this.byId.get(p.platform!)?.models?.unsafe?.(model);
   }
 
   /**
@@ -107,7 +107,7 @@ export class Platforms implements KnownPlatforms {
       throw new GatewayError(500, "upstream", `provider ${p.name} was not checked for a platform`);
     }
     const settings = this.settings.get(p);
-    const base = p.base_url ?? platform.defaultBaseUrl!(settings)!;
+    const base = p.base_url ?? platform.address.defaultBaseUrl!(settings)!;
     const provider = { name: p.name, api: p.api, base_url: base.replace(/\/+$/, ""), settings };
     let minted: ((token: string) => void) | undefined;
     const credential = platform.credential(provider, {
@@ -121,7 +121,9 @@ export class Platforms implements KnownPlatforms {
 
   /** Who reads the signatures of `model` on `p`'s platform, where the platform says. */
   family(p: ProviderConfig, model: string): string | undefined {
-    return p.platform === undefined ? undefined : this.byId.get(p.platform)?.family?.(model, p.api);
+    return p.platform === undefined
+      ? undefined
+      : this.byId.get(p.platform)?.models?.family?.(model, p.api);
   }
 }
 
@@ -159,9 +161,10 @@ export async function sendThrough(
   send: (out: OutgoingRequest) => Promise<Response>,
 ): Promise<Response> {
   const { platform, provider, credential } = p.binding;
-  out.url = new URL(platform.url(provider, p.call));
-  if (platform.adjust && p.json) {
-    const adjusted = platform.adjust(p.json, out.headers, p.call, provider);
+  out.url = new URL(platform.address.url(provider, p.call));
+  const adjust = platform.body?.request;
+  if (adjust && p.json) {
+    const adjusted = adjust(p.json, out.headers, p.call, provider);
     // Unchanged (a Gemini body on Vertex): the bytes as they were, not a re-serialisation.
     if (adjusted !== p.json) out.body = JSON.stringify(adjusted);
   }
@@ -178,7 +181,7 @@ export async function sendThrough(
 export function platformAnswer(
   p: PlatformRequest | undefined,
 ): ((json: Record<string, unknown>) => Record<string, unknown> | undefined) | undefined {
-  const answer = p?.binding.platform.answer;
+  const answer = p?.binding.platform.body?.answer;
   if (!answer || p.call.stream) return undefined;
   return (json) => answer(json, p.call, p.binding.provider);
 }

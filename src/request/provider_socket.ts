@@ -4,7 +4,7 @@
  * `connect_ms`), then each frame relayed untouched both ways, every response in flight under
  * the first-byte and idle deadlines of an HTTP stream.
  */
-import type { StreamWatch } from "../kit/codec.ts";
+import type { Codec, StreamWatch } from "../kit/codec.ts";
 import type { ProviderSocketWire, ResponseEnd } from "../kit/socket.ts";
 import type { RequestContext } from "./context.ts";
 import { Deadline } from "./deadline.ts";
@@ -13,9 +13,10 @@ import { pickHeaders } from "./headers.ts";
 import { openUpstreamSocket } from "./relay.ts";
 import type { Resolved } from "./router.ts";
 import type { Trace } from "../ops/trace.ts";
+import { usageOf, watchedUsage } from "./usage.ts";
 
 /** The client side, as the provider socket tells it what happened. */
-export interface SocketClient {
+interface SocketClient {
   /** A provider frame to pass on (scrubbed of provider keys by the client side). */
   relayFrame(text: string): void;
   /** The response of `trace` was cut short: the client gets the interruption frame. */
@@ -50,14 +51,14 @@ export async function openProviderSocket(
         signal,
         stopping: ctx.gw.stopping,
       });
-      const watch = () => formats.codec(wire.api).watch();
+      const codec = formats.codec(wire.api);
       const socket = new ProviderSocket(
         t.provider.name,
         ws,
         t.provider.timeouts,
         wire,
+        codec,
         client,
-        watch,
       );
       return { socket, target: t };
     },
@@ -85,9 +86,12 @@ export class ProviderSocket {
     private readonly ws: WebSocket,
     private readonly timeouts: { first_byte_ms: number; idle_ms: number },
     wire: ProviderSocketWire,
+    /**
+     * The codec of the wire's format, whose stream events these frames are: its watch follows
+     * a response (a cut counts by it), its `usage` reads the terminal frame's.
+     */
+    private readonly codec: Codec,
     private readonly client: SocketClient,
-    /** A watch of the format's stream events, whose frames these are (a cut counts by it). */
-    private readonly watch: () => StreamWatch,
   ) {
     ws.onmessage = (e) => {
       const text = typeof e.data === "string" ? e.data : "";
@@ -107,7 +111,7 @@ export class ProviderSocket {
     const done = this.pending.shift()?.trace;
     if (!done) return;
     if (status !== undefined) done.status = status;
-    else done.reportUsage(usage);
+    else if (usage) done.reportUsage(usageOf(this.codec.usage, usage));
     done.end(done.status ?? 200);
   }
 
@@ -123,7 +127,7 @@ export class ProviderSocket {
     const [current, ...queued] = this.pending.splice(0);
     if (current) {
       // What its frames said by then: the usage so far, the output relayed.
-      current.trace.reportUsage(current.watch.usage());
+      current.trace.reportUsage(watchedUsage(this.codec.usage, current.watch));
       current.trace.outputChars = current.watch.output();
       this.client.interrupted(current.trace, why);
     }
@@ -132,7 +136,7 @@ export class ProviderSocket {
   }
 
   send(text: string, trace: Trace) {
-    this.pending.push({ trace, watch: this.watch() });
+    this.pending.push({ trace, watch: this.codec.watch() });
     this.arm(this.timeouts.first_byte_ms, "sent no data");
     this.ws.send(text);
   }

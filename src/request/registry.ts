@@ -61,6 +61,7 @@ export class FormatRegistry<C> {
   /** The formats clients speak (all but the upstream-only ones), in registry order. */
   readonly clients: readonly ClientFormat<C>[];
   private readonly byPath = new Map<string, readonly Endpoint<C>[]>();
+  private readonly dialectByPath = new Map<string, Dialect>();
   private readonly byId = new Map<string, FormatPlugin<C>>();
   private readonly headers = new Map<string, HeaderLists>();
 
@@ -172,15 +173,22 @@ export class FormatRegistry<C> {
 
   /** The dialect of any path, matched or not: the longest claimed prefix, else the default. */
   dialectOf(path: string): Dialect {
-    let best: { dialect: Dialect; length: number } | undefined;
-    for (const p of this.clients) {
-      for (const prefix of p.paths) {
-        if (path.startsWith(prefix) && prefix.length > (best?.length ?? -1)) {
-          best = { dialect: p.dialect, length: prefix.length };
+    let dialect = this.dialectByPath.get(path);
+    if (!dialect) {
+      let length = -1;
+      for (const p of this.clients) {
+        for (const prefix of p.paths) {
+          if (path.startsWith(prefix) && prefix.length > length) {
+            dialect = p.dialect;
+            length = prefix.length;
+          }
         }
       }
+      dialect ??= this.defaultDialect;
+      if (this.dialectByPath.size >= REMEMBERED_PATHS) this.dialectByPath.clear();
+      this.dialectByPath.set(path, dialect);
     }
-    return best?.dialect ?? this.defaultDialect;
+    return dialect;
   }
 
   /** The plugins' default vendors, each with the api its provider is configured with. */

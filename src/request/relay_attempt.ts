@@ -13,15 +13,12 @@ import type { PoolKey } from "../state/health.ts";
 import { holdRelayedOpening } from "./hold_opening.ts";
 import { headersFrom, pickHeaders, respondRelayed, upstreamHeaders } from "./headers.ts";
 import { callUpstream, type UpstreamResponse } from "./relay.ts";
-import {
-  answerUsage,
-  readErrorText,
-  readProviderError,
-  readUpstreamJson,
-} from "./upstream_body.ts";
+import { readErrorText, readProviderError, readUpstreamJson } from "./upstream_body.ts";
 import { throughPlatform } from "./platform_call.ts";
 import type { Resolved } from "./router.ts";
-import { EventReader, framingOf, relayStream } from "./stream_stage.ts";
+import { framingOf, relayStream } from "./stream_stage.ts";
+import { EventReader } from "./upstream_events.ts";
+import { streamUsage, usageOf } from "./usage.ts";
 
 /** What a relayed request needs of its generation spec. */
 type Relayed = Pick<
@@ -37,18 +34,27 @@ export function relaying(
   other?: OtherEndpoint,
 ): Attempt<Response> {
   const api = spec.ingress.api;
-  const token = other ? undefined : spec.ingress.longDecode?.resumes(spec.body.json);
-  return {
+  const attempt: Attempt<Response> = {
     run: (t, key, last) => relayAttempt(ctx, spec, t, key, last, other),
     eligible: (t) => t.provider.api === api,
     bound: why ?? `the request is relayed as is to ${api} providers`,
-    // A continuation goes to the account that issued its token.
-    pin: token === undefined ? undefined : ctx.gw.pins.get(owner(ctx), token),
   };
+  // A continuation goes to the account that issued its token.
+  const token = other ? undefined : spec.ingress.longDecode?.resumes(spec.body.json);
+  if (token !== undefined) attempt.pin = ctx.gw.pins.get(owner(ctx), token);
+  return attempt;
 }
 
 /** Whose pins a request may use: its identity's (another client's token pins nothing). */
 const owner = (ctx: RequestContext) => ctx.identity?.name ?? "";
+
+/** What tells the pins of the continuation tokens a relayed answer issues. */
+interface Issuing {
+  /** A whole answer, which may issue one. */
+  answer(json: Record<string, unknown>): void;
+  /** A stream's watch, also telling of every event that may issue one. */
+  watch(watch: StreamWatch): StreamWatch;
+}
 
 /**
  * Where the route could send a continuation elsewhere (several targets, or a key pool), what
@@ -59,37 +65,32 @@ function pinning(
   spec: Relayed,
   r: Resolved,
   key: PoolKey | undefined,
-): ((answer: Record<string, unknown>) => void) | undefined {
+): Issuing | undefined {
   const longDecode = spec.ingress.longDecode;
   if (!longDecode || (r.targets.length < 2 && (r.provider.api_keys?.length ?? 0) < 2)) {
     return undefined;
   }
   const pin = { provider: r.provider.name, key: key?.index };
-  return (answer) => {
-    const token = longDecode.issued(answer);
+  const answer = (json: Record<string, unknown>) => {
+    const token = longDecode.issued(json);
     if (token !== undefined) ctx.gw.pins.remember(owner(ctx), token, pin);
   };
-}
-
-/** `watch`, also telling `issued` every event that may carry a continuation token. */
-function issuing(
-  watch: StreamWatch,
-  marker: string,
-  issued: (answer: Record<string, unknown>) => void,
-): StreamWatch {
   return {
-    inspect(e) {
-      if (e.data.includes(marker)) {
-        try {
-          issued(JSON.parse(e.data));
-        } catch {
-          // not an event that issues one
+    answer,
+    watch: (watch) => ({
+      inspect(e) {
+        if (e.data.includes(longDecode.marker)) {
+          try {
+            answer(JSON.parse(e.data));
+          } catch {
+            // not an event that issues one
+          }
         }
-      }
-      return watch.inspect(e);
-    },
-    usage: () => watch.usage(),
-    output: () => watch.output(),
+        return watch.inspect(e);
+      },
+      usageEvents: () => watch.usageEvents(),
+      output: () => watch.output(),
+    }),
   };
 }
 
@@ -111,7 +112,8 @@ async function relayAttempt(
   const upstream = formats.upstream(api)!;
   const sent = renamed ? { ...json, model: r.upstreamModel } : json;
   const text = renamed ? JSON.stringify(sent) : raw;
-  const operation = other ? other.operation ?? path : "generate";
+  const operation = other ? other.operation ?? { unserved: path } : "generate";
+  const issuing = other ? undefined : pinning(ctx, spec, r, key);
   const platform = throughPlatform(ctx, r, sent, spec.stream, operation, path);
   ctx.trace.routed("relay");
   ctx.trace.attempt();
@@ -138,34 +140,23 @@ async function relayAttempt(
     return await relayError(ctx, up, allow, r.provider.timeouts.idle_ms, upstream, own);
   }
   const { framing } = up;
-  const issued = other ? undefined : pinning(ctx, spec, r, key);
   let body: BodyInit;
   if (!framing) {
     // A whole JSON document either way: a fixed body takes Deno's faster response path.
     const read = await readUpstreamJson(up, r.provider, ctx.gw.secrets);
-    let usage;
-    try {
-      usage = (other ?? spec.ingress).usage(read.json);
-    } catch {
-      // an unexpected shape is relayed as is; only the format's reading of usage is lost
-    }
-    ctx.trace.reportUsage(answerUsage(up, usage));
-    issued?.(read.json);
+    const from = { json: [read.json], headers: up.res.headers };
+    ctx.trace.reportUsage(usageOf(other?.usage ?? spec.ingress.usage, from, up.platform));
+    issuing?.answer(read.json);
     body = read.bytes;
   } else {
+    const watch = spec.ingress.watch();
+    const usage = streamUsage(spec.ingress.usage, watch, up.platform);
     const reader = new EventReader(up, r.provider.timeouts, framing, ctx.gw.secrets);
     // Only a target that may yet fail over holds its opening (decoded to see where content starts).
     const events = last
       ? reader
       : await holdRelayedOpening(reader, spec.ingress.decodeStream({ now: 0, id: idFor(ctx) }));
-    const watch = spec.ingress.watch();
-    const marker = spec.ingress.longDecode?.marker;
-    body = relayStream(
-      events,
-      framing,
-      issued && marker ? issuing(watch, marker, issued) : watch,
-      ctx.trace,
-    );
+    body = relayStream(events, framing, issuing?.watch(watch) ?? watch, ctx.trace, usage);
   }
   return respondRelayed(
     body,

@@ -14,7 +14,8 @@ import type { SocketWire } from "../kit/socket.ts";
 import { RequestConversations } from "./conversations.ts";
 import { convertedEvents, generate, relayed, route } from "./generation.ts";
 import type { Identity } from "../state/limits/policy.ts";
-import type { Resolved } from "./router.ts";
+import { type Resolved, resolvedOf } from "./router.ts";
+import type { Route } from "../kit/route.ts";
 import { openSocketSession } from "./socket_session.ts";
 import type { Trace } from "../ops/trace.ts";
 
@@ -35,21 +36,20 @@ export class RequestCall implements RequestContext {
     return this.#conversations ??= new RequestConversations(this);
   }
 
-  // The routes a handler passes back are the ones `route` gave it: the core's own.
   route(model: string): Resolved {
     return route(this, model);
   }
 
-  generate(spec: GenerationSpec, r?: Resolved): Promise<Response> {
-    return generate(this, spec, r);
+  generate(spec: GenerationSpec, r?: Route): Promise<Response> {
+    return generate(this, spec, r && resolvedOf(r));
   }
 
-  relay(other: OtherEndpoint, r: Resolved): Promise<Response> {
-    return relayed(this, other, r);
+  relay(other: OtherEndpoint, r: Route): Promise<Response> {
+    return relayed(this, other, resolvedOf(r));
   }
 
-  events(req: ir.Request, r: Resolved): Promise<IrSource> {
-    return convertedEvents(this, r, req);
+  events(req: ir.Request, r: Route): Promise<IrSource> {
+    return convertedEvents(this, resolvedOf(r), req);
   }
 
   localEvents(res: ir.Response): IrSource {

@@ -2,6 +2,7 @@
 import { globToRegExp } from "../config/glob.ts";
 import type { Config, ProviderConfig, RouteConfig } from "../config/config.ts";
 import type { DefaultVendor, ListedModel } from "../kit/format.ts";
+import type { Route } from "../kit/route.ts";
 import { GatewayError } from "../kit/errors.ts";
 import { clip } from "../kit/model_name.ts";
 import { Health } from "../state/health.ts";
@@ -19,20 +20,48 @@ export interface Target {
   label: string;
 }
 
-export interface Resolved {
-  route: RouteConfig;
+/**
+ * A model's route as the core reads it: the contract's `Route` (what a handler may read) with
+ * every target's balancing id, the model sent upstream and the route's metric name. A handler
+ * gets one from `ctx.route` and may hand it back; `resolvedOf` takes it back checked.
+ */
+export class Resolved implements Route {
   /** The target this resolution sends to (first: the primary). */
-  provider: ProviderConfig;
+  readonly provider: ProviderConfig;
   /** Model name to send upstream. */
-  upstreamModel: string;
-  /** The model the client asked for. */
-  requested: string;
-  /** Every target of the route, by priority (the primary first). */
-  targets: Target[];
+  readonly upstreamModel: string;
   /** Describes the route in messages and logs, e.g. `"claude-*" → anthropic (messages)`. */
-  label: string;
-  /** The route's `name`, or its first model pattern: a metric label. */
-  name: string;
+  readonly label: string;
+
+  constructor(
+    readonly route: RouteConfig,
+    /** Every target of the route, by priority (the primary first). */
+    readonly targets: readonly Target[],
+    /** The route's `name`, or its first model pattern: a metric label. */
+    readonly name: string,
+    /** The model the client asked for. */
+    readonly requested: string,
+    target: Target = targets[0],
+  ) {
+    this.provider = target.provider;
+    this.upstreamModel = target.model ?? requested;
+    this.label = target.label;
+  }
+
+  /** The same request sent to another target of the route. */
+  to(target: Target): Resolved {
+    return new Resolved(this.route, this.targets, this.name, this.requested, target);
+  }
+}
+
+/**
+ * The core's own route from one a handler hands back (`ctx.generate`, `ctx.relay`,
+ * `ctx.events`, a socket's `relay`): handlers get routes only from `ctx.route`, so only a
+ * plugin that made one up is refused.
+ */
+export function resolvedOf(route: Route): Resolved {
+  if (route instanceof Resolved) return route;
+  throw new TypeError(`a route the core did not resolve: ${route.label}`);
 }
 
 export class Router {
@@ -75,7 +104,7 @@ export class Router {
   resolve(model: string): Resolved {
     for (const { patterns, route, targets } of this.table) {
       if (patterns.some((p) => p.test(model))) {
-        return retarget({ route, targets, name: route.name ?? route.models[0] }, targets[0], model);
+        return new Resolved(route, targets, route.name ?? route.models[0], model);
       }
     }
     throw new GatewayError(404, "model_not_found", this.notServed(model), "model");
@@ -144,21 +173,4 @@ export function modelSettings(config: Config, model: string) {
   const route = new Router(config).resolve(model);
   const contextWindow = config.catalog.find((c) => c.id === model)?.context_window;
   return { route, contextWindow };
-}
-
-/** The resolution of a request's model sent to `target` of the same route. */
-export function retarget(
-  r: Pick<Resolved, "route" | "targets" | "name">,
-  target: Target,
-  model: string,
-): Resolved {
-  return {
-    route: r.route,
-    targets: r.targets,
-    name: r.name,
-    requested: model,
-    provider: target.provider,
-    upstreamModel: target.model ?? model,
-    label: target.label,
-  };
 }

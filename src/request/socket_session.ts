@@ -16,7 +16,8 @@ import type { SseEvent } from "../kit/sse.ts";
 import type { Gateway, RequestContext } from "./context.ts";
 import { failureMessage, IrWatch } from "./client_stream.ts";
 import { openProviderSocket, type ProviderSocket } from "./provider_socket.ts";
-import { type Resolved, retarget } from "./router.ts";
+import { type Resolved, resolvedOf } from "./router.ts";
+import type { Route } from "../kit/route.ts";
 import { clientClosed, ClientGone } from "./stream_end.ts";
 import type { Trace } from "../ops/trace.ts";
 import { DEFAULT_OUTPUT_TOKENS, tokensFor } from "../ops/estimate.ts";
@@ -331,7 +332,7 @@ class SocketSession<F> {
         );
       }
       trace.attempt();
-      r = retarget(r, target, r.requested);
+      r = r.to(target);
       trace.target(r.requested, r);
     }
     const text = frame(r.upstreamModel);
@@ -360,9 +361,8 @@ class FrameReply<F> implements SocketReply {
     this.session.refuse(this.ctx.trace, err);
   }
 
-  // The routes a plugin passes back are the ones `ctx.route` gave it: the core's own.
-  async relay(r: Resolved, frame: (model: string) => string): Promise<boolean> {
-    this.relayed = await this.session.relay(this.ctx, r, frame);
+  async relay(route: Route, frame: (model: string) => string): Promise<boolean> {
+    this.relayed = await this.session.relay(this.ctx, resolvedOf(route), frame);
     return this.relayed;
   }
 }

@@ -6,8 +6,6 @@
 import type { ProviderConfig } from "../config/config.ts";
 import { fromProviderError, GatewayError } from "../kit/errors.ts";
 import type { UpstreamSpec } from "../kit/format.ts";
-import type { Usage } from "../kit/ir.ts";
-import type { AnyPlatform } from "../kit/platform.ts";
 import { headersFrom, RETRY_HEADERS, upstreamHeaders } from "./headers.ts";
 import { readPlatformError } from "./platforms.ts";
 import type { UpstreamResponse } from "./relay.ts";
@@ -149,12 +147,4 @@ export function readProviderError(
   return up.platform
     ? readPlatformError(up.platform, err, up.res.status, up.res.headers, text)
     : err;
-}
-
-/** A JSON answer's usage: its platform's own counts where it reports them, else `body`'s. */
-export function answerUsage(
-  up: { platform?: AnyPlatform; res: Response },
-  body: Usage | undefined,
-): Usage | undefined {
-  return up.platform?.usage?.(up.res.headers, body) ?? body;
 }

@@ -3,9 +3,11 @@
  * command goes to the master of its keys' hash slot (a store's script keys share one slot: hash
  * tags). That client learns a new slot map only from a MOVED or ASK reply, which a dead master
  * never sends: it would keep dialling it after its replica took over. So a command that fails for
- * want of a node (no connection, no answer in time, CLUSTERDOWN) makes this link ask a live node
- * for the slot map at once and then twice a second for a while, so a promoted replica is used
- * within a second of its promotion, without a restart. docs/scaling.md.
+ * want of a node (no connection, no answer in time, CLUSTERDOWN), or a node's connection failing
+ * (reconnects included, with no command sent: a thread or instance that served no request of the
+ * dead master's slots learns too), makes this link ask a live node for the slot map at once and
+ * then twice a second for a while, so a promoted replica is used within a second of its
+ * promotion, without a restart. docs/scaling.md.
  */
 import { createCluster, ErrorReply } from "redis";
 import {
@@ -51,6 +53,9 @@ export class ClusterLink implements RedisLink {
       },
     });
     this.cluster.on("error", onError);
+    // A node's client failing (the cluster's own `error` is not emitted for it): the master may
+    // be gone, so the slot map is read until a replica serves its slots.
+    this.cluster.on("node-error", () => this.trouble());
     this.connect();
   }
 
@@ -106,6 +111,7 @@ export class ClusterLink implements RedisLink {
 
   /** A node failed: read the slot map now, and every REFRESH_MS until TROUBLE_MS pass quietly. */
   private trouble(): void {
+    if (this.closed) return;
     this.troubleUntil = Date.now() + TROUBLE_MS;
     this.refresh();
     this.refresher ??= setInterval(() => {

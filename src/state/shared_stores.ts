@@ -3,6 +3,8 @@
  * thread keeps one limit store and one conversation store, and every gateway thread calls them
  * by message, so limits and stored conversations stay exact across threads as in one process.
  * A call is a message round trip (tens of µs), paid only by limited identities and kept answers.
+ * A conversation travels as its JSON text, made and parsed in the gateway threads: the supervisor,
+ * one thread serving them all, only books it (a text is copied whole, an object walked twice).
  */
 import type { ResponseStoreConfig } from "../config/config.ts";
 import type { Limits } from "../config/limits.ts";
@@ -19,7 +21,8 @@ import { type ConversationStore, MemoryStore, type PutResult, type StoredTurn } 
 export interface StoreCall {
   t: "call";
   id: number;
-  store: "limits" | "conversations";
+  /** `pins`: src/request/pins.ts, answered by the supervisor (src/workers.ts). */
+  store: "limits" | "conversations" | "pins";
   op: string;
   args: unknown[];
 }
@@ -28,6 +31,8 @@ export interface StoreCall {
 export class SharedStores {
   private readonly limits = new MemoryLimitStore();
   private readonly conversations: MemoryStore;
+  /** Calls answered so far: what requests cost the supervisor (tests check a plain one's none). */
+  calls = 0;
 
   constructor(cfg: ResponseStoreConfig) {
     this.conversations = new MemoryStore(cfg);
@@ -35,6 +40,7 @@ export class SharedStores {
 
   /** The call's answer (a rejection carries the store's error). */
   answer({ store, op, args }: StoreCall): Promise<unknown> {
+    this.calls++;
     // deno-lint-ignore no-explicit-any
     const a = args as any[];
     if (store === "limits") {
@@ -43,8 +49,8 @@ export class SharedStores {
       if (op === "record") return this.limits.record(a[0], a[1], a[2], a[3], a[4], a[5]);
       if (op === "read") return this.limits.read(a[0], a[1], a[2]);
     } else {
-      if (op === "get") return this.conversations.get(a[0], a[1]);
-      if (op === "put") return this.conversations.put(a[0]);
+      if (op === "get") return Promise.resolve(this.conversations.getJson(a[0], a[1]));
+      if (op === "put") return Promise.resolve(this.conversations.putJson(a[0], a[1], a[2]));
       if (op === "delete") return this.conversations.delete(a[0], a[1]);
     }
     return Promise.reject(new Error(`no such store call: ${store}.${op}`));
@@ -103,12 +109,14 @@ export class SharedConversationStore implements ConversationStore {
 
   constructor(private readonly call: Call) {}
 
-  get(id: string, owner: string): Promise<StoredTurn | undefined> {
-    return this.call("conversations", "get", [id, owner]) as Promise<StoredTurn | undefined>;
+  async get(id: string, owner: string): Promise<StoredTurn | undefined> {
+    const json = await this.call("conversations", "get", [id, owner]) as string | undefined;
+    return json === undefined ? undefined : JSON.parse(json);
   }
 
   put(record: StoredTurn): Promise<PutResult> {
-    return this.call("conversations", "put", [record]) as Promise<PutResult>;
+    const json = JSON.stringify(record);
+    return this.call("conversations", "put", [record.id, record.owner, json]) as Promise<PutResult>;
   }
 
   delete(id: string, owner: string): Promise<boolean> {

@@ -2,11 +2,12 @@
  * Stored conversations: one record per answer the gateway built and kept, with the whole input
  * the model saw, so a later request can continue it by naming that answer's id and a client can
  * read it back. Records of every format share the store; each format makes ids of its own shape
- * and looks up only those (the plugins use it through `HandlerContext.conversations`, src/request/conversations.ts).
- * Each record belongs to the client key that made it; a lookup by another key finds nothing.
- * The embedded store keeps records in memory, bounded by size (oldest evicted first, and each
- * key within its share: a key past it evicts its own oldest) and age;
- * `redis_url` puts them in Redis instead (src/state/store_redis.ts) so instances share them.
+ * and looks up only those (the plugins use it through `HandlerContext.conversations`,
+ * src/request/conversations.ts). Each record belongs to the client key that made it; a lookup by
+ * another key finds nothing. The embedded store keeps records in memory, bounded by size (oldest
+ * evicted first, and each key within its share: a key past it evicts its own oldest) and age
+ * (under `workers`, one in the supervisor thread: src/state/shared_stores.ts); `redis_url` or
+ * `redis_cluster` puts them in Redis instead (src/state/store_redis.ts) so instances share them.
  * Nothing here logs a record's content.
  */
 import type { ResponseStoreConfig } from "../config/config.ts";
@@ -79,24 +80,34 @@ export class MemoryStore implements ConversationStore {
   }
 
   get(id: string, owner: string): Promise<StoredTurn | undefined> {
-    const e = this.live(id);
-    return Promise.resolve(e?.owner === owner ? JSON.parse(e.json) : undefined);
+    const json = this.getJson(id, owner);
+    return Promise.resolve(json === undefined ? undefined : JSON.parse(json));
   }
 
   put(record: StoredTurn): Promise<PutResult> {
-    const json = JSON.stringify(record);
-    if (json.length > this.maxItem) return Promise.resolve("too_large");
-    const before = this.live(record.id);
-    if (before && before.owner !== record.owner) return Promise.resolve("taken");
-    if (before) this.remove(record.id, before);
-    this.evictOwn(record.owner, json.length);
+    return Promise.resolve(this.putJson(record.id, record.owner, JSON.stringify(record)));
+  }
+
+  /** A record as kept, its JSON text (the threads of `workers` parse it themselves). */
+  getJson(id: string, owner: string): string | undefined {
+    const e = this.live(id);
+    return e?.owner === owner ? e.json : undefined;
+  }
+
+  /** Keeps a record given as its JSON text (the threads of `workers` make it themselves). */
+  putJson(id: string, owner: string, json: string): PutResult {
+    if (json.length > this.maxItem) return "too_large";
+    const before = this.live(id);
+    if (before && before.owner !== owner) return "taken";
+    if (before) this.remove(id, before);
+    this.evictOwn(owner, json.length);
     this.evict(json.length);
-    this.entries.set(record.id, { owner: record.owner, json, expires: this.now() + this.ttlMs });
-    const own = this.ownerOf(record.owner);
-    own.ids.add(record.id);
+    this.entries.set(id, { owner, json, expires: this.now() + this.ttlMs });
+    const own = this.ownerOf(owner);
+    own.ids.add(id);
     own.size += json.length;
     this.size += json.length;
-    return Promise.resolve("kept");
+    return "kept";
   }
 
   delete(id: string, owner: string): Promise<boolean> {

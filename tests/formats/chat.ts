@@ -47,7 +47,34 @@ function assembled(events: SseEvent[]): Obj {
 
 export const side: FormatSide = {
   providerBase: "/v1",
-  client: { path: () => "/v1/chat/completions", headers: openaiHeaders, body: bodies.chat },
+  client: {
+    path: () => "/v1/chat/completions",
+    headers: openaiHeaders,
+    body: bodies.chat,
+    rich: {
+      messages: [
+        { role: "system", content: "s" },
+        {
+          role: "user",
+          content: [{ type: "text", text: "hi" }, {
+            type: "image_url",
+            image_url: { url: "data:image/png;base64,AAAA" },
+          }],
+        },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }],
+        },
+        { role: "tool", tool_call_id: "c1", content: "r" },
+      ],
+      tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }],
+      tool_choice: "auto",
+      max_tokens: 10,
+      temperature: 0.5,
+      stop: ["x"],
+    },
+  },
   mock: {
     provider: "oai-chat",
     routes: [{ models: ["chat-*"] }, { models: ["renamed-*"], model: "chat-text-renamed" }],

@@ -9,6 +9,16 @@ export const side: FormatSide = {
       `/v1beta/models/${model}${stream ? ":streamGenerateContent?alt=sse" : ":generateContent"}`,
     headers: googleHeaders,
     body: bodies.gemini,
+    rich: {
+      contents: [
+        { role: "user", parts: [{ text: "hi" }] },
+        { role: "model", parts: [{ functionCall: { name: "f", args: {} } }] },
+        { role: "user", parts: [{ functionResponse: { name: "f", response: { output: "r" } } }] },
+      ],
+      systemInstruction: { parts: [{ text: "s" }] },
+      tools: [{ functionDeclarations: [{ name: "f", parameters: { type: "OBJECT" } }] }],
+      generationConfig: { temperature: 0.5, thinkingConfig: { thinkingBudget: 100 } },
+    },
   },
   mock: { provider: "gemini", routes: [{ models: ["gem-*"] }], relayModel: "gem-text" },
   loop: {

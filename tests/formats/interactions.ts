@@ -9,6 +9,30 @@ export const side: FormatSide = {
     headers: googleHeaders,
     // `store: false`: the interaction keeps the upstream's id.
     body: (model, stream) => ({ model, stream, input: "hi there", store: false }),
+    rich: {
+      store: false,
+      input: [
+        {
+          type: "user_input",
+          content: [{ type: "text", text: "hi" }, {
+            type: "image",
+            data: "AAAA",
+            mime_type: "image/png",
+          }],
+        },
+        { type: "function_call", id: "c1", name: "f", arguments: {} },
+        { type: "function_result", call_id: "c1", name: "f", result: "r" },
+      ],
+      system_instruction: "s",
+      tools: [{ type: "function", name: "f", parameters: { type: "object" } }],
+      generation_config: { temperature: 0.5, max_output_tokens: 100, tool_choice: "auto" },
+    },
+  },
+  // Gemini's own Interactions endpoint, on the mock beside generateContent.
+  mock: {
+    provider: "gemini-int",
+    routes: [{ models: ["int-*"], passthrough: false }],
+    relayModel: "int-text",
   },
   loop: {
     // Stateless: each turn sends the whole history as steps.

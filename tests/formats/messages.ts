@@ -4,7 +4,23 @@ import { anthropicHeaders, bodies, LOOP_TOOL } from "../requests.ts";
 
 export const side: FormatSide = {
   providerBase: "",
-  client: { path: () => "/v1/messages", headers: anthropicHeaders, body: bodies.messages },
+  client: {
+    path: () => "/v1/messages",
+    headers: anthropicHeaders,
+    body: bodies.messages,
+    rich: {
+      max_tokens: 100,
+      system: [{ type: "text", text: "s" }],
+      messages: [
+        { role: "user", content: [{ type: "text", text: "hi" }] },
+        { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "f", input: {} }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "r" }] },
+      ],
+      tools: [{ name: "f", input_schema: { type: "object" } }],
+      tool_choice: { type: "auto" },
+      thinking: { type: "enabled", budget_tokens: 2000 },
+    },
+  },
   mock: { provider: "anthropic", routes: [{ models: ["msg-*"] }], relayModel: "msg-text" },
   loop: {
     ask: (model, stream, question) => ({

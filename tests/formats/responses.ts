@@ -9,6 +9,17 @@ export const side: FormatSide = {
     headers: openaiHeaders,
     // `store: false`: the response keeps the upstream's id and OpenAI's defaults.
     body: (model, stream) => ({ ...bodies.responses(model, stream), store: false }),
+    rich: {
+      input: [
+        { type: "message", role: "user", content: [{ type: "input_text", text: "hi" }] },
+        { type: "function_call", call_id: "c1", name: "f", arguments: "{}" },
+        { type: "function_call_output", call_id: "c1", output: "r" },
+      ],
+      instructions: "i",
+      tools: [{ type: "function", name: "f", parameters: { type: "object" } }],
+      reasoning: { effort: "low" },
+      text: { format: { type: "text" } },
+    },
   },
   mock: {
     provider: "oai",

@@ -14,6 +14,7 @@ export const side: FormatSide = {
       }`,
     headers: vertexHeaders,
     body: bodies.gemini,
+    rich: gemini.client.rich,
   },
   loop: gemini.loop,
 };

@@ -12,6 +12,8 @@ export const side: FormatSide = {
       `${vertexModels("anthropic")}${model}:${stream ? "streamRawPredict" : "rawPredict"}`,
     headers: vertexHeaders,
     body: bodies.vertexClaude,
+    // The path names the model; the version is Vertex's.
+    rich: { anthropic_version: "vertex-2023-10-16", ...messages.client.rich },
   },
   loop: {
     ask: (model, stream, question) => {

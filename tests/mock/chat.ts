@@ -32,7 +32,7 @@ function chatUsage(u: Usage) {
   };
 }
 
-const finishReason = (reply: Reply) => reply.toolCall ? "tool_calls" : "stop";
+const finishReason = (reply: Reply) => reply.finish ?? (reply.toolCall ? "tool_calls" : "stop");
 
 function chatJson(reply: Reply) {
   const message: Json = {

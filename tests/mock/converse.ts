@@ -31,7 +31,7 @@ function converseUsage(u: Usage) {
 }
 
 const toolUseId = () => `tooluse_${crypto.randomUUID().replaceAll("-", "").slice(0, 22)}`;
-const stopReason = (reply: Reply) => reply.toolCall ? "tool_use" : "end_turn";
+const stopReason = (reply: Reply) => reply.finish ?? (reply.toolCall ? "tool_use" : "end_turn");
 
 function content(reply: Reply): Json[] {
   const blocks: Json[] = [];

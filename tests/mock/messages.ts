@@ -132,7 +132,7 @@ function blockPlans(reply: Reply): BlockPlan[] {
   return plans;
 }
 
-const stopReason = (reply: Reply) => reply.toolCall ? "tool_use" : "end_turn";
+const stopReason = (reply: Reply) => reply.finish ?? (reply.toolCall ? "tool_use" : "end_turn");
 
 function message(reply: Reply, content: Json[], stop: string | null, usage: Json) {
   return {

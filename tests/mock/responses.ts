@@ -326,7 +326,8 @@ export const responses: Vendor = {
   json: (reply, body) => {
     const outputs = itemPlans(reply, body).map((p) => p.item);
     const usage = responsesUsage(reply.usage);
-    return responseObject(ids.response(), reply.model, body, "completed", outputs, usage);
+    const status = reply.finish ?? "completed";
+    return responseObject(ids.response(), reply.model, body, status, outputs, usage);
   },
   events: (reply, body) => responseStream(reply, body).events,
   error: openaiError("input"),

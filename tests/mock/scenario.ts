@@ -77,8 +77,9 @@ export interface Scenario {
    */
   long?: number;
   /**
-   * `finishX` (Gemini formats): the answer ends with the vendor's own finish reason or status X
-   * (`finishother`: Gemini's `OTHER`; `finishcancelled`: an interaction's `cancelled`).
+   * `finishX`: the answer ends with the vendor's own finish reason or status X (`finishother`:
+   * Gemini's `OTHER`; `finishcancelled`: an interaction's, or a JSON Responses answer's,
+   * `cancelled`; `finisherror`: chat's `error`; Anthropic's and Bedrock's stop reason as is).
    */
   finish?: string;
   /** `hopcapN`: the model's per-request output cap is N tokens (default: Gemini 4's). */

@@ -177,14 +177,8 @@ function watch(): StreamWatch {
       if (DONE.test(e.data)) done = e.data;
       return done !== undefined || FAULT.test(e.data);
     },
+    usageEvents: () => done === undefined ? [] : [done],
     output: () => output,
-    usage() {
-      try {
-        return done === undefined ? undefined : usageOf(JSON.parse(done).tokens);
-      } catch {
-        return undefined;
-      }
-    },
   };
 }
 
@@ -196,7 +190,7 @@ export const toyCodec: Codec = {
   path: () => "/toy/v1/generate",
   encodeRequest,
   decodeResponse,
-  usage: (body) => usageOf(body.tokens),
+  usage: ({ json }) => usageOf(json.at(-1)?.tokens),
   decodeStream,
   watch,
 };

@@ -58,10 +58,12 @@ export const toyPlatform: Platform<ToySettings> = {
   system: "toy.cloud",
   apis: ["messages"],
   settings: { key: "toy", schema: settings },
-  url({ base_url, settings }, { model, operation, stream }) {
-    const tenant = `${base_url}/t/${settings.tenant}`;
-    if (operation === "count_tokens") return `${tenant}/count`;
-    return `${tenant}/models/${encodeURIComponent(model)}/${stream ? "stream" : "generate"}`;
+  address: {
+    url({ base_url, settings }, { model, operation, stream }) {
+      const tenant = `${base_url}/t/${settings.tenant}`;
+      if (operation === "count_tokens") return `${tenant}/count`;
+      return `${tenant}/models/${encodeURIComponent(model)}/${stream ? "stream" : "generate"}`;
+    },
   },
   credential({ base_url, settings }, ctx) {
     let cached: Promise<string> | undefined;
@@ -86,9 +88,11 @@ export const toyPlatform: Platform<ToySettings> = {
       },
     };
   },
-  adjust({ model: _model, stream: _stream, ...body }, headers) {
-    headers.delete("anthropic-version");
-    return { ...body, toy_version: TOY_VERSION };
+  body: {
+    request({ model: _model, stream: _stream, ...body }, headers) {
+      headers.delete("anthropic-version");
+      return { ...body, toy_version: TOY_VERSION };
+    },
   },
   framing: (inner) => ndjsonFraming(inner),
   readError(_status, headers) {
@@ -96,6 +100,8 @@ export const toyPlatform: Platform<ToySettings> = {
       return { kind: "overloaded", status: 503, retry: true };
     }
   },
-  family: (model) => model.startsWith("other.") ? "toy-other" : undefined,
-  unsafeModel: (model) => model.includes("/") ? "a toy model name holds no `/`" : undefined,
+  models: {
+    family: (model) => model.startsWith("other.") ? "toy-other" : undefined,
+    unsafe: (model) => model.includes("/") ? "a toy model name holds no `/`" : undefined,
+  },
 };

@@ -1,6 +1,7 @@
 /**
  * Limit windows in Redis (`limits_store.redis_url`, or a Redis Cluster: `redis_cluster`), shared
- * by every instance behind one Kong upstream. Each call is one Lua script, so a check and its count are atomic across instances.
+ * by every instance behind one Kong upstream. Each call is one Lua script, so a check and its
+ * count are atomic across instances.
  * Sliding windows are hashes of one-second buckets (field: the second; value: amount and the
  * time of its latest entry), at most 61 each, so a call's work is bounded however busy the
  * window; calendar windows are counters under the day's or month's key, expiring after it ends;
@@ -9,7 +10,7 @@
  */
 import type { RedisLink } from "../redis_client.ts";
 import { connectRedis } from "../redis_link.ts";
-import type { Admitted, LimitStore, Reservation } from "./store.ts";
+import { type Admitted, type LimitStore, type Reservation, RESERVATION_TTL_MS } from "./store.ts";
 import type { Limits, LimitsStoreConfig } from "../../config/limits.ts";
 import {
   day,
@@ -132,12 +133,6 @@ local ru, rr = state(rb, rs, lim[1])
 local tu, tr = state(tb, ts, lim[2])
 return {refused, ru, rr, tu, tr, used(3), redis.call('GET', KEYS[4]) or '0', rsv, now}
 `;
-
-/**
- * How long a reservation holds at most: an instance that stops before its requests end leaves
- * theirs to lapse (a longer answer's lapses early; it is still counted at its end).
- */
-export const RESERVATION_TTL_MS = 10 * 60_000;
 
 type Reply = [number, number, number, number, number, number, string, number, number];
 

@@ -23,6 +23,14 @@ export interface Admitted {
   at: number;
 }
 
+/**
+ * How long a reservation holds at most, in every store: one whose request never reports its end
+ * (an instance, or a thread of `workers`, that died) lapses then, so it cannot hold an
+ * identity's token windows for good (a longer answer's lapses early; it is still counted at its
+ * end).
+ */
+export const RESERVATION_TTL_MS = 10 * 60_000;
+
 /** Tokens held for a request in flight until its usage is counted (docs/limits.md). */
 export interface Reservation {
   /** Unique among the identity's reservations. */
@@ -72,8 +80,8 @@ interface State {
   tokens: SlidingWindow;
   day: Calendar;
   month: Calendar;
-  /** Tokens reserved by requests in flight, by reservation id. */
-  reserved: Map<string, number>;
+  /** Tokens reserved by requests in flight, and when each lapses, by reservation id. */
+  reserved: Map<string, { tokens: number; lapses: number }>;
 }
 
 /** The token windows' limits, if the identity has any (else nothing is reserved). */
@@ -109,7 +117,7 @@ export class MemoryLimitStore implements LimitStore {
       if (limits.requests_per_minute !== undefined) s.requests.remove(r.admittedAt, 1);
       return Promise.resolve({ refused, windows: this.windows(s, limits, now), at: now });
     }
-    s.reserved.set(r.id, r.tokens);
+    s.reserved.set(r.id, { tokens: r.tokens, lapses: now + RESERVATION_TTL_MS });
     return Promise.resolve({ windows: this.windows(s, limits, now), at: now });
   }
 
@@ -156,12 +164,13 @@ export class MemoryLimitStore implements LimitStore {
     s.tokens.prune(now);
     if (now >= s.day.end) s.day = { end: day(now).end, used: 0 };
     if (now >= s.month.end) s.month = { end: month(now).end, used: 0 };
+    for (const [id, { lapses }] of s.reserved) if (now >= lapses) s.reserved.delete(id);
     return s;
   }
 
   private windows(s: State, limits: Limits, now: number): Windows {
     let reserved = 0;
-    for (const n of s.reserved.values()) reserved += n;
+    for (const { tokens } of s.reserved.values()) reserved += tokens;
     const tokens = s.tokens.state(limits.tokens_per_minute, now);
     const daily = { used: s.day.used, reset: s.day.end };
     return {
