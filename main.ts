@@ -50,6 +50,14 @@ function cannotListen(e: unknown, what: string, address: string, setting: string
 }
 
 /**
+ * Said at start while Kong's consumer headers are believed: they are only as good as the Kong
+ * in front, and kong.yml alone authenticates nobody.
+ */
+const KONG_CONSUMERS_WARNING = "gateway: warning: identities.kong_consumers is on: X-Consumer-* " +
+  "headers from trusted_proxies name the identity, so every Kong route to the gateway must " +
+  "authenticate — sync kong.yml with kong.consumers.yml (docs/kong.md), never kong.yml alone";
+
+/**
  * The start-up lines: where it listens; its own pid and the reload command (under `npx` or
  * `deno task` the pid a user sees is the wrapper's, which a SIGHUP would end); the dev key last,
  * where a newcomer looks.
@@ -100,6 +108,7 @@ async function main() {
     Deno.exit(0);
   }
   if (env("GATEWAY_ACCESS_LOG") === "off") setAccessLogSink(NO_LOG);
+  if (config.identities.kong_consumers) console.error(KONG_CONSUMERS_WARNING);
   const run: Run = { config, loadConfig, formats, path, dev, devKey };
   const count = workerCount(config.workers);
   await (count > 1 ? superviseWorkers(run, count) : serveOne(run));

@@ -5,6 +5,7 @@
  * streams finish on the provider, key and route they began with. An invalid config changes
  * nothing. See docs/reload.md.
  */
+import { dirname, resolve } from "node:path";
 import { KeyStore } from "./request/auth.ts";
 import { sha256 } from "./request/sha256.ts";
 import {
@@ -63,7 +64,7 @@ export function configLoader(source: ConfigSource): () => Config {
   return () => {
     const { path, env, formats } = source;
     const config = path
-      ? parseConfigText(Deno.readTextFileSync(path), env, formats)
+      ? parseConfigText(Deno.readTextFileSync(path), env, formats, dirname(resolve(path)))
       : defaultConfig(env, formats, {
         dev: source.dev,
         devKey,

@@ -223,7 +223,7 @@ Deno.test("azure-openai: an unreadable token file and a foreign block are config
   });
   assert.throws(
     () => platformConfig(provider({ azure: { bearer_token_file: "/nonexistent/token" } })),
-    /providers\[0\]\.azure\.bearer_token_file: cannot read: /,
+    /providers\[0\]\.azure\.bearer_token_file: cannot read the file \(NotFound\)/,
   );
   assert.throws(
     () => platformConfig(provider({ api: "messages" })),

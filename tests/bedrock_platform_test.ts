@@ -253,15 +253,20 @@ Deno.test("aws-bedrock: Anthropic's body through InvokeModel, relayed and conver
       },
     );
 
-    await t.step("the session token and the key Bedrock echoes are scrubbed", async () => {
-      for (const model of ["claude-echo", "key-echo", "claude-errevent-echo"]) {
-        const stream = model.includes("errevent");
-        const res = await messages(h.url, bodies.messages(model, stream));
-        const text = await res.text();
-        assert.ok(text.includes("[redacted]"), text);
-        assert.ok(!text.includes(sessionToken) && !text.includes(BEDROCK_KEY), text);
-      }
-    });
+    await t.step(
+      "the session token, the access key id and the key Bedrock echoes are scrubbed",
+      async () => {
+        for (const model of ["claude-echo", "key-echo", "claude-errevent-echo"]) {
+          const stream = model.includes("errevent");
+          const res = await messages(h.url, bodies.messages(model, stream));
+          const text = await res.text();
+          assert.ok(text.includes("[redacted]"), text);
+          assert.ok(!text.includes(sessionToken) && !text.includes(BEDROCK_KEY), text);
+          // The access key id names the AWS identity: it goes no further than the key does.
+          if (!model.startsWith("key")) assert.ok(!text.includes(accessKeyId), text);
+        }
+      },
+    );
 
     await t.step("metrics name the platform", () => {
       assert.match(h.gw.metrics.expose(), /gen_ai_provider_name="aws\.bedrock"/);

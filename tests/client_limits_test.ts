@@ -512,3 +512,28 @@ Deno.test("a converted WebSocket response stops pulling its provider while the c
   }, { tweak: endlessRoute(provider.url) });
   await provider.close();
 });
+
+Deno.test("a client that leaves mid-body is logged as its own cut (499), not a gateway failure", async () => {
+  await withHarness(async (h) => {
+    const { port } = new URL(h.url);
+    for (const framing of ["content-length: 100000", "transfer-encoding: chunked"]) {
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(port) });
+      const head =
+        `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${KEY}\r\n` +
+        `content-type: application/json\r\n${framing}\r\n\r\n`;
+      const part = framing.startsWith("content")
+        ? '{"model":"chat-text",'
+        : '15\r\n{"model":"chat-text",\r\n';
+      await conn.write(new TextEncoder().encode(head + part));
+      await new Promise((r) => setTimeout(r, 100));
+      conn.close();
+      for (let i = 0; i < 100 && h.logs.length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const line = h.logs.shift();
+      assert.ok(line, framing);
+      assert.equal(line.status, 499, JSON.stringify(line));
+      assert.doesNotMatch(String(line.error ?? ""), /internal gateway error/);
+    }
+  });
+});

@@ -86,4 +86,7 @@ Deno.test("clone: the root deno.lock holds only the import map's packages and th
   };
   for (const s of locked) visit(byName(`${s.slice(4, s.lastIndexOf("@"))}@${lock.specifiers[s]}`));
   assert.deepEqual(Object.keys(packages).filter((k) => !reached.has(k)), []);
+  const testing = await Deno.readTextFile(new URL("docs/testing.md", ROOT));
+  const said = testing.match(/— (\d+) packages, [\d.]+ MB on an empty\s+cache/)?.[1];
+  assert.equal(Number(said), Object.keys(packages).length, "docs/testing.md's package count");
 });

@@ -8,6 +8,8 @@ import {
   stableDevKey,
 } from "../src/config/config.ts";
 import { FORMATS } from "./helpers.ts";
+import { spawn } from "./process.ts";
+import { createServiceAccount } from "./mock/service_account.ts";
 
 const env = (vars: Record<string, string>) => (name: string) => vars[name];
 
@@ -53,7 +55,7 @@ Deno.test("config: errors name the path of each bad field", () => {
   const msg = configError(() =>
     parseConfigText(text, env({ TEAM_A_KEY: "k".repeat(9), OPENAI_API_KEY: "o" }))
   );
-  assert.match(msg, /routes\[1\]\.provider: unknown provider "anth"/);
+  assert.match(msg, /routes\[1\]\.provider: unknown provider \(one of openai, anthropic\)/);
   assert.match(msg, /listen\.port: /);
 });
 
@@ -83,7 +85,7 @@ Deno.test("config: long_decode defaults to auto, 32 hops; bad values name the fi
   );
   assert.match(
     configError(() => parseConfigText(set("{hops: 3}"), vars)),
-    /routes\[1\]\.long_decode: .*hops/,
+    /routes\[1\]\.long_decode\.hops: unknown field/,
   );
 });
 
@@ -101,12 +103,13 @@ Deno.test("config: the format plugins judge apis, passthrough and upstream model
   );
   assert.match(
     configError(checked(VALID.replace("api: messages", "api: mesages"))),
-    /providers\[1\]\.api: unknown api "mesages" \(one of chat, responses, messages, generate-content, interactions, converse, demo\)/,
+    /providers\[1\]\.api: unknown api \(one of chat, responses, messages, generate-content, interactions, converse, demo\)/,
   );
   // With the formats at parse time, an unknown api comes in the same report as the rest.
   const both = VALID.replace("api: messages", "api: mesages").replace("port: 8080", "port: x");
   const report = configError(() => parseConfigText(both, base, FORMATS));
-  assert.match(report, /providers\[1\]\.api: unknown api "mesages"/);
+  assert.match(report, /providers\[1\]\.api: unknown api \(one of /);
+  assert.doesNotMatch(report, /mesages/);
   assert.match(report, /listen\.port: /);
   assert.doesNotMatch(report, /base_url/);
   const gemini = VALID.replace("api: messages", "api: generate-content")
@@ -136,7 +139,10 @@ Deno.test("config: default config wires vendors from env and always the demo pro
 });
 
 Deno.test("config: default config needs keys unless in dev mode, which supplies one", () => {
-  assert.match(configError(() => defaultConfig(env({}), FORMATS)), /GATEWAY_API_KEYS/);
+  const none = configError(() => defaultConfig(env({}), FORMATS));
+  assert.match(none, /GATEWAY_API_KEYS/);
+  // The form the README starts with, for a machine with only Node/npm.
+  assert.match(none, /`deno task dev` \(`npx -y deno@2\.9\.6 task dev` without Deno installed\)/);
   const cfg = defaultConfig(env({}), FORMATS, { dev: true, devKey: "gw-dev-x" });
   assert.deepEqual(cfg.keys[0], { name: "key-1", key: "gw-dev-x" });
   let generated = "";
@@ -184,7 +190,7 @@ Deno.test("config: main.ts stops at startup with the messages, exit code 2", asy
   assert.deepEqual(out.code, 2);
   assert.match(
     new TextDecoder().decode(out.stderr),
-    /routes\[1\]\.provider: unknown provider "anth"/,
+    /routes\[1\]\.provider: unknown provider \(one of openai, anthropic\)/,
   );
 });
 
@@ -214,7 +220,7 @@ routes:
 
     assert.match(
       configError(() => parseConfigText(text(`api_key_file: ${dir}/clients`), env({}))),
-      /providers\[0\]\.api_key_file: .*holds 2 keys; a provider takes one/,
+      /providers\[0\]\.api_key_file: the file holds 2 keys; a provider takes one/,
     );
     assert.match(
       configError(() =>
@@ -224,8 +230,8 @@ routes:
     );
     await Deno.writeTextFile(`${dir}/clients`, "# nothing yet\n");
     const msg = configError(() => parseConfigText(text(`api_key_file: ${dir}/gone`), env({})));
-    assert.match(msg, /keys\[0\]\.key_file: .*clients holds no key/);
-    assert.match(msg, /providers\[0\]\.api_key_file: cannot read: .*gone/);
+    assert.match(msg, /keys\[0\]\.key_file: the file holds no key/);
+    assert.match(msg, /providers\[0\]\.api_key_file: cannot read the file \(NotFound\)/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -244,7 +250,7 @@ Deno.test("config: YAML problems and schema errors name a kind and a place, neve
     [`api_key: !secret ${secret}`, /not valid YAML: TAG_RESOLVE_FAILED at line 7, column \d+$/],
     // An unquoted `*…` is an alias; the parser's message quotes its name.
     [`api_key: *${secret}`, /not valid YAML: an alias names no anchor before it at line 7/],
-    [`api_key: [${secret}]`, /providers\[1\]\.api_key: Invalid input: expected string/],
+    [`api_key: [${secret}]`, /providers\[1\]\.api_key: expected a string$/m],
     [`api_key: x, timeouts: {idle_ms: ${secret}}`, /providers\[1\]\.timeouts\.idle_ms: /],
   ];
   for (const [field, says] of cases) {
@@ -292,6 +298,73 @@ Deno.test("config: main.ts prints no value of a config it refuses (no parser war
   assert.equal(out.code, 2, printed);
   assert.match(printed, /TAG_RESOLVE_FAILED at line 7/);
   assert.ok(!printed.includes(secret), printed);
+});
+
+Deno.test("config: relative *_file paths are read from the config file's folder, not the cwd", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/keys`);
+    await Deno.writeTextFile(`${dir}/keys/clients`, "sk-client-from-file\n");
+    await Deno.writeTextFile(`${dir}/provider`, "sk-provider-from-file\n");
+    const text = `
+keys: [{name: team-a, key_file: keys/clients}]
+providers: [{name: p, api: chat, base_url: "http://127.0.0.1:9", api_key_file: ./provider}]
+routes: [{models: ["*"], provider: p}]
+`;
+    const cfg = parseConfigText(text, env({}), FORMATS, dir);
+    assert.deepEqual(cfg.keys, [{ name: "team-a", key: "sk-client-from-file" }]);
+    assert.equal(cfg.providers[0].api_key, "sk-provider-from-file");
+    // Without the folder (no config file: the built-in default has no files) the cwd is used.
+    assert.match(configError(() => parseConfigText(text, env({}))), /cannot read the file/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("config: the README's configuration example starts as written, copied next to the files it names", async () => {
+  const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
+  const section = readme.slice(readme.indexOf("## Configuration essentials"));
+  const yaml = section.match(/```yaml\n([^]*?)```/)![1];
+  assert.match(yaml, /credentials_file: sa\.json/, "the example names a file beside it");
+  const dir = await Deno.makeTempDir();
+  const elsewhere = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/gw`);
+    await Deno.writeTextFile(`${dir}/gw/gateway.yaml`, yaml);
+    const account = await createServiceAccount("http://127.0.0.1:9/token", "my-proj");
+    await Deno.writeTextFile(`${dir}/gw/sa.json`, JSON.stringify(account.json));
+    const root = new URL("..", import.meta.url).pathname;
+    // Started from another folder, as a service manager would.
+    const gateway = spawn(Deno.execPath(), [
+      "run",
+      `--config=${root}deno.json`,
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      `${root}main.ts`,
+      "--config",
+      `${dir}/gw/gateway.yaml`,
+    ], {
+      NO_COLOR: "1",
+      PORT: "0",
+      GATEWAY_ACCESS_LOG: "off",
+      TEAM_A_KEY: "sk-team-a-key-0123",
+      OPENAI_API_KEY: "sk-openai",
+      ANTHROPIC_API_KEY: "sk-ant",
+      GEMINI_API_KEY: "gemini-key",
+    }, elsewhere);
+    try {
+      const [, port] = await gateway.wait(/gateway listening on http:\/\/[\d.]+:(\d+)/, "gateway");
+      const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+      assert.equal(res.status, 200);
+      await res.body?.cancel();
+    } finally {
+      await gateway.stop();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(elsewhere, { recursive: true });
+  }
 });
 
 Deno.test("config: workers is a number or auto, from the file or GATEWAY_WORKERS", () => {
@@ -352,4 +425,11 @@ Deno.test("config: prompt_cache on routes and providers; a bad value names its p
     parseConfigText(bad, env({ TEAM_A_KEY: "sk-team-a-123", OPENAI_API_KEY: "sk-o" }))
   );
   assert.match(message, /routes\[1\]\.prompt_cache: .*"auto".*"client".*"off"/);
+});
+
+Deno.test("config: configuration.md's providers[].api row names every api a provider may take", async () => {
+  const doc = await Deno.readTextFile(new URL("../docs/configuration.md", import.meta.url));
+  const row = doc.split("\n").find((l) => l.startsWith("| `providers[].api` "))!;
+  const named = [...row.matchAll(/`([a-z-]+)`/g)].map((m) => m[1]);
+  assert.deepEqual(FORMATS.ids.filter((id) => !named.includes(id)), []);
 });

@@ -667,7 +667,7 @@ Deno.test("failover config: targets, pools and retry are validated with the fiel
   assert.throws(() => validateConfig(base), (e: Error) => {
     assert.match(e.message, /providers\[0\]\.api_keys: exclusive with api_key/);
     assert.match(e.message, /routes\[0\]: expected exactly one of provider or targets/);
-    assert.match(e.message, /routes\[1\]\.targets\[0\]\.provider: unknown provider "nope"/);
+    assert.match(e.message, /routes\[1\]\.targets\[0\]\.provider: unknown provider \(one of a\)/);
     assert.match(e.message, /routes\[2\]\.targets\[0\]\.weight/);
     assert.match(e.message, /routes\[2\]\.retry\.attempts/);
     assert.match(e.message, /routes\[2\]\.retry\.on\[1\]: 400, 404, 413 and 422 .* never retried/);

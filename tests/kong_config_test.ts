@@ -7,9 +7,12 @@
 import assert from "node:assert/strict";
 import { parse } from "yaml";
 import type { Endpoint } from "../src/request/formats.ts";
-import { FORMATS } from "./helpers.ts";
+import { FORMATS, mockConfig } from "./helpers.ts";
+import { startGateway } from "./process.ts";
 
 const KONG_YML = new URL("../kong.yml", import.meta.url);
+/** The layer for `identities.kong_consumers: true`: kong.yml plus authentication. */
+const CONSUMERS_YML = new URL("../kong.consumers.yml", import.meta.url);
 const SEVENTY_MINUTES_MS = 70 * 60 * 1000; // 4,200,000
 
 // deno-lint-ignore no-explicit-any
@@ -234,6 +237,29 @@ Deno.test("kong.yml: TLS certificate with SNIs", () => {
   }
 });
 
+Deno.test("kong.consumers.yml: key-auth on the service every route belongs to, with no anonymous consumer", async () => {
+  // kong.yml alone authenticates nobody: it is not the one to pair with kong_consumers.
+  const auth = /auth|openid|jwt|ldap|mtls|acl/;
+  assert.deepEqual(plugins.filter((p) => auth.test(p.name)).map((p) => p.name), []);
+  // Every route is the service's, and none carries a plugin of its own that could override it.
+  const all = [...(service?.routes ?? []), ...(config.routes ?? [])];
+  assert.equal(routes.length, all.length, "every route belongs to llm-gateway");
+  assert.deepEqual(all.filter((r) => r.plugins?.length).map((r) => r.name), []);
+  const layer: Obj = parse(await Deno.readTextFile(CONSUMERS_YML));
+  const keyAuth = (layer.plugins ?? []).filter((p: Obj) => p.name === "key-auth");
+  assert.equal(keyAuth.length, 1);
+  const [plugin] = keyAuth;
+  assert.equal(plugin.service, "llm-gateway");
+  assert.ok(!plugin.route && !plugin.consumer, "bound to the service alone");
+  assert.equal(plugin.enabled ?? true, true);
+  assert.equal(plugin.config?.anonymous ?? null, null, "no anonymous consumer");
+  assert.equal(plugin.config?.hide_credentials, true);
+  assert.deepEqual(plugin.tags, ["llm-gateway"]);
+  // The setting's docs send the reader to it.
+  const limits = await Deno.readTextFile(new URL("../docs/limits.md", import.meta.url));
+  assert.match(limits, /kong\.consumers\.yml/);
+});
+
 async function hasDeck(): Promise<boolean> {
   try {
     const out = await new Deno.Command("deck", {
@@ -269,4 +295,50 @@ Deno.test({
       `deck validate failed (${out.code}):\n${dec.decode(out.stdout)}${dec.decode(out.stderr)}`,
     );
   },
+});
+
+Deno.test({
+  name: deckPresent
+    ? "kong.consumers.yml: deck validate, with kong.yml"
+    : "kong.consumers.yml: deck validate (IGNORED: `deck` not installed)",
+  ignore: !deckPresent,
+  async fn() {
+    const validate = (...files: URL[]) =>
+      new Deno.Command("deck", {
+        args: ["validate", ...files.flatMap((f) => ["--state", f.pathname])],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+    const out = await validate(KONG_YML, CONSUMERS_YML);
+    const dec = new TextDecoder();
+    assert.ok(out.success, `${dec.decode(out.stdout)}${dec.decode(out.stderr)}`);
+    // It is a layer: its plugin names kong.yml's service, which it does not define.
+    const alone = await validate(CONSUMERS_YML);
+    assert.match(
+      dec.decode(alone.stderr),
+      /service llm-gateway for plugin key-auth: entity not found/,
+    );
+  },
+});
+
+Deno.test("kong_consumers: the gateway warns at start that Kong must authenticate every route", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "gateway-kong-consumers-" });
+  try {
+    const config = {
+      ...await mockConfig("http://127.0.0.1:9"),
+      identities: { kong_consumers: true },
+      trusted_proxies: ["127.0.0.1"],
+    };
+    const gateway = await startGateway(config, dir);
+    try {
+      await gateway.wait(
+        /gateway: warning: identities\.kong_consumers is on: .* sync kong\.yml with kong\.consumers\.yml/,
+        "the warning",
+      );
+    } finally {
+      await gateway.stop();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -176,3 +176,38 @@ Deno.test("bundle: `deno bundle` output starts and serves the demo provider", as
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("compile: a runtime that cannot be downloaded is one line pointing at `deno task bundle`", async () => {
+  const { tasks } = JSON.parse(await Deno.readTextFile(new URL("../deno.json", import.meta.url)));
+  const [, script, args] = tasks.compile.match(/^deno run (?:--\S+ )*(scripts\/compile\.ts) (.*)$/);
+  // Nothing listens there: every download fails, as offline (the runtime of another target is
+  // never in the cache, so Deno has to download it).
+  const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const proxy = `http://127.0.0.1:${closed.addr.port}`;
+  closed.close();
+  const other = Deno.build.os === "darwin" ? "x86_64-unknown-linux-gnu" : "aarch64-apple-darwin";
+  const dir = await Deno.makeTempDir();
+  try {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--allow-run",
+        "--allow-read",
+        script,
+        ...args.replace("dist/gateway", `${dir}/gateway`).split(" ").slice(0, -1),
+        "--target",
+        other,
+        "main.ts",
+      ],
+      env: { HTTPS_PROXY: proxy, HTTP_PROXY: proxy, NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const said = new TextDecoder().decode(out.stderr).trim();
+    assert.notEqual(out.code, 0, said);
+    assert.deepEqual(said.split("\n").length, 1, said);
+    assert.match(said, /could not download the Deno runtime .*`deno task bundle` writes/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -192,6 +192,13 @@ Deno.test("limits: spend_per_month_usd from prices (cache and reasoning parts), 
       spend,
       /gateway_spend_usd_total\{key="team-a",provider="oai-chat",model="chat-text-renamed"\} 0\.000025/,
     );
+    // Tokens carry the same model label as spend for the same traffic: the upstream model.
+    const tokens = h.gw.metrics.tokens.expose() + h.gw.metrics.tokenDetails.expose();
+    assert.match(
+      tokens,
+      /gateway_tokens_total\{key="team-a",route="renamed-\*",provider="oai-chat",model="chat-text-renamed",type="input",billable="true"\} 11/,
+    );
+    assert.doesNotMatch(tokens, /model="renamed-x"/);
   } finally {
     await h.close();
   }
@@ -490,6 +497,42 @@ Deno.test("limits: a sliding window frees when its oldest request leaves (1.5 s 
   }
 });
 
+Deno.test("limits: consumer names as metric key labels are bounded like models (max_label_values)", async () => {
+  const h = await limited({ requests_per_minute: 100 }, (c) => {
+    c.identities = { kong_consumers: true };
+    c.consumers = { default_limits: { requests_per_minute: 1 }, by_name: {} };
+    c.metrics = { hostname: "127.0.0.1", port: 0, max_label_values: 3 };
+  });
+  try {
+    const headers = (name: string) => ({
+      "content-type": "application/json",
+      "x-consumer-username": name,
+    });
+    // Made-up names, each admitted once and refused once: past the bound, one `other` series.
+    for (let i = 0; i < 8; i++) {
+      for (let n = 0; n < 2; n++) {
+        const res = await post(`${h.url}/v1/chat/completions`, headers(`made-up-${i}`), CHAT);
+        await res.body?.cancel();
+      }
+    }
+    const text = h.gw.metrics.expose();
+    const keys = new Set([...text.matchAll(/\bkey="([^"]*)"/g)].map((m) => m[1]));
+    assert.deepEqual([...keys].sort(), [
+      "consumer:made-up-0",
+      "consumer:made-up-1",
+      "consumer:made-up-2",
+      "other",
+    ]);
+    assert.match(text, /gateway_identity_requests_total\{key="other"\} 10/);
+    assert.match(
+      text,
+      /gateway_limit_rejections_total\{key="other",limit="requests_per_minute"\} 5/,
+    );
+  } finally {
+    await h.close();
+  }
+});
+
 Deno.test("limits: Kong consumers from a trusted proxy need no key and get their own limits", async () => {
   const h = await limited({ requests_per_minute: 100 }, (c) => {
     c.identities = { kong_consumers: true };
@@ -715,14 +758,14 @@ Deno.test("limits: config errors name the bad field; a config without limits is 
     (e: Error) => {
       for (
         const path of [
-          "keys[0].limits",
+          "keys[0].limits.requests_per_hour",
           "keys[0].limits.tokens_per_day",
           "prices[1].output",
           "limits_store.on_error",
           "identities.kong_consumers",
         ]
       ) assert.match(e.message, new RegExp(`\\n  ${path.replace(/[.[\]]/g, "\\$&")}: `), path);
-      assert.match(e.message, /requests_per_hour/);
+      assert.match(e.message, /requests_per_hour: unknown field/);
       return true;
     },
   );

@@ -418,7 +418,7 @@ Deno.test("metrics config: off when absent, on by default, METRICS_PORT override
   assert.equal(new Router(named).resolve("chat-x").name, "team chat");
   assert.throws(
     () => validateConfig({ ...config, metrics: { port: 9464, extra: 1 } }),
-    /metrics: Unrecognized key/,
+    /metrics\.extra: unknown field/,
   );
 });
 

@@ -125,6 +125,32 @@ Deno.test("models: each dialect's list and model, concrete ids only", async (t) 
       const message: string = long.body.error.message;
       assert.ok(message.length < 400, `an unknown id is quoted clipped (${message.length})`);
     });
+    await t.step(
+      "x-goog-api-key, where the /v1beta/models 404 sends Gemini clients → the list",
+      async () => {
+        for (const path of ["/v1/models", "/v1/models/gem-flash"]) {
+          const { status, body } = await getJson(h, path, googleHeaders());
+          assert.equal(status, 200, JSON.stringify(body));
+        }
+        const list = await getJson(h, "/v1/models", googleHeaders());
+        assert.deepEqual(list.body.data.map((m: { id: string }) => m.id), ids);
+        const wrong = await getJson(h, "/v1/models", { "x-goog-api-key": "gw-not-a-key-0123" });
+        assert.equal(wrong.status, 401);
+      },
+    );
+    await t.step("a Gemini model's supportedGenerationMethods: only actions served", async () => {
+      const { body } = await getJson(h, "/v1beta/models/gem-flash", googleHeaders());
+      const methods: string[] = body.supportedGenerationMethods;
+      assert.deepEqual(methods, ["generateContent", "streamGenerateContent"]);
+      for (const method of methods) {
+        const res = await fetch(`${h.url}/v1beta/models/gem-flash:${method}?alt=sse`, {
+          method: "POST",
+          headers: { ...googleHeaders(), "content-type": "application/json" },
+          body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "hi" }] }] }),
+        });
+        assert.equal(res.status, 200, `${method}: ${await res.text()}`);
+      }
+    });
     await t.step("no key → 401", async () => {
       const res = await fetch(h.url + "/v1/models");
       assert.equal(res.status, 401);
@@ -139,7 +165,7 @@ Deno.test("models: a catalog id no route serves is a startup error", async () =>
   const config = await mockConfig("http://127.0.0.1:9");
   assert.throws(
     () => validateConfig({ ...config, catalog: [{ id: "llama-3" }, { id: "msg-ok" }] }),
-    /catalog\[0\]\.id: no route serves model "llama-3"/,
+    /catalog\[0\]\.id: no route serves this model/,
   );
   assert.throws(
     () => validateConfig({ ...config, catalog: [{ id: "msg-*" }] }),

@@ -13,6 +13,7 @@ import {
 } from "../plugins/platforms/event_stream.ts";
 import { GoogleTokenError, GoogleTokenSource } from "../plugins/platforms/google_token.ts";
 import { signAwsRequest } from "../plugins/platforms/sigv4.ts";
+import { Secrets } from "../src/ops/secrets.ts";
 import { BEDROCK_TEST_CREDENTIALS, startMockBedrock } from "./mock/bedrock.ts";
 import { eventFrame, exceptionFrame } from "./mock/eventstream.ts";
 import { startMockVertex } from "./mock/vertex.ts";
@@ -234,5 +235,90 @@ Deno.test("google token source: an assertion signed by another key is refused wi
   } finally {
     await mock.close();
     await other.close();
+  }
+});
+
+Deno.test("google token source: a token endpoint's oversized answer is refused after 64 KiB, not read to the end", async () => {
+  const mock = await startMockVertex();
+  // 40 MB of valid JSON, made as it is read: what the endpoint sent is what the source pulled.
+  const tokenBytes = 40 * 1024 * 1024;
+  const chunk = new TextEncoder().encode("a".repeat(64 * 1024));
+  let sent = 0;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    await req.body?.cancel();
+    const parts = [`{"access_token":"`, `","expires_in":3600}`].map((t) =>
+      new TextEncoder().encode(t)
+    );
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        const next = sent === 0 ? parts[0] : sent >= tokenBytes ? parts[1] : chunk;
+        if (sent > tokenBytes) return controller.close();
+        sent += next === parts[1] ? 1 : next.byteLength;
+        controller.enqueue(next);
+      },
+    }, { highWaterMark: 0 });
+    return new Response(body, { headers: { "content-type": "application/json" } });
+  });
+  const source = new GoogleTokenSource({
+    ...mock.serviceAccount,
+    token_uri: `http://127.0.0.1:${server.addr.port}/token`,
+  });
+  try {
+    const error = await source.token().catch((e) => e);
+    assert.ok(error instanceof GoogleTokenError, String(error));
+    assert.equal(error.message, "token endpoint answered 200 with more than 65536 bytes");
+    assert.ok(sent < 4 * 1024 * 1024, `${sent} bytes pulled of ${tokenBytes}`);
+  } finally {
+    await server.shutdown();
+    await mock.close();
+  }
+});
+
+Deno.test("google token source: minted tokens are scrubbed, the current one and the one before it; older ones leave the set", async () => {
+  const mock = await startMockVertex();
+  const secrets = new Secrets(["sk-configured-key-1"]);
+  const source = new GoogleTokenSource(mock.serviceAccount, { onToken: secrets.minted() });
+  try {
+    const tokens: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      tokens.push(await source.token());
+      source.invalidate(tokens.at(-1)!);
+    }
+    assert.equal(new Set(tokens).size, 6);
+    const echoed = (t: string) =>
+      secrets.scrub(`upstream said: ${t}`) === "upstream said: [redacted]";
+    assert.deepEqual(tokens.map(echoed), [false, false, false, false, true, true]);
+    assert.ok(echoed("sk-configured-key-1"), "configured keys stay");
+    // However many are minted, two are held.
+    for (let i = 0; i < 50; i++) {
+      tokens.push(await source.token());
+      source.invalidate(tokens.at(-1)!);
+    }
+    assert.deepEqual(tokens.slice(-3).map(echoed), [false, true, true]);
+  } finally {
+    await mock.close();
+  }
+});
+
+Deno.test("google token source: a token endpoint quoting the signed assertion back does not pass it on", async () => {
+  const mock = await startMockVertex();
+  let assertion = "";
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    assertion = new URLSearchParams(await req.text()).get("assertion") ?? "";
+    const error_description = `Invalid JWT: ${assertion}`;
+    return Response.json({ error: "invalid_grant", error_description }, { status: 400 });
+  });
+  const source = new GoogleTokenSource({
+    ...mock.serviceAccount,
+    token_uri: `http://127.0.0.1:${server.addr.port}/token`,
+  });
+  try {
+    const error = await source.token().catch((e) => e);
+    assert.ok(error instanceof GoogleTokenError, String(error));
+    assert.equal(error.message, "token endpoint answered 400: Invalid JWT: [redacted]");
+    for (const part of assertion.split(".")) assert.ok(!error.message.includes(part.slice(0, 12)));
+  } finally {
+    await server.shutdown();
+    await mock.close();
   }
 });

@@ -10,9 +10,14 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-/** Starts a process whose stderr is collected (stdout is dropped). */
-export function spawn(cmd: string, args: string[], env: Record<string, string> = {}): Child {
-  const child = new Deno.Command(cmd, { args, env, stdout: "null", stderr: "piped" }).spawn();
+/** Starts a process whose stderr is collected (stdout is dropped), in `cwd` if given. */
+export function spawn(
+  cmd: string,
+  args: string[],
+  env: Record<string, string> = {},
+  cwd?: string,
+): Child {
+  const child = new Deno.Command(cmd, { args, env, cwd, stdout: "null", stderr: "piped" }).spawn();
   let text = "";
   const done = (async () => {
     for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) text += chunk;
@@ -27,7 +32,11 @@ export function spawn(cmd: string, args: string[], env: Record<string, string> =
       throw new Error(`${what} did not start:\n${text}`);
     },
     async stop() {
-      child.kill("SIGTERM");
+      try {
+        child.kill("SIGTERM");
+      } catch {
+        // It has exited already (a gateway that refused its config): its stderr says why.
+      }
       await child.status;
       await done;
     },

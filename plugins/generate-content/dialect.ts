@@ -47,13 +47,16 @@ export const googleDialect: Dialect = {
   },
 };
 
+/** The model actions served (`POST /v1beta/models/{model}:<action>`); others are a 400. */
+export const GENERATION_METHODS = ["generateContent", "streamGenerateContent"] as const;
+
 const geminiModel = (m: ListedModel) => ({
   name: `models/${m.id}`,
   version: "001",
   displayName: m.display_name ?? m.id,
   ...(m.context_window && { inputTokenLimit: m.context_window }),
   ...(m.max_output_tokens && { outputTokenLimit: m.max_output_tokens }),
-  supportedGenerationMethods: ["generateContent", "streamGenerateContent", "countTokens"],
+  supportedGenerationMethods: [...GENERATION_METHODS],
 });
 
 /** One model's metadata; the interface lists models at GET /v1/models only. */

@@ -6,9 +6,10 @@ import { JSON_ARRAY } from "./framing.ts";
 import { generateContentCodec } from "./codec.ts";
 import { path } from "./upstream.ts";
 import { validateRequest } from "./schema.ts";
+import { GENERATION_METHODS } from "./dialect.ts";
 
 const PREFIX = "/v1beta/models/";
-const ACTIONS = ["generateContent", "streamGenerateContent"];
+const ACTIONS: readonly string[] = GENERATION_METHODS;
 
 function parsePath(pathname: string): { model: string; action: string } {
   const target = pathname.slice(PREFIX.length);

@@ -1,12 +1,28 @@
 /** POST /v1beta/interactions: a model interaction, as JSON or an SSE event stream. */
-import { badRequest } from "../../src/kit/errors.ts";
+import { badRequest, GatewayError } from "../../src/kit/errors.ts";
 import type { GenerationSpec } from "../../src/kit/generation.ts";
-import type { PluginHandler } from "../../src/kit/handler.ts";
+import type { HandlerContext, PluginHandler, Route } from "../../src/kit/handler.ts";
 import { checkModelName, readJsonBody } from "../../src/kit/http.ts";
 import { interactionsCodec } from "./codec.ts";
 import { cancellable } from "./running.ts";
 import { parseRequest } from "./schema.ts";
 import { inputSteps, newInteractionId, storedChain } from "./stored.ts";
+import { interactionsOnly } from "./history.ts";
+
+/**
+ * The route of `name`. An agent no route names is not a model the gateway lacks: agents run only
+ * on Google's Interactions, so it is the 400 naming `agent` that a converted route gives too.
+ */
+function routeOf(ctx: HandlerContext, name: string, agent: boolean): Route {
+  try {
+    return ctx.route(name);
+  } catch (e) {
+    if (agent && e instanceof GatewayError && e.status === 404) {
+      throw interactionsOnly("agent", "agent interactions");
+    }
+    throw e;
+  }
+}
 
 export const createInteraction: PluginHandler = async (ctx) => {
   const body = await readJsonBody(ctx.req);
@@ -26,7 +42,7 @@ export const createInteraction: PluginHandler = async (ctx) => {
     model,
     stream: json.stream === true,
   };
-  const r = ctx.route(model);
+  const r = routeOf(ctx, model, json.model === undefined && json.agent !== undefined);
   // Relayed to Google, which keeps the state: its ids, `store` and chains.
   if (r.targets.every((t) => t.provider.api === interactionsCodec.api)) {
     return await ctx.generate(g, r);

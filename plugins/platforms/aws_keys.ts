@@ -63,6 +63,8 @@ export function awsCredential(
     };
   }
   ctx.secret(secret_access_key);
+  // Not a secret by itself, but it names the AWS identity, and errors quote it (`Credential=`).
+  ctx.secret(access_key_id);
   if (session_token) ctx.secret(session_token);
   const credentials = {
     accessKeyId: access_key_id,

@@ -21,7 +21,7 @@ const settings = z.strictObject({
     if (token) return { bearer_token: token };
     ctx.addIssue({ code: "custom", path: ["bearer_token_file"], message: "holds no token" });
   } catch (e) {
-    const message = `cannot read: ${(e as Error).message}`;
+    const message = `cannot read the file (${(e as Error).name})`;
     ctx.addIssue({ code: "custom", path: ["bearer_token_file"], message });
   }
   return {};

@@ -40,12 +40,12 @@ export const gcpSchema = z.strictObject({
   try {
     text = Deno.readTextFileSync(gcp.credentials_file);
   } catch (e) {
-    return fail(`cannot read: ${(e as Error).message}`);
+    return fail(`cannot read the file (${(e as Error).name})`);
   }
   try {
     return { ...gcp, account: parseServiceAccount(text) };
   } catch (e) {
-    return fail(`${gcp.credentials_file}: ${(e as Error).message}`);
+    return fail(`the file ${(e as Error).message}`);
   }
 });
 type GcpConfig = z.output<typeof gcpSchema>;
@@ -74,24 +74,22 @@ export function parseServiceAccount(json: string): ServiceAccountKey {
     throw new ServiceAccountError("is not a JSON object (expected a service-account key file)");
   }
   if (file.type !== undefined && file.type !== "service_account") {
-    throw new ServiceAccountError(
-      `type: ${JSON.stringify(String(file.type).slice(0, 40))} is not "service_account"`,
-    );
+    throw new ServiceAccountError('has a type other than "service_account"');
   }
   const text = (field: string) => {
     const value = file[field];
     if (typeof value !== "string" || value === "") {
-      throw new ServiceAccountError(`${field}: missing (a service-account key file has it)`);
+      throw new ServiceAccountError(`has no ${field} (a service-account key file has one)`);
     }
     return value;
   };
   const privateKey = text("private_key");
   if (!privateKey.includes("-----BEGIN PRIVATE KEY-----")) {
-    throw new ServiceAccountError("private_key: not a PEM PKCS#8 private key");
+    throw new ServiceAccountError("has a private_key that is not a PEM PKCS#8 private key");
   }
   const tokenUri = file.token_uri === undefined ? GOOGLE_TOKEN_URI : text("token_uri");
   if (!URL.canParse(tokenUri) || !/^https?:$/.test(new URL(tokenUri).protocol)) {
-    throw new ServiceAccountError("token_uri: not an http(s) URL");
+    throw new ServiceAccountError("has a token_uri that is not an http(s) URL");
   }
   const keyId = typeof file.private_key_id === "string" ? file.private_key_id : undefined;
   return {
@@ -104,7 +102,8 @@ export function parseServiceAccount(json: string): ServiceAccountKey {
 
 /**
  * A Vertex provider's credential: an access token minted from its service account, every one
- * registered (`register`) before it is sent, so that an upstream echoing it is scrubbed.
+ * registered (`register`, the current and previous one kept) before it is sent, so that an upstream
+ * echoing it is scrubbed.
  */
 export class VertexCredential {
   readonly #tokens: GoogleTokenSource;
@@ -166,7 +165,7 @@ export const gcpVertexPlatform: Platform<GcpConfig> = {
     defaultBaseUrl: (gcp) => vertexBaseUrl(gcp.location),
     operations: [...DEFAULT_OPERATIONS, "embeddings"],
   },
-  credential: (provider, ctx) => new VertexCredential(provider.settings.account, ctx.secret),
+  credential: (provider, ctx) => new VertexCredential(provider.settings.account, ctx.minted),
   body: {
     request: (body, headers, call, provider) =>
       call.operation === "embeddings" ? body : vertexBody(provider.api, body, headers, call),

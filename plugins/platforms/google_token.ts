@@ -6,6 +6,8 @@
  * so that it can be scrubbed like a configured key.
  */
 
+import { readAtMost } from "../../src/kit/http.ts";
+
 const CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform";
 const JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 /** The longest assertion lifetime Google accepts. */
@@ -16,6 +18,11 @@ const REFRESH_SHARE = 0.25;
 const MAX_REFRESH_AHEAD_MS = 5 * 60_000;
 /** A token endpoint that has not answered by then has failed. */
 const REFRESH_TIMEOUT_MS = 30_000;
+/**
+ * A token endpoint's answer is read this far at most (Google's are about 1 KB): a larger one is
+ * refused unread, as a provider's body over its bound is, not held in memory.
+ */
+const MAX_ANSWER_BYTES = 64 * 1024;
 /** The token endpoint's own words in an error are cut to this length (they come from outside). */
 const MAX_REASON_CHARS = 200;
 
@@ -105,7 +112,15 @@ export class GoogleTokenSource {
     }).catch((error) => {
       throw new GoogleTokenError(`token endpoint unreachable: ${(error as Error).message}`);
     });
-    const body = await response.json().catch(() => undefined);
+    const bytes = await readAtMost(response.body, MAX_ANSWER_BYTES).catch(() => {
+      throw new GoogleTokenError("token endpoint failed while sending its answer");
+    });
+    if (!bytes) {
+      throw new GoogleTokenError(
+        `token endpoint answered ${response.status} with more than ${MAX_ANSWER_BYTES} bytes`,
+      );
+    }
+    const body = parseObject(bytes);
     const token = body?.access_token;
     const lifetime = Number(body?.expires_in) * 1000;
     if (!response.ok || typeof token !== "string" || !(lifetime > 0)) {
@@ -138,10 +153,26 @@ export class GoogleTokenSource {
   }
 }
 
-/** Why the token endpoint refused, in its own words (OAuth2's fields), clipped. */
+/** The answer's JSON object, or undefined if it is none. */
+function parseObject(bytes: Uint8Array): Record<string, unknown> | undefined {
+  try {
+    const json = JSON.parse(new TextDecoder().decode(bytes));
+    return json && typeof json === "object" ? json : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A JWT, or the start of one (a JSON header in base64url begins `eyJ`): an endpoint quoting the
+ * signed assertion back must not pass it on, however much of it fits in the reason.
+ */
+const JWT = /eyJ[\w-]*(?:\.[\w-]*){0,2}/g;
+
+/** Why the token endpoint refused, in its own words (OAuth2's fields), clipped, JWTs removed. */
 function reasonOf(body: Record<string, unknown> | undefined): string {
   const reason = [body?.error_description, body?.error].find((r) => typeof r === "string");
-  return (reason as string | undefined)?.slice(0, MAX_REASON_CHARS) ??
+  return (reason as string | undefined)?.replace(JWT, "[redacted]").slice(0, MAX_REASON_CHARS) ??
     "no access token in the answer";
 }
 

@@ -3,10 +3,12 @@
  * key files read at every load, and a zod schema whose errors name the path of each bad field.
  */
 import { z } from "zod";
+import { isAbsolute, join } from "node:path";
 import type { DefaultVendor, FormatPlugin, UpstreamSpec } from "../kit/format.ts";
 import { isAddressOrCidr } from "./trusted_proxies.ts";
 import { globToRegExp } from "./glob.ts";
 import { formatPath } from "../kit/validate.ts";
+import { configIssues, type Issue, issueReport } from "./issues.ts";
 import { readYaml, YamlProblem } from "./yaml.ts";
 import { ONE_REDIS, oneRedis, redisClusterSchema, redisUrlSchema } from "./redis_url.ts";
 import {
@@ -59,6 +61,14 @@ function readKeyFile(path: string): string[] {
     .filter((l) => l && !l.startsWith("#"));
 }
 
+/**
+ * Why a file named in the config cannot be read, without its path (the field may hold a key
+ * pasted into the wrong place): the error's kind (`NotFound`, `PermissionDenied`).
+ */
+export function unreadable(e: unknown): string {
+  return `cannot read the file (${e instanceof Error ? e.name : "error"})`;
+}
+
 /** A key file's keys, or an issue at `at` saying why they cannot be used. */
 function keysFromFile(
   path: string,
@@ -70,12 +80,12 @@ function keysFromFile(
   try {
     keys = readKeyFile(path);
   } catch (e) {
-    return fail(`cannot read: ${(e as Error).message}`);
+    return fail(unreadable(e));
   }
-  if (keys.length === 0) return fail(`${path} holds no key`);
+  if (keys.length === 0) return fail("the file holds no key");
   const short = keys.findIndex((k) => k.length < 8);
   // Never the key itself: only where it is.
-  if (short >= 0) return fail(`${path}: key ${short + 1} is shorter than 8 characters`);
+  if (short >= 0) return fail(`the file's key ${short + 1} is shorter than 8 characters`);
   return keys;
 }
 
@@ -134,7 +144,7 @@ const providerSchema = providerFields.catchall(z.unknown()).superRefine((p, ctx)
   }
   const keys = keysFromFile(api_key_file, ["api_key_file"], ctx);
   if (keys && keys.length > 1) {
-    const message = `${api_key_file} holds ${keys.length} keys; a provider takes one`;
+    const message = `the file holds ${keys.length} keys; a provider takes one`;
     ctx.addIssue({ code: "custom", path: ["api_key_file"], message });
   }
   return { ...p, api_key: keys?.[0] };
@@ -252,23 +262,31 @@ const routeSchema = z.strictObject({
     "provider keeps its own Responses state",
 });
 
-const plainKeySchema = z.strictObject({
+/** Where a client key entry takes its key from: exactly one of these. */
+const KEY_SOURCES = ["key", "sha256", "key_file"] as const;
+
+/**
+ * A client key: the key itself, its SHA-256, or a file whose every key is accepted under the
+ * entry's name (old and new while rotating). One object, not a union of three, so a bad field
+ * is reported at its own path whichever source the entry uses.
+ */
+const keySchema = z.strictObject({
   name: z.string().min(1),
-  key: z.string().min(8),
+  key: z.string().min(8).optional(),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/i, "expected 64 hex digits").optional(),
+  key_file: z.string().min(1).optional(),
   ...keyLimitFields,
+}).superRefine((k, ctx) => {
+  const given = KEY_SOURCES.filter((f) => k[f] !== undefined);
+  if (given.length !== 1) {
+    const message = `expected exactly one of ${KEY_SOURCES.join(", ")}`;
+    ctx.addIssue({ code: "custom", path: given.length ? [given[1]] : [], message });
+  }
 });
-const hashedKeySchema = z.strictObject({
-  name: z.string().min(1),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/i),
-  ...keyLimitFields,
-});
-/** Every key in the file is accepted under the entry's name (old and new while rotating). */
-const fileKeySchema = z.strictObject({
-  name: z.string().min(1),
-  key_file: z.string().min(1),
-  ...keyLimitFields,
-});
-const keySchema = z.union([plainKeySchema, hashedKeySchema, fileKeySchema]);
+
+type KeyEntry = Omit<z.infer<typeof keySchema>, (typeof KEY_SOURCES)[number]>;
+/** A key entry as loaded: its key or the key's SHA-256. */
+type LoadedKey = KeyEntry & ({ key: string } | { sha256: string });
 
 /** Client keys as loaded: a `key_file` entry becomes one `key` entry per key in the file. */
 const keysSchema = z.array(keySchema).min(1).superRefine((entries, ctx) => {
@@ -276,7 +294,7 @@ const keysSchema = z.array(keySchema).min(1).superRefine((entries, ctx) => {
   const seen = new Set<string>();
   entries.forEach((k, i) => {
     if (seen.has(k.name)) {
-      const message = `duplicate key name "${k.name}": a name is one client's identity`;
+      const message = "a name another key has: a name is one client's identity";
       ctx.addIssue({ code: "custom", path: [i, "name"], message });
     }
     if (k.name.startsWith(CONSUMER_PREFIX)) {
@@ -287,10 +305,10 @@ const keysSchema = z.array(keySchema).min(1).superRefine((entries, ctx) => {
     seen.add(k.name);
   });
 }).transform((entries, ctx) =>
-  entries.flatMap((k, i): z.infer<typeof plainKeySchema | typeof hashedKeySchema>[] => {
-    if (!("key_file" in k)) return [k];
-    const { key_file, ...entry } = k;
-    const keys = keysFromFile(key_file, [i, "key_file"], ctx);
+  entries.flatMap(({ key, sha256, key_file, ...entry }, i): LoadedKey[] => {
+    if (key !== undefined) return [{ ...entry, key }];
+    if (sha256 !== undefined) return [{ ...entry, sha256 }];
+    const keys = keysFromFile(key_file!, [i, "key_file"], ctx);
     return (keys ?? []).map((key) => ({ ...entry, key }));
   })
 );
@@ -333,7 +351,7 @@ const workersSchema = z.union([z.number().int().min(1).max(256), z.literal("auto
   error: 'expected a number of workers (1 to 256) or "auto"',
 });
 
-const configSchema = z.strictObject({
+export const configSchema = z.strictObject({
   listen: z.strictObject({
     hostname: z.string().default("127.0.0.1"),
     port: z.number().int().min(0).max(65535).default(8080),
@@ -382,10 +400,7 @@ const configSchema = z.strictObject({
   }).optional(),
 });
 
-export interface Issue {
-  path: PropertyKey[];
-  message: string;
-}
+export type { Issue };
 
 /**
  * Cross-references (route → provider, catalog → route) checked on the raw document, so they
@@ -399,7 +414,7 @@ function crossCheck(doc: unknown, formats?: KnownFormats): Issue[] {
   const byName = new Map<unknown, { api?: unknown; base_url?: unknown }>();
   providers.forEach((p, i) => {
     if (byName.has(p?.name)) {
-      issues.push({ path: ["providers", i, "name"], message: `duplicate provider "${p.name}"` });
+      issues.push({ path: ["providers", i, "name"], message: "a name another provider has" });
     }
     byName.set(p?.name, p ?? {});
     const unknown = formats && typeof p?.api === "string" && unknownApi(p.api, formats);
@@ -407,7 +422,8 @@ function crossCheck(doc: unknown, formats?: KnownFormats): Issue[] {
     else if (
       typeof p?.api === "string" && p.api !== DEMO_API && !p?.base_url && p?.platform === undefined
     ) {
-      issues.push({ path: ["providers", i, "base_url"], message: `required for api ${p.api}` });
+      const message = "required (a provider without a platform names where its api is)";
+      issues.push({ path: ["providers", i, "base_url"], message });
     }
     if (p?.api_key !== undefined && p?.api_keys !== undefined) {
       issues.push({ path: ["providers", i, "api_keys"], message: "exclusive with api_key" });
@@ -421,7 +437,7 @@ function crossCheck(doc: unknown, formats?: KnownFormats): Issue[] {
     }
     for (const t of targets) {
       if (!byName.has(t.provider)) {
-        issues.push({ path: t.path("provider"), message: `unknown provider "${t.provider}"` });
+        issues.push({ path: t.path("provider"), message: namesNone("provider", byName.keys()) });
       }
     }
   });
@@ -433,7 +449,7 @@ function crossCheck(doc: unknown, formats?: KnownFormats): Issue[] {
   catalog.forEach((c, i) => {
     const id = (c as { id?: unknown })?.id;
     if (typeof id === "string" && !patterns.some((p) => p.test(id))) {
-      issues.push({ path: ["catalog", i, "id"], message: `no route serves model "${id}"` });
+      issues.push({ path: ["catalog", i, "id"], message: "no route serves this model" });
     }
   });
   return issues;
@@ -502,25 +518,47 @@ function substituteEnv(
 }
 
 /**
+ * A field whose name ends in `_file` names a file (`key_file`, `api_key_file`, a platform's
+ * `credentials_file`): a relative one is read from the config file's folder, wherever the
+ * gateway was started.
+ */
+function resolveFiles(value: unknown, folder: string): unknown {
+  if (Array.isArray(value)) return value.map((v) => resolveFiles(v, folder));
+  if (!value || typeof value !== "object") return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [
+      k,
+      k.endsWith("_file") && typeof v === "string" && v !== "" && !isAbsolute(v)
+        ? join(folder, v)
+        : resolveFiles(v, folder),
+    ]),
+  );
+}
+
+/**
  * Validates a parsed (already substituted) document; `formats`, when given, also checks each
  * provider's `api` (checkFormats does the rest).
  */
 export function validateConfig(doc: unknown, formats?: KnownFormats): Config {
   const result = configSchema.safeParse(doc);
-  const issues: Issue[] = [...(result.error?.issues ?? []), ...crossCheck(doc, formats)];
+  const issues = [...configIssues(result.error?.issues ?? []), ...crossCheck(doc, formats)];
   if (result.success && issues.length === 0) return result.data;
   throw invalid(issues);
 }
 
 function invalid(issues: Issue[]): ConfigError {
-  const lines = issues.map((i) => `${formatPath(i.path) || "config"}: ${i.message}`);
-  return new ConfigError(`invalid config:\n  ${lines.join("\n  ")}`);
+  return new ConfigError(issueReport("invalid config", issues));
+}
+
+/** A name that is none of `known` (a value is never repeated: only the names it may take). */
+export function namesNone(what: string, known: Iterable<unknown>): string {
+  const names = [...known].filter((n) => typeof n === "string");
+  return `unknown ${what} (${names.length ? `one of ${names.join(", ")}` : `no ${what} is set`})`;
 }
 
 /** Why `api` names no format plugin, or undefined. */
 function unknownApi(api: string, formats: KnownFormats): string | undefined {
-  if (formats.ids.includes(api)) return undefined;
-  return `unknown api "${api}" (one of ${formats.ids.join(", ")})`;
+  return formats.ids.includes(api) ? undefined : namesNone("api", formats.ids);
 }
 
 /**
@@ -558,7 +596,7 @@ export function checkFormats(config: Config, formats: KnownFormats): void {
       issues.push({
         path: ["routes", i, "passthrough"],
         message: `allowed only on routes with an api: ${allowed.join(" or ")} target (${
-          targets.map((t, j) => `"${t.provider}" is api ${apis[j]}`).join(", ")
+          targets.map((t, j) => `"${t.provider}" is api ${knownApi(apis[j], formats)}`).join(", ")
         })`,
       });
     }
@@ -566,11 +604,18 @@ export function checkFormats(config: Config, formats: KnownFormats): void {
   if (issues.length) throw invalid(issues);
 }
 
+/** An api as the report may name it: one the formats serve, else not repeated. */
+function knownApi(api: string, formats: KnownFormats): string {
+  return formats.ids.includes(api) ? api : "unknown";
+}
+
 export function parseConfigText(
   text: string,
   env: (name: string) => string | undefined,
   /** The formats served: an unknown `api` is then reported with the other errors. */
   formats?: KnownFormats,
+  /** The config file's folder, which relative `*_file` paths start from (default: the cwd). */
+  folder?: string,
 ): Config {
   let doc: unknown;
   try {
@@ -579,7 +624,8 @@ export function parseConfigText(
     if (!(e instanceof YamlProblem)) throw e;
     throw new ConfigError(`config is not valid YAML: ${e.message}`);
   }
-  return validateConfig(substituteEnv(doc, env), formats);
+  const substituted = substituteEnv(doc, env);
+  return validateConfig(folder ? resolveFiles(substituted, folder) : substituted, formats);
 }
 
 /**
@@ -604,7 +650,8 @@ export function defaultConfig(
   }
   if (keys.length === 0) {
     throw new ConfigError(
-      "no client keys: set GATEWAY_API_KEYS (comma list), or pass --config, or run `deno task dev`",
+      "no client keys: set GATEWAY_API_KEYS (comma list), or pass --config, or run `deno task dev` " +
+        "(`npx -y deno@2.9.6 task dev` without Deno installed)",
     );
   }
   const vendors = formats.vendors.filter((v) => env(`${v.env}_API_KEY`));
@@ -658,20 +705,20 @@ export function applyListenEnv(cfg: Config, env: (name: string) => string | unde
   const host = env("HOST");
   const metricsPort = env("METRICS_PORT");
   if (port !== undefined && !/^\d+$/.test(port)) {
-    throw new ConfigError(`PORT: expected a number, got "${port}"`);
+    throw new ConfigError("PORT: expected a number");
   }
   if (
     metricsPort !== undefined && metricsPort !== "off" &&
     !(/^\d+$/.test(metricsPort) && Number(metricsPort) <= 65535)
   ) {
-    throw new ConfigError(`METRICS_PORT: expected a number or "off", got "${metricsPort}"`);
+    throw new ConfigError('METRICS_PORT: expected a number or "off"');
   }
   const workersEnv = env("GATEWAY_WORKERS");
   const workers = workersEnv === undefined ? { data: cfg.workers } : workersSchema.safeParse(
     /^\d+$/.test(workersEnv) ? Number(workersEnv) : workersEnv,
   );
   if (!workers.data) {
-    throw new ConfigError(`GATEWAY_WORKERS: expected a number or "auto", got "${workersEnv}"`);
+    throw new ConfigError('GATEWAY_WORKERS: expected a number or "auto"');
   }
   const metrics = metricsPort === undefined
     ? cfg.metrics

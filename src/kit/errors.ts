@@ -17,6 +17,9 @@ export type ErrorKind =
   | "timeout"
   | "upstream_interrupted";
 
+/** The client went away (or its connection broke): nothing is left to answer. */
+export class ClientGone extends Error {}
+
 export class GatewayError extends Error {
   /** Whether another attempt may succeed, where a platform said; absent: `retry.on` decides. */
   retry?: boolean;

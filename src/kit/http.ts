@@ -11,7 +11,7 @@ import {
   MAX_CODINGS,
   SUPPORTED_CODINGS,
 } from "./content_encoding.ts";
-import { badRequest, GatewayError } from "./errors.ts";
+import { badRequest, ClientGone, GatewayError } from "./errors.ts";
 import type { JsonBody } from "./generation.ts";
 import { clip, MAX_MODEL_CHARS } from "./model_name.ts";
 
@@ -69,12 +69,24 @@ async function readChunked(req: Request): Promise<string> {
 }
 
 async function chunkedBytes(req: Request): Promise<Uint8Array<ArrayBuffer>> {
-  if (!req.body) return new Uint8Array();
+  const bytes = await readAtMost(req.body, MAX_BODY_BYTES);
+  if (!bytes) throw tooLarge();
+  return bytes;
+}
+
+/**
+ * A body read whole, or `undefined` once it passes `max` bytes: the rest is then neither read nor
+ * held (the stream is cancelled). For any body from outside that has no other bound.
+ */
+export async function readAtMost(
+  body: ReadableStream<Uint8Array> | null,
+  max: number,
+): Promise<Uint8Array<ArrayBuffer> | undefined> {
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for await (const chunk of req.body) {
+  for await (const chunk of body ?? []) {
     size += chunk.byteLength;
-    if (size > MAX_BODY_BYTES) throw tooLarge();
+    if (size > max) return undefined;
     chunks.push(chunk);
   }
   return concat(chunks, size);
@@ -143,7 +155,10 @@ function step() {
 }
 
 export async function readJsonBody(req: Request): Promise<JsonBody> {
-  const raw = await readLimited(req);
+  const raw = await readLimited(req).catch((e) => {
+    // A body that stops before its end (the client left mid-body) is the client's cut.
+    throw e instanceof GatewayError ? e : new ClientGone("the client's body was cut", { cause: e });
+  });
   const large = isLarge(raw.length);
   if (large) await breather();
   let json: unknown;

@@ -48,6 +48,12 @@ export interface CredentialContext {
    * scrubbed from every upstream text like a configured key. Call it before the secret is used.
    */
   secret(value: string): void;
+  /**
+   * Registers a secret the credential minted in place of its last one (an access token): scrubbed
+   * like `secret`, but only the current one and the one before it are kept, so that a credential
+   * refreshing for months does not grow what every upstream text is scrubbed against.
+   */
+  minted(token: string): void;
 }
 
 /**
@@ -167,7 +173,9 @@ export interface BodyAdjustment<S> {
   /**
    * The body as the platform takes it, relayed or converted alike (fields removed or set);
    * `headers` are the outgoing ones, before the credential (a header may move into the body).
-   * `provider.api` says which of its formats the body is.
+   * `provider.api` says which of its formats the body is. `body` is not to be changed: a platform
+   * that changes nothing returns it as is, and the body's bytes then go as they were (a relayed
+   * client's as sent); any change is a new object.
    */
   request?(
     body: Record<string, unknown>,

@@ -29,12 +29,16 @@ function expectation(issue: Issue): string {
 /**
  * The issue to report: inside a union, the branch that got deepest into the value (so a bad
  * part names its own field); when no branch got past the top, what each branch expected.
+ * `say` words one issue ("expected …"): a request's, or the config's (src/config/issues.ts).
  */
-function explain(issue: Issue): { path: PropertyKey[]; message: string } {
+export function explain(
+  issue: Issue,
+  say: (issue: Issue) => string = expectation,
+): { path: PropertyKey[]; message: string } {
   if (issue.code !== "invalid_union" || issue.errors.length === 0) {
-    return { path: issue.path, message: expectation(issue) };
+    return { path: issue.path, message: say(issue) };
   }
-  const branches = issue.errors.map((errors) => explain(errors[0]));
+  const branches = issue.errors.map((errors) => explain(errors[0], say));
   const deepest = branches.reduce((a, b) => (b.path.length > a.path.length ? b : a));
   if (deepest.path.length > 0) {
     return { path: [...issue.path, ...deepest.path], message: deepest.message };

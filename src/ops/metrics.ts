@@ -312,7 +312,7 @@ export class Metrics implements Observer {
   );
   readonly tokens = new Counter(
     "gateway_tokens_total",
-    "Tokens by client key name, route, provider, model, type (input, output) and billable.",
+    "Tokens by client key name, route, provider, upstream model, type (input, output) and billable.",
     ["key", "route", "provider", "model", "type", "billable"],
   );
   readonly tokenDetails = new Counter(
@@ -356,6 +356,8 @@ export class Metrics implements Observer {
     ["store"],
   );
   private readonly models: BoundedValues;
+  /** Identities: configured keys are few, but Kong consumer names come from outside. */
+  private readonly keys: BoundedValues;
   /** Traces counted in a gauge, so `ended` takes back exactly what `firstByte` added. */
   private readonly active = new WeakMap<Trace, Gauge>();
 
@@ -364,11 +366,17 @@ export class Metrics implements Observer {
   constructor(opts: { maxLabelValues?: number; systems?: GenAiSystems } = {}) {
     this.systems = opts.systems ?? {};
     this.models = new BoundedValues(opts.maxLabelValues ?? 1000);
+    this.keys = new BoundedValues(opts.maxLabelValues ?? 1000);
   }
 
   /** A model label value, bounded like every model label (past the bound: `other`). */
   modelLabel(model: string): string {
     return this.models.value(model);
+  }
+
+  /** A `key` label value (an identity's name), bounded the same way. */
+  keyLabel(identity: string): string {
+    return this.keys.value(identity);
   }
 
   firstByte(t: Trace): void {
@@ -390,7 +398,8 @@ export class Metrics implements Observer {
     // Only names a provider accepted become series; made-up ones that fail upstream do not.
     const model = status >= 200 && status < 300 && t.model ? this.models.value(t.model) : "";
     this.requests.add([t.endpoint, t.routeName ?? "", provider, String(status), t.mode ?? ""]);
-    if (t.key) this.identityRequests.add([t.key]);
+    const key = t.key ? this.keys.value(t.key) : "";
+    if (key) this.identityRequests.add([key]);
     if (t.attempts > 0) this.attempts.add([provider, attemptOutcome(t)]);
     if (t.interrupted) this.interruptions.add([provider, t.dialect]);
     const operation = t.operation;
@@ -402,16 +411,19 @@ export class Metrics implements Observer {
     if (t.streaming && t.ttfbMs !== undefined) this.firstChunk.observe(genAi, t.ttfbMs / 1000);
     const u = t.usage;
     if (!u) return;
-    const key = t.key ?? "";
     const route = t.routeName ?? "";
     const billable = String(t.billable);
+    // The model the provider ran, as gateway_spend_usd_total labels it (a route may rename).
+    const ran = model && t.upstreamModel && t.upstreamModel !== t.model
+      ? this.models.value(t.upstreamModel)
+      : model;
     // Counting tokens and embedding produce none.
     const counted = operation === "count_tokens" || operation === "embeddings"
       ? [["input", u.inputTokens]] as const
       : [["input", u.inputTokens], ["output", u.outputTokens]] as const;
     for (const [type, n] of counted) {
       this.tokenUsage.observe([...genAi, type], n);
-      this.tokens.add([key, route, provider, model, type, billable], n);
+      this.tokens.add([key, route, provider, ran, type, billable], n);
     }
     const details = [
       ["cache_read", u.cacheReadTokens],
@@ -419,7 +431,7 @@ export class Metrics implements Observer {
       ["reasoning", u.reasoningTokens],
     ] as const;
     for (const [type, n] of details) {
-      if (n) this.tokenDetails.add([key, route, provider, model, type], n);
+      if (n) this.tokenDetails.add([key, route, provider, ran, type], n);
     }
   }
 

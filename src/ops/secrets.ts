@@ -5,6 +5,8 @@
  */
 
 const REDACTED = "[redacted]";
+/** A credential's current token and the one before it. */
+const MINTED_KEPT = 2;
 
 /** JSON's two-character escapes, by the character they stand for. */
 const SHORT_ESCAPES: Record<string, string> = {
@@ -52,6 +54,10 @@ export class Secrets {
   /** Whether some key holds a `/` (its `\/` spelling is then looked for too). */
   private slash = false;
   private longestForm = 0;
+  /** Configured keys: kept for good. */
+  private fixed = new Set<string>();
+  /** Each credential's minted tokens, the last `MINTED_KEPT`. */
+  private mintedSets: string[][] = [];
 
   constructor(keys: Iterable<string | undefined>) {
     this.add(keys);
@@ -62,12 +68,34 @@ export class Secrets {
    * started with stay scrubbed too.
    */
   add(keys: Iterable<string | undefined>): void {
-    const forms = new Set(this.forms);
-    const all = new Set(this.keys);
     for (const key of keys) {
       // A key this short would redact ordinary words; no real provider key is.
-      if (!key || key.length < 8) continue;
-      all.add(key);
+      if (key && key.length >= 8) this.fixed.add(key);
+    }
+    this.rebuild();
+  }
+
+  /**
+   * A holder for the secrets one credential mints (its access tokens): each is scrubbed from when
+   * it is registered, and once two newer ones are, it is dropped — the current token and the one
+   * before it (still on calls in flight) stay scrubbed, and the set does not grow with every
+   * refresh.
+   */
+  minted(): (token: string) => void {
+    const held: string[] = [];
+    this.mintedSets.push(held);
+    return (token) => {
+      if (token.length < 8 || held.includes(token)) return;
+      held.push(token);
+      if (held.length > MINTED_KEPT) held.shift();
+      this.rebuild();
+    };
+  }
+
+  private rebuild(): void {
+    const all = new Set([...this.fixed, ...this.mintedSets.flat()]);
+    const forms = new Set<string>();
+    for (const key of all) {
       forms.add(key);
       forms.add(encodeURIComponent(key));
       forms.add(JSON.stringify(key).slice(1, -1));

@@ -20,8 +20,10 @@ export class Formats extends FormatRegistry<RequestContext> {
 
 function coreEndpoints(formats: FormatRegistry<RequestContext>): Endpoint[] {
   const { clients, defaultDialect } = formats;
+  // Every client auth the gateway accepts.
+  const everyAuth = [...new Set(clients.map((p) => p.dialect))];
   return [
-    ...modelListEndpoints(clients),
+    ...modelListEndpoints(clients, everyAuth),
     {
       name: "gateway_usage",
       method: "GET",
@@ -29,8 +31,7 @@ function coreEndpoints(formats: FormatRegistry<RequestContext>): Endpoint[] {
       example: "/v1/gateway/usage",
       handler: gatewayUsage,
       dialect: formats.dialectOf("/v1/gateway/usage"),
-      // Any client auth the gateway accepts.
-      keyDialects: [...new Set(clients.map((p) => p.dialect))],
+      keyDialects: everyAuth,
     },
     {
       name: "root",
@@ -55,8 +56,15 @@ function coreEndpoints(formats: FormatRegistry<RequestContext>): Endpoint[] {
   ];
 }
 
-/** The list and one-model endpoints of every path some format lists models at. */
-function modelListEndpoints(plugins: readonly ClientFormat<RequestContext>[]): Endpoint[] {
+/**
+ * The list and one-model endpoints of every path some format lists models at. They take every
+ * client auth (`everyAuth`): a format may send its clients to another's list (Gemini's
+ * `listedAt`), and a model list is no one format's secret.
+ */
+function modelListEndpoints(
+  plugins: readonly ClientFormat<RequestContext>[],
+  everyAuth: readonly Dialect[],
+): Endpoint[] {
   const byPath = Map.groupBy(
     plugins.filter((p) => p.models),
     (p) => p.models!.path,
@@ -75,8 +83,13 @@ function modelListEndpoints(plugins: readonly ClientFormat<RequestContext>[]): E
     const base = {
       method: "GET" as const,
       dialect: fallback.dialect,
-      keyDialects: [...claiming, ...listings.filter((l) => !claiming.includes(l))]
-        .map((l) => l.dialect),
+      // The listing formats' auth first: a key found there picks the listing's shape.
+      keyDialects: [
+        ...new Set([
+          ...[...claiming, ...listings.filter((l) => !claiming.includes(l))].map((l) => l.dialect),
+          ...everyAuth,
+        ]),
+      ],
     };
     return [
       {

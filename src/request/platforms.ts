@@ -7,10 +7,12 @@
 import {
   type Issue,
   type KnownPlatforms,
+  namesNone,
   providerBlocks,
   type ProviderConfig,
 } from "../config/config.ts";
 import type { EmbeddingWire } from "../kit/embeddings.ts";
+import { configIssues, unknownFields } from "../config/issues.ts";
 import { GatewayError } from "../kit/errors.ts";
 import {
   type AnyPlatform,
@@ -62,8 +64,7 @@ export class Platforms implements KnownPlatforms {
   check(p: ProviderConfig): Issue[] {
     const platform = this.byId.get(p.platform!);
     if (!platform) {
-      const ids = [...this.byId.keys()].join(", ") || "none is served";
-      return [{ path: ["platform"], message: `unknown platform "${p.platform}" (${ids})` }];
+      return [{ path: ["platform"], message: namesNone("platform", this.byId.keys()) }];
     }
     const issues: Issue[] = [];
     if (!platform.apis.includes(p.api)) {
@@ -72,18 +73,16 @@ export class Platforms implements KnownPlatforms {
     }
     const key = platform.settings?.key;
     const blocks = providerBlocks(p);
-    for (const k of Object.keys(blocks).filter((k) => k !== key)) {
-      const reads = key ? ` (platform ${platform.id} reads ${key})` : "";
-      issues.push({ path: [k], message: `Unrecognized key: "${k}"${reads}` });
+    const others = Object.keys(blocks).filter((k) => k !== key);
+    const reads = key ? ` (platform ${platform.id} reads ${key})` : "";
+    for (const unknown of unknownFields(others, [])) {
+      issues.push({ ...unknown, message: unknown.message + reads });
     }
     let settings: unknown;
     if (platform.settings) {
       const parsed = platform.settings.schema.safeParse(blocks[platform.settings.key]);
       if (!parsed.success) {
-        return [
-          ...issues,
-          ...parsed.error.issues.map((i) => ({ path: [key!, ...i.path], message: i.message })),
-        ];
+        return [...issues, ...configIssues(parsed.error.issues, [key!])];
       }
       settings = parsed.data;
     }
@@ -113,7 +112,11 @@ export class Platforms implements KnownPlatforms {
     const settings = this.settings.get(p);
     const base = p.base_url ?? platform.address.defaultBaseUrl!(settings)!;
     const provider = { name: p.name, api: p.api, base_url: base.replace(/\/+$/, ""), settings };
-    const credential = platform.credential(provider, { secret: (v) => secrets.add([v]) });
+    let minted: ((token: string) => void) | undefined;
+    const credential = platform.credential(provider, {
+      secret: (v) => secrets.add([v]),
+      minted: (token) => (minted ??= secrets.minted())(token),
+    });
     binding = { platform, provider, credential };
     this.bindings.set(p, binding);
     return binding;
@@ -180,7 +183,9 @@ export async function sendThrough(
   out.url = new URL(platform.address.url(provider, p.call));
   const adjust = platform.body?.request;
   if (adjust && p.json) {
-    out.body = JSON.stringify(adjust({ ...p.json }, out.headers, p.call, provider));
+    const adjusted = adjust(p.json, out.headers, p.call, provider);
+    // Unchanged (a Gemini body on Vertex): the bytes as they were, not a re-serialisation.
+    if (adjusted !== p.json) out.body = JSON.stringify(adjusted);
   }
   await authorize(p, out, key, signal);
   const res = await send(out);

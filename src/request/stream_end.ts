@@ -2,12 +2,11 @@
  * How a client's stream ends: the ending text in its framing, the close, and the trace's end;
  * or the client leaving first.
  */
-import { GatewayError } from "../kit/errors.ts";
+import { ClientGone, GatewayError } from "../kit/errors.ts";
 import type { Written } from "../kit/framing.ts";
 import type { Trace } from "../ops/trace.ts";
 
-/** The client went away; nothing is left to answer. */
-export class ClientGone extends Error {}
+export { ClientGone };
 
 /** How a request whose client went away is logged and counted (nobody reads the answer). */
 export const clientClosed = () =>

@@ -89,9 +89,7 @@ export const toyPlatform: Platform<ToySettings> = {
     };
   },
   body: {
-    request(body, headers) {
-      delete body.model;
-      delete body.stream;
+    request({ model: _model, stream: _stream, ...body }, headers) {
       headers.delete("anthropic-version");
       return { ...body, toy_version: TOY_VERSION };
     },

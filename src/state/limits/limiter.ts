@@ -96,7 +96,7 @@ export class Limiter implements Observer {
     }
     const { refused, windows, at } = admitted;
     if (refused) {
-      this.metrics.limitRejections.add([identity.name, refused]);
+      this.metrics.limitRejections.add([this.metrics.keyLabel(identity.name), refused]);
       throw this.refusal(identity, refused, windows, dialect, now);
     }
     this.admitted.set(t, { identity, limits, windows, at });
@@ -127,7 +127,7 @@ export class Limiter implements Observer {
     }
     if (held.refused) {
       this.admitted.delete(t);
-      this.metrics.limitRejections.add([a.identity.name, held.refused]);
+      this.metrics.limitRejections.add([this.metrics.keyLabel(a.identity.name), held.refused]);
       throw this.refusal(a.identity, held.refused, held.windows, dialect, now);
     }
     a.reserved = r;
@@ -221,7 +221,8 @@ export class Limiter implements Observer {
       }
       return 0;
     }
-    this.metrics.spend.add([t.key ?? "", t.provider ?? "", this.metrics.modelLabel(model)], usd);
+    const key = t.key ? this.metrics.keyLabel(t.key) : "";
+    this.metrics.spend.add([key, t.provider ?? "", this.metrics.modelLabel(model)], usd);
     return usd;
   }
 
