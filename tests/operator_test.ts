@@ -61,8 +61,7 @@ Deno.test("operator: the gateway prints its own pid with the reload command, whi
   const gw = await spawnGateway("main.ts", [], { GATEWAY_API_KEYS: "sk-operator-test-key" });
   try {
     const pid = gw.process.pid;
-    assert.match(
-      gw.stderr(),
+    await gw.stderrMatch(
       new RegExp(`gateway pid ${pid}; reload the config with: kill -HUP ${pid}\n`),
     );
     Deno.kill(pid, "SIGHUP");

@@ -115,6 +115,8 @@ export interface WatchedGateway {
     count?: number,
     timeoutMs?: number,
   ): Promise<Record<string, unknown>[]>;
+  /** Waits until stderr matches `pattern` (a line written after the listening one may lag). */
+  stderrMatch(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
   /** Waits for the process to exit; everything it wrote. */
   output(): Promise<{ code: number; stdout: string; stderr: string }>;
 }
@@ -204,6 +206,8 @@ export async function spawnGateway(
         `${count} matching log line(s)`,
         timeoutMs,
       ),
+    stderrMatch: (pattern, timeoutMs = 10_000) =>
+      waitFor(() => text.stderr.match(pattern) ?? undefined, `stderr ${pattern}`, timeoutMs),
     async output() {
       const { code } = await exited;
       return { code, ...text };
