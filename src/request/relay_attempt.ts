@@ -116,6 +116,7 @@ async function relayAttempt(
   const text = renamed ? JSON.stringify(sent) : raw;
   const operation = other ? other.operation ?? { unserved: path } : "generate";
   const issuing = other ? undefined : pinning(ctx, spec, r, key);
+  const relayed = spec.stream ? relayFraming(ctx, spec, upstream) : undefined;
   const platform = throughPlatform(ctx, r, sent, spec.stream, operation, path);
   ctx.trace.routed("relay");
   ctx.trace.attempt();
@@ -130,7 +131,7 @@ async function relayAttempt(
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,
     platform,
-    framing: spec.stream ? relayFraming(ctx, spec, upstream) : undefined,
+    framing: relayed,
   });
   const allow = formats.responseHeaders(api, ctx.identity?.limits !== undefined);
   if (!up.res.ok) {
