@@ -238,13 +238,30 @@ Deno.test("google token source: an assertion signed by another key is refused wi
   }
 });
 
-Deno.test("google token source: a token endpoint's oversized answer is refused after 64 KiB, not read to the end", async () => {
+/** The error a Google token source gets from a token endpoint answering with `answer`. */
+async function tokenErrorFrom(answer: (req: Request) => Promise<Response>): Promise<Error> {
   const mock = await startMockVertex();
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, answer);
+  const source = new GoogleTokenSource({
+    ...mock.serviceAccount,
+    token_uri: `http://127.0.0.1:${server.addr.port}/token`,
+  });
+  try {
+    const error = await source.token().catch((e) => e);
+    assert.ok(error instanceof GoogleTokenError, String(error));
+    return error;
+  } finally {
+    await server.shutdown();
+    await mock.close();
+  }
+}
+
+Deno.test("google token source: a token endpoint's oversized answer is refused after 64 KiB, not read to the end", async () => {
   // 40 MB of valid JSON, made as it is read: what the endpoint sent is what the source pulled.
   const tokenBytes = 40 * 1024 * 1024;
   const chunk = new TextEncoder().encode("a".repeat(64 * 1024));
   let sent = 0;
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+  const error = await tokenErrorFrom(async (req) => {
     await req.body?.cancel();
     const parts = [`{"access_token":"`, `","expires_in":3600}`].map((t) =>
       new TextEncoder().encode(t)
@@ -259,19 +276,8 @@ Deno.test("google token source: a token endpoint's oversized answer is refused a
     }, { highWaterMark: 0 });
     return new Response(body, { headers: { "content-type": "application/json" } });
   });
-  const source = new GoogleTokenSource({
-    ...mock.serviceAccount,
-    token_uri: `http://127.0.0.1:${server.addr.port}/token`,
-  });
-  try {
-    const error = await source.token().catch((e) => e);
-    assert.ok(error instanceof GoogleTokenError, String(error));
-    assert.equal(error.message, "token endpoint answered 200 with more than 65536 bytes");
-    assert.ok(sent < 4 * 1024 * 1024, `${sent} bytes pulled of ${tokenBytes}`);
-  } finally {
-    await server.shutdown();
-    await mock.close();
-  }
+  assert.equal(error.message, "token endpoint answered 200 with more than 65536 bytes");
+  assert.ok(sent < 4 * 1024 * 1024, `${sent} bytes pulled of ${tokenBytes}`);
 });
 
 Deno.test("google token source: minted tokens are scrubbed, the current one and the one before it; older ones leave the set", async () => {
@@ -301,24 +307,12 @@ Deno.test("google token source: minted tokens are scrubbed, the current one and 
 });
 
 Deno.test("google token source: a token endpoint quoting the signed assertion back does not pass it on", async () => {
-  const mock = await startMockVertex();
   let assertion = "";
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+  const error = await tokenErrorFrom(async (req) => {
     assertion = new URLSearchParams(await req.text()).get("assertion") ?? "";
     const error_description = `Invalid JWT: ${assertion}`;
     return Response.json({ error: "invalid_grant", error_description }, { status: 400 });
   });
-  const source = new GoogleTokenSource({
-    ...mock.serviceAccount,
-    token_uri: `http://127.0.0.1:${server.addr.port}/token`,
-  });
-  try {
-    const error = await source.token().catch((e) => e);
-    assert.ok(error instanceof GoogleTokenError, String(error));
-    assert.equal(error.message, "token endpoint answered 400: Invalid JWT: [redacted]");
-    for (const part of assertion.split(".")) assert.ok(!error.message.includes(part.slice(0, 12)));
-  } finally {
-    await server.shutdown();
-    await mock.close();
-  }
+  assert.equal(error.message, "token endpoint answered 400: Invalid JWT: [redacted]");
+  for (const part of assertion.split(".")) assert.ok(!error.message.includes(part.slice(0, 12)));
 });
