@@ -15,7 +15,7 @@ import {
 import type { EmbeddingSpec } from "../src/kit/generation.ts";
 import { badRequest } from "../src/kit/errors.ts";
 import type { PluginHandler } from "../src/kit/handler.ts";
-import { modelOf, readJsonBody } from "../src/kit/http.ts";
+import { modelOf } from "../src/kit/http.ts";
 import { parseBody } from "../src/kit/validate.ts";
 
 /** The most inputs one call takes. */
@@ -111,7 +111,7 @@ export const openAiEmbeddings: EmbeddingWire = {
 
 /** POST /v1/embeddings */
 export const embeddingsEndpoint: PluginHandler = async (ctx) => {
-  const body = await readJsonBody(ctx.req);
+  const body = await ctx.jsonBody();
   const model = modelOf(body.json);
   const json = parseBody(requestSchema, body.json);
   const base64 = json.encoding_format === "base64";

@@ -235,7 +235,13 @@ function identify(
     ? kongConsumer(gw.proxies, peerAddress(info), req.headers)
     : undefined;
   if (consumer) return gw.policy.consumer(consumer);
-  const signed = authenticateSigned(gw.keys, dialects, req, url);
+  const signed = authenticateSigned(
+    gw.keys,
+    dialects,
+    req,
+    url,
+    gw.config.request_body_timeout_ms,
+  );
   if (signed) return signed.then(({ name, req }) => ({ identity: gw.policy.key(name), req }));
   return gw.policy.key(authenticate(gw.keys, dialects, req, url));
 }

@@ -8,7 +8,6 @@
 import { badRequest } from "../../src/kit/errors.ts";
 import type { JsonBody } from "../../src/kit/generation.ts";
 import type { PluginHandler } from "../../src/kit/handler.ts";
-import { readJsonBody } from "../../src/kit/http.ts";
 import { converseCodec } from "../converse/codec.ts";
 import { parseCountTokens } from "../converse/schema.ts";
 import { messagesCodec } from "../messages/codec.ts";
@@ -37,7 +36,7 @@ function messagesRequest(
 export const invoke: PluginHandler = async (ctx) => {
   const { model, operation } = readModelPath(ctx.url.pathname);
   const stream = operation === "invoke-with-response-stream";
-  const { json } = await readJsonBody(ctx.req);
+  const { json } = await ctx.jsonBody();
   const { body, headers } = messagesRequest(json, model, stream, ctx.req.headers);
   validateRequest(body.json);
   return await ctx.generate({
@@ -75,7 +74,7 @@ function invokeInput(base64: string): Record<string, unknown> {
  */
 export const countTokens: PluginHandler = async (ctx) => {
   const { model } = readModelPath(ctx.url.pathname);
-  const { input } = parseCountTokens((await readJsonBody(ctx.req)).json);
+  const { input } = parseCountTokens((await ctx.jsonBody()).json);
   let body: Record<string, unknown>;
   let headers: Headers | undefined;
   if (input.invokeModel) {

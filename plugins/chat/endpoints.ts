@@ -1,11 +1,11 @@
 /** POST /v1/chat/completions */
 import type { PluginHandler } from "../../src/kit/handler.ts";
-import { flagOf, modelOf, readJsonBody } from "../../src/kit/http.ts";
+import { flagOf, modelOf } from "../../src/kit/http.ts";
 import { chatCodec } from "./codec.ts";
 import { parseRequest } from "./schema.ts";
 
 export const chatCompletions: PluginHandler = async (ctx) => {
-  const body = await readJsonBody(ctx.req);
+  const body = await ctx.jsonBody();
   const json = parseRequest(body.json);
   const stream = flagOf(json, "stream");
   const streamUsage = json.stream_options?.include_usage === true;

@@ -1,7 +1,7 @@
 /** POST /v1beta/models/{model}:generateContent | :streamGenerateContent */
 import type { HandlerContext, PluginHandler } from "../../src/kit/handler.ts";
 import { badRequest } from "../../src/kit/errors.ts";
-import { checkModelName, readJsonBody } from "../../src/kit/http.ts";
+import { checkModelName } from "../../src/kit/http.ts";
 import { JSON_ARRAY } from "./framing.ts";
 import { generateContentCodec } from "./codec.ts";
 import { path } from "./upstream.ts";
@@ -42,7 +42,7 @@ export async function generation(
   stream: boolean,
 ): Promise<Response> {
   const sse = ctx.url.searchParams.get("alt") === "sse";
-  const body = await readJsonBody(ctx.req);
+  const body = await ctx.jsonBody();
   validateRequest(body.json);
   const arrayStream = stream && !sse;
   return await ctx.generate({

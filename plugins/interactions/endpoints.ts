@@ -2,7 +2,7 @@
 import { badRequest, GatewayError } from "../../src/kit/errors.ts";
 import type { GenerationSpec } from "../../src/kit/generation.ts";
 import type { HandlerContext, PluginHandler, Route } from "../../src/kit/handler.ts";
-import { checkModelName, readJsonBody } from "../../src/kit/http.ts";
+import { checkModelName } from "../../src/kit/http.ts";
 import { interactionsCodec } from "./codec.ts";
 import { cancellable } from "./running.ts";
 import { parseRequest } from "./schema.ts";
@@ -25,7 +25,7 @@ function routeOf(ctx: HandlerContext, name: string, agent: boolean): Route {
 }
 
 export const createInteraction: PluginHandler = async (ctx) => {
-  const body = await readJsonBody(ctx.req);
+  const body = await ctx.jsonBody();
   const json = parseRequest(body.json);
   // Refused on every route, relayed ones too: the gateway answers a request while it is open.
   if (json.background === true) {

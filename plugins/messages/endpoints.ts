@@ -2,7 +2,7 @@
 import type { JsonBody } from "../../src/kit/generation.ts";
 import type { HandlerContext, PluginHandler } from "../../src/kit/handler.ts";
 import { badRequest } from "../../src/kit/errors.ts";
-import { flagOf, modelOf, readJsonBody } from "../../src/kit/http.ts";
+import { flagOf, modelOf } from "../../src/kit/http.ts";
 import { messagesCodec } from "./codec.ts";
 import { validateRequest } from "./schema.ts";
 
@@ -27,7 +27,7 @@ function checkVersion(headers: Headers): void {
 
 export const messages: PluginHandler = async (ctx) => {
   checkVersion(ctx.req.headers);
-  const body = await readJsonBody(ctx.req);
+  const body = await ctx.jsonBody();
   const json = validateRequest(body.json);
   return await ctx.generate({
     ingress: messagesCodec,
@@ -38,7 +38,7 @@ export const messages: PluginHandler = async (ctx) => {
 };
 
 export const countTokens: PluginHandler = async (ctx) =>
-  await countTokensOf(ctx, await readJsonBody(ctx.req));
+  await countTokensOf(ctx, await ctx.jsonBody());
 
 /**
  * Token counts come from the provider itself: only a route with an Anthropic-API target can

@@ -1,7 +1,7 @@
 /** POST /v1/responses and /v1/responses/compact (converted routes: compact.ts) */
 import type * as ir from "../../src/kit/ir.ts";
 import { badRequest } from "../../src/kit/errors.ts";
-import { flagOf, modelOf, readJsonBody } from "../../src/kit/http.ts";
+import { flagOf, modelOf } from "../../src/kit/http.ts";
 import type { GenerationSpec } from "../../src/kit/generation.ts";
 import type { HandlerContext, PluginHandler, Route } from "../../src/kit/handler.ts";
 import { responsesCodec } from "./codec.ts";
@@ -49,7 +49,7 @@ const hostedTools = (json: ResponsesRequest) =>
   (json.tools ?? []).some((t) => !["function", "custom", "namespace"].includes(t.type ?? ""));
 
 export const responses: PluginHandler = async (ctx) => {
-  const body = await readJsonBody(ctx.req);
+  const body = await ctx.jsonBody();
   const json = parseRequest(body.json);
   const kept = providerState(body.json);
   const g: GenerationSpec = {
@@ -103,7 +103,7 @@ export const responses: PluginHandler = async (ctx) => {
 };
 
 export const compact: PluginHandler = async (ctx) => {
-  const body = await readJsonBody(ctx.req);
+  const body = await ctx.jsonBody();
   const r = ctx.route(modelOf(body.json));
   if (!isPassthroughRoute(r)) {
     if (r.route.compact === false) {

@@ -7,14 +7,8 @@
  * `:generateContent` / `:streamGenerateContent`.
  */
 import { badRequest } from "../../src/kit/errors.ts";
-import type { PluginHandler } from "../../src/kit/handler.ts";
-import {
-  checkModelName,
-  decodePathSegment,
-  flagOf,
-  modelOf,
-  readJsonBody,
-} from "../../src/kit/http.ts";
+import type { HandlerContext, PluginHandler } from "../../src/kit/handler.ts";
+import { checkModelName, decodePathSegment, flagOf, modelOf } from "../../src/kit/http.ts";
 import { generation } from "../generate-content/endpoints.ts";
 import { countTokensOf } from "../messages/endpoints.ts";
 import { validateRequest } from "../messages/schema.ts";
@@ -44,19 +38,19 @@ function modelCall(pathname: string, publisher: "anthropic" | "google") {
 }
 
 /** The body of a Claude call read as the Messages body, and the headers it stands for. */
-async function claudeBody(req: Request, model?: string) {
-  const body = await readJsonBody(req);
+async function claudeBody(ctx: HandlerContext, model?: string) {
+  const body = await ctx.jsonBody();
   checkCloudVersion(body.json, VERTEX_CLAUDE);
   const read = fromCloudBody(body.json, { model: model ?? modelOf(body.json) }, VERTEX_CLAUDE);
   return {
     body: { json: read.body, raw: JSON.stringify(read.body) },
-    headers: messagesHeaders(req.headers, read),
+    headers: messagesHeaders(ctx.req.headers, read),
   };
 }
 
 export const rawPredict: PluginHandler = async (ctx) => {
   const { model } = modelCall(ctx.url.pathname, "anthropic");
-  const { body, headers } = await claudeBody(ctx.req, model);
+  const { body, headers } = await claudeBody(ctx, model);
   validateRequest(body.json);
   return await ctx.generate({
     ingress: vertexMessagesCodec,
@@ -69,7 +63,7 @@ export const rawPredict: PluginHandler = async (ctx) => {
 
 /** `count-tokens:rawPredict`: the body names the model; counted by a Messages provider. */
 export const countTokens: PluginHandler = async (ctx) => {
-  const { body, headers } = await claudeBody(ctx.req);
+  const { body, headers } = await claudeBody(ctx);
   return await countTokensOf(ctx, body, headers);
 };
 

@@ -369,6 +369,11 @@ export const configSchema = z.strictObject({
   shutdown_delay_s: z.number().min(0).default(0),
   /** Seconds a draining shutdown then waits for in-flight streams. */
   shutdown_grace_s: z.number().min(0).default(10),
+  /**
+   * Longest time a request body may take to arrive, whole, from the first read (a 408 in the
+   * client's dialect after it; docs/security-and-faults.md#client-limits).
+   */
+  request_body_timeout_ms: z.number().int().positive().default(60_000),
   websocket: z.strictObject({
     /** A larger client message gets an error frame and close 1009 (Deno's own cap: 64 MiB). */
     max_message_bytes: z.number().int().positive().max(64 * 1024 * 1024).default(16 * 1024 * 1024),

@@ -60,16 +60,18 @@ export class BodyTooLarge extends Error {}
  * The decoded bytes of a body sent with `codings` (all supported, at most MAX_CODINGS). Throws
  * BodyTooLarge as soon as either the bytes received or the bytes they decode to pass `limit`
  * (a stream of zstd skippable frames decodes to nothing, however long it runs), and the
- * decoder's error for data that is not what its coding says.
+ * decoder's error for data that is not what its coding says. `signal` aborting cancels the body
+ * and fails the decode.
  */
 export async function decode(
   body: ReadableStream<Uint8Array> | null,
   codings: string[],
   limit: number,
+  signal?: AbortSignal,
 ): Promise<Uint8Array> {
   if (!body) return new Uint8Array();
   const streams = [
-    Readable.fromWeb(body.pipeThrough(counted(limit)) as NodeReadableStream),
+    Readable.fromWeb(body.pipeThrough(counted(limit), { signal }) as NodeReadableStream),
     ...codings.toReversed().map((c) => DECODERS[c]()),
   ];
   // `pipeline` passes an error (a client gone, bad data) on to the last stream, and destroys all.

@@ -7,7 +7,7 @@
 import type { IrSource } from "./codec.ts";
 import type { Conversations } from "./conversations.ts";
 import type { Handler } from "./format.ts";
-import type { EmbeddingSpec, GenerationSpec, OtherEndpoint } from "./generation.ts";
+import type { EmbeddingSpec, GenerationSpec, JsonBody, OtherEndpoint } from "./generation.ts";
 import type * as ir from "./ir.ts";
 import type { Route } from "./route.ts";
 import type { SocketWire } from "./socket.ts";
@@ -20,6 +20,11 @@ export interface HandlerContext {
   readonly requestId: string;
   /** What this request's access-log line says of the stored-response outcome. */
   readonly trace: { stored?: string };
+  /**
+   * The request's JSON object body, read within the configured deadline
+   * (`request_body_timeout_ms`) and bounded (src/kit/http.ts `readJsonBody`).
+   */
+  jsonBody(): Promise<JsonBody>;
   /** The stored conversations, as this request's client key. */
   readonly conversations: Conversations;
   /** Resolves `model` to its route (once per request: pass it on to `generate`/`relay`). */

@@ -22,26 +22,88 @@ const tooLarge = () =>
   new GatewayError(413, "request_too_large", `request body exceeds ${MAX_BODY_BYTES} bytes`);
 
 /**
- * The body as text, refusing (without buffering further) once it passes the limit. A compressed
- * body is decoded first, and the limit applies to what it decodes to.
+ * Declared bodies up to this size are read whole by Deno's native read (its fastest path); larger
+ * ones, and bodies of undeclared length or compressed, are read chunk by chunk so the deadline can
+ * drop them. A stalled whole read can hold at most this much, in Deno's own read, until its client
+ * leaves (docs/security-and-faults.md).
  */
-function readLimited(req: Request): Promise<string> {
-  const length = req.headers.get("content-length");
-  if (Number(length ?? 0) > MAX_BODY_BYTES) throw tooLarge();
-  // `identity` (or an empty header) names no coding: the body is read as sent.
-  const encoding = req.headers.get("content-encoding");
-  const codings = encoding ? codingsOf(encoding) : undefined;
-  if (codings?.length) return readEncoded(req.body, codings);
-  // A declared length is enforced by Deno: the whole-body read is its fast native path (and
-  // `req.body` is not touched: that would make it a JS stream, read chunk by chunk).
-  return length !== null ? req.text() : readChunked(req);
+const WHOLE_READ_BYTES = 1024 * 1024;
+
+/** A body not received in time: the client's slowness, answered in its dialect. */
+const bodyTimeout = (ms: number) =>
+  new GatewayError(
+    408,
+    "invalid_request",
+    `request body not received within request_body_timeout_ms (${ms} ms)`,
+  );
+
+/**
+ * `read`, or the 408 once `ms` passed (then `drop` lets go of what the read holds). One timer per
+ * body; a read failing after the 408 is nobody's to handle.
+ */
+function beforeDeadline<T>(read: Promise<T>, ms: number, drop?: () => void): Promise<T> {
+  const { promise, resolve, reject } = Promise.withResolvers<T>();
+  const timer = setTimeout(() => {
+    reject(bodyTimeout(ms));
+    drop?.();
+  }, ms);
+  read.then((v) => {
+    clearTimeout(timer);
+    resolve(v);
+  }, (e) => {
+    clearTimeout(timer);
+    reject(e);
+  });
+  return promise;
 }
 
 /**
- * A compressed body, decoded; the limit counts the decoded bytes (and the bytes as sent). The
- * codings are checked before any decoder is made or any byte read.
+ * A request body read within `deadlineMs`: `whole` (Deno's native read) for a small declared
+ * body sent as is, else `streamed`, given a signal that aborts at the deadline.
  */
-async function readEncoded(body: ReadableStream<Uint8Array> | null, codings: string[]) {
+function readWithin<T>(
+  req: Request,
+  deadlineMs: number,
+  whole: (req: Request) => Promise<T>,
+  streamed: (signal: AbortSignal) => Promise<T>,
+  codings?: string[],
+): Promise<T> {
+  const length = req.headers.get("content-length");
+  if (Number(length ?? 0) > MAX_BODY_BYTES) throw tooLarge();
+  // A declared length is enforced by Deno: the whole-body read is its fast native path (and
+  // `req.body` is not touched: that would make it a JS stream, read chunk by chunk).
+  if (!codings?.length && length !== null && Number(length) <= WHOLE_READ_BYTES) {
+    return beforeDeadline(whole(req), deadlineMs);
+  }
+  const deadline = new AbortController();
+  return beforeDeadline(streamed(deadline.signal), deadlineMs, () => deadline.abort());
+}
+
+/**
+ * The body as text, refusing (without buffering further) once it passes the limit. A compressed
+ * body is decoded first, and the limit applies to what it decodes to.
+ */
+function readLimited(req: Request, deadlineMs: number): Promise<string> {
+  // `identity` (or an empty header) names no coding: the body is read as sent.
+  const encoding = req.headers.get("content-encoding");
+  const codings = encoding ? codingsOf(encoding) : undefined;
+  if (codings?.length) checkCodings(codings);
+  return readWithin(
+    req,
+    deadlineMs,
+    (r) => r.text(),
+    async (signal) =>
+      new TextDecoder().decode(
+        codings?.length
+          ? await readEncoded(req.body, codings, signal)
+          : await chunkedBytes(req, signal),
+      ),
+    codings,
+  );
+}
+
+/** The codings are checked before any decoder is made or any byte read. */
+function checkCodings(codings: string[]) {
   if (codings.length > MAX_CODINGS) {
     throw unsupportedEncoding(
       `Content-Encoding lists more than ${MAX_CODINGS} codings (the gateway decodes at most ${MAX_CODINGS})`,
@@ -53,8 +115,16 @@ async function readEncoded(body: ReadableStream<Uint8Array> | null, codings: str
       `Content-Encoding "${clip(unknown)}" is not supported (send ${SUPPORTED_CODINGS} or none)`,
     );
   }
+}
+
+/** A compressed body, decoded; the limit counts the decoded bytes (and the bytes as sent). */
+async function readEncoded(
+  body: ReadableStream<Uint8Array> | null,
+  codings: string[],
+  signal: AbortSignal,
+) {
   try {
-    return new TextDecoder().decode(await decode(body, codings, MAX_BODY_BYTES));
+    return await decode(body, codings, MAX_BODY_BYTES, signal);
   } catch (e) {
     if (e instanceof BodyTooLarge) throw tooLarge();
     throw badRequest(`request body is not valid ${codings.join(", ")}: ${(e as Error).message}`);
@@ -63,43 +133,56 @@ async function readEncoded(body: ReadableStream<Uint8Array> | null, codings: str
 
 const unsupportedEncoding = (message: string) => new GatewayError(415, "invalid_request", message);
 
-/** A body of undeclared length (chunked), counted as it arrives. */
-async function readChunked(req: Request): Promise<string> {
-  return new TextDecoder().decode(await chunkedBytes(req));
-}
-
-async function chunkedBytes(req: Request): Promise<Uint8Array<ArrayBuffer>> {
-  const bytes = await readAtMost(req.body, MAX_BODY_BYTES);
+/** A body of undeclared (or large) length, counted as it arrives. */
+async function chunkedBytes(req: Request, signal: AbortSignal): Promise<Uint8Array<ArrayBuffer>> {
+  const bytes = await readAtMost(req.body, MAX_BODY_BYTES, signal);
   if (!bytes) throw tooLarge();
   return bytes;
 }
 
 /**
  * A body read whole, or `undefined` once it passes `max` bytes: the rest is then neither read nor
- * held (the stream is cancelled). For any body from outside that has no other bound.
+ * held (the stream is cancelled), as when `signal` aborts. For any body from outside that has no
+ * other bound.
  */
 export async function readAtMost(
   body: ReadableStream<Uint8Array> | null,
   max: number,
+  signal?: AbortSignal,
 ): Promise<Uint8Array<ArrayBuffer> | undefined> {
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for await (const chunk of body ?? []) {
-    size += chunk.byteLength;
-    if (size > max) return undefined;
-    chunks.push(chunk);
+  const reader = body?.getReader();
+  const cancel = () => reader?.cancel(signal?.reason).catch(() => {});
+  signal?.addEventListener("abort", cancel, { once: true });
+  try {
+    for (let read = await reader?.read(); read && !read.done; read = await reader!.read()) {
+      size += read.value.byteLength;
+      if (size > max) {
+        cancel();
+        return undefined;
+      }
+      chunks.push(read.value);
+    }
+  } finally {
+    signal?.removeEventListener("abort", cancel);
   }
+  signal?.throwIfAborted();
   return concat(chunks, size);
 }
 
 /**
  * The body's bytes exactly as sent (a compressed one still compressed: what a request signature
- * covers), refused once past the limit.
+ * covers), refused once past the limit or the deadline.
  */
-export function readBodyBytes(req: Request): Promise<Uint8Array<ArrayBuffer>> {
-  const length = req.headers.get("content-length");
-  if (Number(length ?? 0) > MAX_BODY_BYTES) throw tooLarge();
-  return length !== null ? req.bytes() : chunkedBytes(req);
+export function readBodyBytes(req: Request, deadlineMs: number): Promise<Uint8Array<ArrayBuffer>> {
+  return readWithin(req, deadlineMs, (r) => r.bytes(), (signal) => chunkedBytes(req, signal))
+    .catch(clientCut);
+}
+
+/** A body that stops before its end (the client left mid-body) is the client's cut. */
+function clientCut(e: unknown): never {
+  throw e instanceof GatewayError ? e : new ClientGone("the client's body was cut", { cause: e });
 }
 
 /** Byte chunks as one (a lone chunk as is). */
@@ -154,11 +237,12 @@ function step() {
   queueMicrotask(nextTurn);
 }
 
-export async function readJsonBody(req: Request): Promise<JsonBody> {
-  const raw = await readLimited(req).catch((e) => {
-    // A body that stops before its end (the client left mid-body) is the client's cut.
-    throw e instanceof GatewayError ? e : new ClientGone("the client's body was cut", { cause: e });
-  });
+/**
+ * The request's JSON object body, read within `deadlineMs` (`request_body_timeout_ms`: handlers
+ * ask `ctx.jsonBody()`).
+ */
+export async function readJsonBody(req: Request, deadlineMs: number): Promise<JsonBody> {
+  const raw = await readLimited(req, deadlineMs).catch(clientCut);
   const large = isLarge(raw.length);
   if (large) await breather();
   let json: unknown;

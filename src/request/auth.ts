@@ -137,12 +137,14 @@ export function authenticateSigned(
   dialects: readonly Dialect[],
   req: Request,
   url: URL,
+  /** How long the body may take to arrive (`request_body_timeout_ms`). */
+  bodyDeadlineMs: number,
 ): Promise<Authenticated> | undefined {
   for (const d of dialects) {
     if (!d.signedRequest) continue;
     if (d.presentedKey(req, url)) return undefined;
     const signed = d.signedRequest(req, url);
-    if (signed) return verifySigned(store, signed, req);
+    if (signed) return verifySigned(store, signed, req, bodyDeadlineMs);
   }
   return undefined;
 }
@@ -151,8 +153,9 @@ async function verifySigned(
   store: KeyStore,
   signed: SignedRequest,
   req: Request,
+  bodyDeadlineMs: number,
 ): Promise<Authenticated> {
-  const body = await readBodyBytes(req);
+  const body = await readBodyBytes(req, bodyDeadlineMs);
   let refusal: unknown = new GatewayError(401, "authentication", "invalid API key");
   for (const key of store.keysNamed(signed.keyName)) {
     try {

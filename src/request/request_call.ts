@@ -2,7 +2,8 @@
  * The core's request context: a request's own state, and what its handler may ask of the core
  * (the contract's `HandlerContext`) answered by the core's modules.
  */
-import type { EmbeddingSpec, GenerationSpec, OtherEndpoint } from "../kit/generation.ts";
+import type { EmbeddingSpec, GenerationSpec, JsonBody, OtherEndpoint } from "../kit/generation.ts";
+import { readJsonBody } from "../kit/http.ts";
 import type * as ir from "../kit/ir.ts";
 import type { Dialect } from "../kit/format.ts";
 import type { Gateway, RequestContext } from "./context.ts";
@@ -35,6 +36,10 @@ export class RequestCall implements RequestContext {
 
   get conversations(): Conversations {
     return this.#conversations ??= new RequestConversations(this);
+  }
+
+  jsonBody(): Promise<JsonBody> {
+    return readJsonBody(this.req, this.gw.config.request_body_timeout_ms);
   }
 
   route(model: string): Resolved {

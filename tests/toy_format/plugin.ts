@@ -7,7 +7,7 @@ import { createHash, createHmac } from "node:crypto";
 import { badRequest } from "../../src/kit/errors.ts";
 import type { Dialect, FormatPlugin, OutgoingRequest } from "../../src/kit/format.ts";
 import type { HandlerContext, PluginHandler } from "../../src/kit/handler.ts";
-import { flagOf, modelOf, readJsonBody } from "../../src/kit/http.ts";
+import { flagOf, modelOf } from "../../src/kit/http.ts";
 import { faultKind, toyCodec } from "./codec.ts";
 import { interruptionLine, NDJSON, ndjsonFraming } from "./ndjson.ts";
 
@@ -50,7 +50,7 @@ function validate(json: Record<string, unknown>) {
 
 /** POST /toy/v1/generate */
 const toyGenerate: PluginHandler = async (ctx) => {
-  const body = await readJsonBody(ctx.req);
+  const body = await ctx.jsonBody();
   const { model, stream } = validate(body.json);
   // Toy clients read NDJSON, relayed or converted.
   return await ctx.generate({ ingress: toyCodec, body, model, stream, framing: NDJSON });
