@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { z } from "zod";
 import { checkFormats, ConfigError, configSchema, validateConfig } from "../src/config/config.ts";
 import { formatPath } from "../src/kit/validate.ts";
+import { readCredentialFile } from "../src/kit/credential_file.ts";
 import { PLATFORMS } from "../plugins/platforms/mod.ts";
 import { FORMATS } from "./helpers.ts";
 
@@ -185,6 +186,52 @@ Deno.test("config paths: no message repeats a value — names, files and apis ar
       assert.deepEqual(text.split("\n").slice(1).map((l) => l.trim()), [line]);
       assert.ok(!text.includes("never-printed"), text);
     }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("config paths: a credential file over 1 MiB is refused by its field and the bound, unread", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // A valid key a line, the secret mark in each: a file the config could otherwise use.
+    const line = `${MARK}\n`;
+    const big = `${dir}/big`;
+    await Deno.writeTextFile(big, line.repeat(Math.ceil((1024 * 1024 + 1) / line.length)));
+    const exact = `${dir}/exact`;
+    await Deno.writeTextFile(exact, `${MARK}\n`.padEnd(1024 * 1024, "#"));
+    const provider = BASE.providers[0];
+    const vertex = { name: "p", api: "messages", platform: "gcp-vertex" };
+    const azure = { name: "p", api: "chat", platform: "azure-openai", base_url: provider.base_url };
+    const cases: [Record<string, unknown>, string][] = [
+      [{ keys: [{ name: "a", key_file: big }] }, "keys[0].key_file"],
+      [{ providers: [{ ...provider, api_key_file: big }] }, "providers[0].api_key_file"],
+      [
+        {
+          providers: [{
+            ...vertex,
+            gcp: { project: "p", location: "us-east5", credentials_file: big },
+          }],
+        },
+        "providers[0].gcp.credentials_file",
+      ],
+      [
+        { providers: [{ ...azure, azure: { bearer_token_file: big } }] },
+        "providers[0].azure.bearer_token_file",
+      ],
+    ];
+    for (const [change, field] of cases) {
+      const text = report({ ...BASE, ...change });
+      assert.deepEqual(text.split("\n").slice(1).map((l) => l.trim()), [
+        `${field}: the file is larger than 1048576 bytes (1 MiB), the limit for a credential file`,
+      ]);
+      assert.ok(!text.includes("never-printed") && !text.includes(dir), text);
+    }
+    // An endless file is refused at the bound, not read on.
+    assert.throws(() => readCredentialFile("/dev/zero"), /larger than 1048576 bytes/);
+    // A file of exactly 1 MiB is read.
+    const ok = validateConfig({ ...BASE, keys: [{ name: "a", key_file: exact }] }, FORMATS);
+    assert.equal(ok.keys.length, 1);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

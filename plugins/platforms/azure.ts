@@ -7,6 +7,7 @@
  * `Authorization: Bearer`.
  */
 import { z } from "zod";
+import { type CredentialFileError, readCredentialFile } from "../../src/kit/credential_file.ts";
 import { DEFAULT_OPERATIONS, type Platform } from "../../src/kit/platform.ts";
 
 const PATHS: Record<string, string> = { chat: "/chat/completions", responses: "/responses" };
@@ -17,11 +18,11 @@ const settings = z.strictObject({
 }).optional().transform((block, ctx) => {
   if (!block?.bearer_token_file) return {};
   try {
-    const token = Deno.readTextFileSync(block.bearer_token_file).trim();
+    const token = readCredentialFile(block.bearer_token_file).trim();
     if (token) return { bearer_token: token };
     ctx.addIssue({ code: "custom", path: ["bearer_token_file"], message: "holds no token" });
   } catch (e) {
-    const message = `cannot read the file (${(e as Error).name})`;
+    const { message } = e as CredentialFileError;
     ctx.addIssue({ code: "custom", path: ["bearer_token_file"], message });
   }
   return {};

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import type { OutgoingRequest } from "../../src/kit/format.ts";
+import { type CredentialFileError, readCredentialFile } from "../../src/kit/credential_file.ts";
 import { DEFAULT_OPERATIONS, type Platform, type PlatformCall } from "../../src/kit/platform.ts";
 import { unsafeSegmentReason } from "../../src/kit/model_segment.ts";
 import { toCloudBody } from "./claude_body.ts";
@@ -38,9 +39,9 @@ export const gcpSchema = z.strictObject({
   };
   let text: string;
   try {
-    text = Deno.readTextFileSync(gcp.credentials_file);
+    text = readCredentialFile(gcp.credentials_file);
   } catch (e) {
-    return fail(`cannot read the file (${(e as Error).name})`);
+    return fail((e as CredentialFileError).message);
   }
   try {
     return { ...gcp, account: parseServiceAccount(text) };

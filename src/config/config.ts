@@ -8,6 +8,7 @@ import type { DefaultVendor, FormatPlugin, UpstreamSpec } from "../kit/format.ts
 import { isAddressOrCidr } from "./trusted_proxies.ts";
 import { globToRegExp } from "./glob.ts";
 import { formatPath } from "../kit/validate.ts";
+import { type CredentialFileError, readCredentialFile } from "../kit/credential_file.ts";
 import { configIssues, type Issue, issueReport } from "./issues.ts";
 import { readYaml, YamlProblem } from "./yaml.ts";
 import { ONE_REDIS, oneRedis, redisClusterSchema, redisUrlSchema } from "./redis_url.ts";
@@ -57,16 +58,8 @@ const timeoutsSchema = z.strictObject({
  * load, so editing the file and reloading rotates the key (the environment cannot change).
  */
 function readKeyFile(path: string): string[] {
-  return Deno.readTextFileSync(path).split("\n").map((l) => l.trim())
+  return readCredentialFile(path).split("\n").map((l) => l.trim())
     .filter((l) => l && !l.startsWith("#"));
-}
-
-/**
- * Why a file named in the config cannot be read, without its path (the field may hold a key
- * pasted into the wrong place): the error's kind (`NotFound`, `PermissionDenied`).
- */
-export function unreadable(e: unknown): string {
-  return `cannot read the file (${e instanceof Error ? e.name : "error"})`;
 }
 
 /** A key file's keys, or an issue at `at` saying why they cannot be used. */
@@ -80,7 +73,7 @@ function keysFromFile(
   try {
     keys = readKeyFile(path);
   } catch (e) {
-    return fail(unreadable(e));
+    return fail((e as CredentialFileError).message);
   }
   if (keys.length === 0) return fail("the file holds no key");
   const short = keys.findIndex((k) => k.length < 8);
