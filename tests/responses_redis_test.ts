@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { type Harness, HASHED_KEY, KEY, openaiHeaders, post, startHarness } from "./helpers.ts";
 import { freePort, MISSING, REDIS, redisCli, startRedis } from "./redis_server.ts";
 import { GoogleGenAI } from "./sdk/deps.ts";
+import { recordOf } from "../src/state/record_text.ts";
 
 const gatewayOn = (port: number, timeoutMs?: number) =>
   startHarness({
@@ -232,14 +233,31 @@ Deno.test({
           assert.match(line, /"key":"gateway:responses:(\{team-a\}:r:)?resp_/);
         }
       });
-      await t.step("a record kept before owners' hash tags is still read and deleted", async () => {
-        const record = await redisCli(redis.port, "GET", `gateway:responses:{team-a}:r:${kept.id}`);
-        const id = "resp_" + "d".repeat(32);
-        const legacy = JSON.stringify({ ...JSON.parse(record), id });
-        await redisCli(redis.port, "SET", `gateway:responses:${id}`, legacy);
-        assert.equal((await get(h, id)).status, 200);
-        assert.equal((await get(h, id, "DELETE")).body.deleted, true);
-        assert.equal(await redisCli(redis.port, "EXISTS", `gateway:responses:${id}`), "0");
+      await t.step(
+        "a record kept before owners' hash tags (one JSON object) is read and deleted",
+        async () => {
+          const record = await redisCli(
+            redis.port,
+            "GET",
+            `gateway:responses:{team-a}:r:${kept.id}`,
+          );
+          const id = "resp_" + "d".repeat(32);
+          // As records were kept then: the whole record as one JSON object.
+          const legacy = JSON.stringify({ ...recordOf(record), id });
+          await redisCli(redis.port, "SET", `gateway:responses:${id}`, legacy);
+          assert.equal((await get(h, id)).status, 200);
+          assert.equal((await get(h, id, "DELETE")).body.deleted, true);
+          assert.equal(await redisCli(redis.port, "EXISTS", `gateway:responses:${id}`), "0");
+        },
+      );
+      await t.step("a GET takes the answer as kept: the record's input is not parsed", async () => {
+        const made = await create(h, { model: "msg-text", input: "answered, then read" });
+        const key = `gateway:responses:{team-a}:r:${made.id}`;
+        const [who, answer] = (await redisCli(redis.port, "GET", key)).split("\n");
+        await redisCli(redis.port, "SET", key, `${who}\n${answer}\n[not json`, "KEEPTTL");
+        const res = await fetch(`${h.url}/v1/responses/${made.id}`, { headers: openaiHeaders() });
+        assert.equal(res.status, 200);
+        assert.equal(await res.text(), answer);
       });
       Deno.kill(redis.pid, "SIGSTOP");
       stalled = true;

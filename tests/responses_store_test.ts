@@ -5,9 +5,11 @@
  * ever logged.
  */
 import assert from "node:assert/strict";
-import { validateConfig } from "../src/config/config.ts";
+import { type ResponseStoreConfig, validateConfig } from "../src/config/config.ts";
 import { MemoryStore, type StoredTurn } from "../src/state/store.ts";
+import { SharedConversationStore, SharedStores } from "../src/state/shared_stores.ts";
 import {
+  googleHeaders,
   type Harness,
   HASHED_KEY,
   lastResponseId,
@@ -450,5 +452,76 @@ Deno.test("store: store: false or compact: false on a passthrough route is a con
         }),
       /routes\[0\]\.passthrough: store: false and compact: false apply to converted routes/,
     );
+  }
+});
+
+Deno.test("store: a stored answer is read back as the text it was kept as, its input unparsed", async () => {
+  const cfg = { max_mb: 1, max_mb_per_key: 1, max_item_mb: 1, ttl_s: 60 };
+  const memory = new MemoryStore(cfg);
+  const shared = new SharedStores({ ...cfg, enabled: true } as ResponseStoreConfig);
+  const threaded = new SharedConversationStore((store, op, args) =>
+    shared.answer({ t: "call", id: 0, store, op, args })
+  );
+  // An answer line no parse and re-serialisation gives back (`1.0e2`, spaces), then an input line
+  // that is not JSON at all: the answer comes back as kept, and only a read of the whole record
+  // (which needs the input) finds the record unreadable.
+  const who = JSON.stringify({ id: "resp_1", owner: "a" });
+  const answer = '{"id":"resp_1", "n":1.0e2,"output":[]}';
+  const text = `${who}\n${answer}\n[not json`;
+  for (
+    const [name, store, put] of [
+      ["memory", memory, () => memory.putText("resp_1", "a", text)],
+      ["workers", threaded, () =>
+        shared.answer({
+          t: "call",
+          id: 0,
+          store: "conversations",
+          op: "put",
+          args: ["resp_1", "a", text],
+        })],
+    ] as const
+  ) {
+    assert.equal(await put(), "kept", name);
+    assert.equal(await store.answer("resp_1", "a"), answer, `${name}: byte for byte`);
+    assert.equal(await store.answer("resp_1", "b"), undefined, `${name}: another key's`);
+    assert.equal(await store.get("resp_1", "a"), undefined, `${name}: the whole record`);
+  }
+  // A record kept whole is read whole, and its answer is the text the client was sent.
+  const record: StoredTurn = {
+    id: "resp_2",
+    owner: "a",
+    input: [{ text: "hi" }],
+    response: {
+      id: "resp_2",
+      output_text: "hé \u2028 \ud83d\ude00",
+    },
+  };
+  for (const store of [memory, threaded]) {
+    assert.equal(await store.put(record), "kept");
+    assert.deepEqual(await store.get("resp_2", "a"), record);
+    assert.equal(await store.answer("resp_2", "a"), JSON.stringify(record.response));
+  }
+});
+
+Deno.test("store: GET of a stored response or interaction sends the answer's bytes as the client got them", async () => {
+  const h = await startHarness();
+  try {
+    for (
+      const [path, body] of [
+        ["/v1/responses", { model: "msg-text", input: "x".repeat(10_000) }],
+        ["/v1beta/interactions", { model: "msg-text", input: "y".repeat(10_000) }],
+      ] as const
+    ) {
+      const headers = path.startsWith("/v1beta") ? googleHeaders() : openaiHeaders();
+      const created = await post(h.url + path, headers, body);
+      const sent = await created.text();
+      assert.equal(created.status, 200, sent);
+      const res = await fetch(`${h.url}${path}/${JSON.parse(sent).id}`, { headers });
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get("content-type"), "application/json");
+      assert.equal(await res.text(), sent, path);
+    }
+  } finally {
+    await h.close();
   }
 });

@@ -9,7 +9,7 @@ import { badRequest, GatewayError } from "../../src/kit/errors.ts";
 import type { StoredTurn } from "../../src/kit/conversations.ts";
 import type { HandlerContext, PluginHandler, Route } from "../../src/kit/handler.ts";
 import { formatSse } from "../../src/kit/sse.ts";
-import { decodePathSegment, STREAM_HEADERS } from "../../src/kit/http.ts";
+import { decodePathSegment, JSON_HEADERS, STREAM_HEADERS } from "../../src/kit/http.ts";
 import { interactionEvent } from "./encode_stream.ts";
 import { type InteractionsRequest, isContentType } from "./schema.ts";
 
@@ -89,10 +89,11 @@ export const getInteraction: PluginHandler = async (ctx) => {
   if (after !== null && !stream) {
     throw badRequest("last_event_id: only with stream=true", "last_event_id");
   }
-  const record = await ownInteraction(ctx, id);
-  if (!record) throw notFound(id);
-  if (!stream) return Response.json(record.response);
-  const events = replay(record.response);
+  // The answer as kept: its input (most of a long chain) is neither read nor parsed.
+  const answer = ID.test(id) ? await ctx.conversations.readAnswer(id) : undefined;
+  if (answer === undefined) throw notFound(id);
+  if (!stream) return new Response(answer, { headers: JSON_HEADERS });
+  const events = replay(JSON.parse(answer));
   const from = after === null ? 0 : events.findIndex((e) => e.id === after) + 1;
   if (from === 0 && after !== null) {
     throw badRequest(

@@ -7,7 +7,7 @@
 import type { StoredTurn } from "../../src/kit/conversations.ts";
 import { badRequest, GatewayError } from "../../src/kit/errors.ts";
 import type { HandlerContext, PluginHandler, Route } from "../../src/kit/handler.ts";
-import { decodePathSegment } from "../../src/kit/http.ts";
+import { decodePathSegment, JSON_HEADERS } from "../../src/kit/http.ts";
 import { itemId } from "./output.ts";
 
 const ID = /^resp_[A-Za-z0-9_-]{1,200}$/;
@@ -87,9 +87,13 @@ async function ownRecord(ctx: HandlerContext): Promise<StoredTurn> {
   return record;
 }
 
-/** GET /v1/responses/{id} */
-export const getResponse: PluginHandler = async (ctx) =>
-  Response.json((await ownRecord(ctx)).response);
+/** GET /v1/responses/{id}: the answer as kept (its input is neither read nor parsed). */
+export const getResponse: PluginHandler = async (ctx) => {
+  const id = idFromPath(ctx);
+  const answer = await ctx.conversations.readAnswer(id);
+  if (answer === undefined) throw notFoundError(id);
+  return new Response(answer, { headers: JSON_HEADERS });
+};
 
 /** DELETE /v1/responses/{id} */
 export const deleteResponse: PluginHandler = async (ctx) => {

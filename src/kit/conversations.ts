@@ -29,6 +29,11 @@ export interface Conversations {
   keeps(route: { readonly route: { readonly store?: boolean } }): boolean;
   /** The caller's own record `id`, unless it is unknown, deleted, expired or another key's. */
   read(id: string): Promise<StoredTurn | undefined>;
+  /**
+   * The answer of the caller's own record `id` (as `read` finds it), as the JSON text it was
+   * kept as, byte for byte: what a GET of a stored answer sends, without reading the input.
+   */
+  readAnswer(id: string): Promise<string | undefined>;
   /** True if the caller's own record `id` was deleted. */
   forget(id: string): Promise<boolean>;
   /**

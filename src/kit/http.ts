@@ -297,6 +297,9 @@ export function flagOf(json: Record<string, unknown>, field: string): boolean {
   return v;
 }
 
+/** The headers of a JSON answer sent as text already made (as `Response.json` sets them). */
+export const JSON_HEADERS = { "content-type": "application/json" } as const;
+
 /** The headers of every SSE answer, relayed or written by the gateway. */
 export const STREAM_HEADERS = {
   "content-type": "text/event-stream; charset=utf-8",

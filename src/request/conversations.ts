@@ -24,6 +24,10 @@ export class RequestConversations implements Conversations {
     return this.ctx.gw.store.get(id, this.owner);
   }
 
+  readAnswer(id: string): Promise<string | undefined> {
+    return this.ctx.gw.store.answer(id, this.owner);
+  }
+
   forget(id: string): Promise<boolean> {
     return this.ctx.gw.store.delete(id, this.owner);
   }

@@ -3,7 +3,8 @@
  * thread keeps one limit store and one conversation store, and every gateway thread calls them
  * by message, so limits and stored conversations stay exact across threads as in one process.
  * A call is a message round trip (tens of µs), paid only by limited identities and kept answers.
- * A conversation travels as its JSON text, made and parsed in the gateway threads: the supervisor,
+ * A conversation travels as its text (src/state/record_text.ts), made and read in the gateway
+ * threads: the supervisor,
  * one thread serving them all, only books it (a text is copied whole, an object walked twice).
  */
 import type { ResponseStoreConfig } from "../config/config.ts";
@@ -16,6 +17,7 @@ import {
 } from "./limits/store.ts";
 import type { Windows } from "./limits/windows.ts";
 import { type ConversationStore, MemoryStore, type PutResult, type StoredTurn } from "./store.ts";
+import { answerOf, recordOf, recordText } from "./record_text.ts";
 
 /** A call on a store the supervisor keeps for every thread (below). */
 export interface StoreCall {
@@ -49,8 +51,8 @@ export class SharedStores {
       if (op === "record") return this.limits.record(a[0], a[1], a[2], a[3], a[4], a[5]);
       if (op === "read") return this.limits.read(a[0], a[1], a[2]);
     } else {
-      if (op === "get") return Promise.resolve(this.conversations.getJson(a[0], a[1]));
-      if (op === "put") return Promise.resolve(this.conversations.putJson(a[0], a[1], a[2]));
+      if (op === "get") return Promise.resolve(this.conversations.getText(a[0], a[1]));
+      if (op === "put") return Promise.resolve(this.conversations.putText(a[0], a[1], a[2]));
       if (op === "delete") return this.conversations.delete(a[0], a[1]);
     }
     return Promise.reject(new Error(`no such store call: ${store}.${op}`));
@@ -110,13 +112,22 @@ export class SharedConversationStore implements ConversationStore {
   constructor(private readonly call: Call) {}
 
   async get(id: string, owner: string): Promise<StoredTurn | undefined> {
-    const json = await this.call("conversations", "get", [id, owner]) as string | undefined;
-    return json === undefined ? undefined : JSON.parse(json);
+    const text = await this.text(id, owner);
+    return text === undefined ? undefined : recordOf(text);
+  }
+
+  async answer(id: string, owner: string): Promise<string | undefined> {
+    const text = await this.text(id, owner);
+    return text === undefined ? undefined : answerOf(text)?.answer;
+  }
+
+  private text(id: string, owner: string) {
+    return this.call("conversations", "get", [id, owner]) as Promise<string | undefined>;
   }
 
   put(record: StoredTurn): Promise<PutResult> {
-    const json = JSON.stringify(record);
-    return this.call("conversations", "put", [record.id, record.owner, json]) as Promise<PutResult>;
+    const text = recordText(record);
+    return this.call("conversations", "put", [record.id, record.owner, text]) as Promise<PutResult>;
   }
 
   delete(id: string, owner: string): Promise<boolean> {

@@ -13,6 +13,7 @@
 import type { ResponseStoreConfig } from "../config/config.ts";
 import type { StoredTurn } from "../kit/conversations.ts";
 import { GatewayError } from "../kit/errors.ts";
+import { answerOf, recordOf, recordText } from "./record_text.ts";
 
 export type { StoredTurn };
 
@@ -24,6 +25,11 @@ export interface ConversationStore {
   readonly name: string;
   /** The record, if it exists, has not expired and belongs to `owner`. */
   get(id: string, owner: string): Promise<StoredTurn | undefined>;
+  /**
+   * The answer of the record `get` would find, as the JSON text it was kept as (byte for byte;
+   * the record's input is not parsed): what a GET of a stored answer sends.
+   */
+  answer(id: string, owner: string): Promise<string | undefined>;
   put(record: StoredTurn): Promise<PutResult>;
   /** True if a record of `owner` was deleted. */
   delete(id: string, owner: string): Promise<boolean>;
@@ -52,11 +58,11 @@ export function storeUnavailable(name: string, cause?: unknown): GatewayError {
 
 interface Entry {
   owner: string;
-  json: string;
+  text: string;
   expires: number;
 }
 
-/** The embedded store: in memory, per instance. Sizes count JSON text characters. */
+/** The embedded store: in memory, per instance. Sizes count the records' text characters. */
 export class MemoryStore implements ConversationStore {
   readonly name = "memory";
   /** Insertion order is age order: the first entry is the oldest. */
@@ -80,33 +86,38 @@ export class MemoryStore implements ConversationStore {
   }
 
   get(id: string, owner: string): Promise<StoredTurn | undefined> {
-    const json = this.getJson(id, owner);
-    return Promise.resolve(json === undefined ? undefined : JSON.parse(json));
+    const text = this.getText(id, owner);
+    return Promise.resolve(text === undefined ? undefined : recordOf(text));
+  }
+
+  answer(id: string, owner: string): Promise<string | undefined> {
+    const text = this.getText(id, owner);
+    return Promise.resolve(text === undefined ? undefined : answerOf(text)?.answer);
   }
 
   put(record: StoredTurn): Promise<PutResult> {
-    return Promise.resolve(this.putJson(record.id, record.owner, JSON.stringify(record)));
+    return Promise.resolve(this.putText(record.id, record.owner, recordText(record)));
   }
 
-  /** A record as kept, its JSON text (the threads of `workers` parse it themselves). */
-  getJson(id: string, owner: string): string | undefined {
+  /** A record as kept, its text (src/state/record_text.ts; the threads of `workers` read it). */
+  getText(id: string, owner: string): string | undefined {
     const e = this.live(id);
-    return e?.owner === owner ? e.json : undefined;
+    return e?.owner === owner ? e.text : undefined;
   }
 
-  /** Keeps a record given as its JSON text (the threads of `workers` make it themselves). */
-  putJson(id: string, owner: string, json: string): PutResult {
-    if (json.length > this.maxItem) return "too_large";
+  /** Keeps a record given as its text (the threads of `workers` make it themselves). */
+  putText(id: string, owner: string, text: string): PutResult {
+    if (text.length > this.maxItem) return "too_large";
     const before = this.live(id);
     if (before && before.owner !== owner) return "taken";
     if (before) this.remove(id, before);
-    this.evictOwn(owner, json.length);
-    this.evict(json.length);
-    this.entries.set(id, { owner, json, expires: this.now() + this.ttlMs });
+    this.evictOwn(owner, text.length);
+    this.evict(text.length);
+    this.entries.set(id, { owner, text, expires: this.now() + this.ttlMs });
     const own = this.ownerOf(owner);
     own.ids.add(id);
-    own.size += json.length;
-    this.size += json.length;
+    own.size += text.length;
+    this.size += text.length;
     return "kept";
   }
 
@@ -124,7 +135,7 @@ export class MemoryStore implements ConversationStore {
     return Promise.resolve();
   }
 
-  /** Bytes held (JSON characters), for tests. */
+  /** Characters held (the records' text), for tests. */
   get bytes(): number {
     return this.size;
   }
@@ -146,10 +157,10 @@ export class MemoryStore implements ConversationStore {
 
   private remove(id: string, e: Entry) {
     this.entries.delete(id);
-    this.size -= e.json.length;
+    this.size -= e.text.length;
     const own = this.owners.get(e.owner)!;
     own.ids.delete(id);
-    own.size -= e.json.length;
+    own.size -= e.text.length;
     if (own.ids.size === 0) this.owners.delete(e.owner);
   }
 

@@ -20,6 +20,7 @@ import {
   type StoredTurn,
   storeUnavailable,
 } from "./store.ts";
+import { answerOf, recordOf, recordOwner, recordText } from "./record_text.ts";
 
 /**
  * Keeps a record (unless its id exists) and books it to its owner: a sorted set of the owner's
@@ -65,21 +66,6 @@ const GARBAGE = Symbol("garbage");
 function wrongTypeIsGarbage(e: unknown): typeof GARBAGE {
   if (e instanceof Error && e.message.startsWith("WRONGTYPE")) return GARBAGE;
   throw e;
-}
-
-/** A stored record, if `json` is one (parsed, and of the record's shape). */
-function recordOf(json: string): StoredTurn | undefined {
-  let v: unknown;
-  try {
-    v = JSON.parse(json);
-  } catch {
-    return undefined;
-  }
-  const r = v as Partial<StoredTurn> | null;
-  const ok = typeof r === "object" && r !== null && typeof r.id === "string" &&
-    typeof r.owner === "string" && Array.isArray(r.input) &&
-    typeof r.response === "object" && r.response !== null && !Array.isArray(r.response);
-  return ok ? r as StoredTurn : undefined;
 }
 
 export class RedisStore implements ConversationStore {
@@ -141,17 +127,28 @@ export class RedisStore implements ConversationStore {
   }
 
   async get(id: string, owner: string): Promise<StoredTurn | undefined> {
-    return (await this.find(id, owner))?.record;
+    return (await this.find(id, owner, recordOf))?.found;
   }
 
-  /** The record and the keys it is kept under (today's, else a record kept before them). */
-  private async find(id: string, owner: string) {
+  async answer(id: string, owner: string): Promise<string | undefined> {
+    return (await this.find(id, owner, answerOf))?.found.answer;
+  }
+
+  /**
+   * What `read` takes of the record kept for `id` (today's keys, else a record kept before
+   * them), if it is `owner`'s; and the keys it is kept under.
+   */
+  private async find<T extends { owner: string }>(
+    id: string,
+    owner: string,
+    read: (text: string) => T | undefined,
+  ): Promise<{ found: T; keys: string[] } | undefined> {
     for (const keys of [this.keys(id, owner), this.legacyKeys(id, owner)]) {
       if (!keys) continue;
-      const json = await this.run((ms) => this.link.get(keys[0], ms).catch(wrongTypeIsGarbage));
-      if (json === null) continue;
-      const record = typeof json === "string" ? recordOf(json) : undefined;
-      if (!record) {
+      const text = await this.run((ms) => this.link.get(keys[0], ms).catch(wrongTypeIsGarbage));
+      if (text === null) continue;
+      const found = typeof text === "string" ? read(text) : undefined;
+      if (!found) {
         // Written by something else, or corrupted: missing. Its characters are never printed.
         console.error(JSON.stringify({
           level: "warn",
@@ -161,16 +158,16 @@ export class RedisStore implements ConversationStore {
         }));
         return undefined;
       }
-      return record.owner === owner ? { record, keys } : undefined;
+      return found.owner === owner ? { found, keys } : undefined;
     }
     return undefined;
   }
 
   async put(record: StoredTurn): Promise<PutResult> {
-    const json = JSON.stringify(record);
-    if (json.length > maxItem(this.cfg)) return "too_large";
+    const text = recordText(record);
+    if (text.length > maxItem(this.cfg)) return "too_large";
     const { id, owner } = record;
-    const args = [json, this.cfg.ttl_s, id, Date.now(), json.length, keyShare(this.cfg)];
+    const args = [text, this.cfg.ttl_s, id, Date.now(), text.length, keyShare(this.cfg)];
     const keys = this.keys(id, owner);
     const kept = await this.run((ms) =>
       this.link.eval(PUT, keys, [...args.map(String), keys[0].slice(0, -id.length)], ms)
@@ -179,9 +176,9 @@ export class RedisStore implements ConversationStore {
   }
 
   async delete(id: string, owner: string): Promise<boolean> {
-    const found = await this.find(id, owner);
-    if (!found) return false;
-    const n = await this.run((ms) => this.link.eval(DELETE, found.keys, [id], ms));
+    const kept = await this.find(id, owner, recordOwner);
+    if (!kept) return false;
+    const n = await this.run((ms) => this.link.eval(DELETE, kept.keys, [id], ms));
     return Number(n) > 0;
   }
 
