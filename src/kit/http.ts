@@ -26,15 +26,30 @@ const tooLarge = () =>
  * body is decoded first, and the limit applies to what it decodes to.
  */
 function readLimited(req: Request): Promise<string> {
-  const length = req.headers.get("content-length");
+  const { length, encoding } = bodyHeaders(req.headers);
   if (Number(length ?? 0) > MAX_BODY_BYTES) throw tooLarge();
   // `identity` (or an empty header) names no coding: the body is read as sent.
-  const encoding = req.headers.get("content-encoding");
   const codings = encoding ? codingsOf(encoding) : undefined;
   if (codings?.length) return readEncoded(req.body, codings);
   // A declared length is enforced by Deno: the whole-body read is its fast native path (and
   // `req.body` is not touched: that would make it a JS stream, read chunk by chunk).
   return length !== null ? req.text() : readChunked(req);
+}
+
+/**
+ * The body's declared length and coding, read in one pass: a `get` of a header the request lacks
+ * (a coding, mostly) scans all of them.
+ */
+function bodyHeaders(headers: Headers) {
+  const found: { length: string | null; encoding: string | null } = {
+    length: null,
+    encoding: null,
+  };
+  headers.forEach((value, name) => {
+    if (name === "content-length") found.length = value;
+    else if (name === "content-encoding") found.encoding = value;
+  });
+  return found;
 }
 
 /**
