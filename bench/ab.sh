@@ -11,7 +11,9 @@
 # limits (docs/limits.md; A's key has none), and LIMITS_REDIS_B=redis://… counts them in Redis:
 #   LIMITS_B='…' bash bench/ab.sh . .   (the cost of limits on one checkout)
 # MODEL_B=… gives B's requests another model: MODEL_B=msg-text-chunks22 bash bench/ab.sh . .
-# compares relayed and converted JSON on one checkout.
+# compares relayed and converted JSON on one checkout. GZIP_B=1 sends B's bodies gzip-compressed
+# (the cost of decoding a request body): GZIP_B=1 bash bench/ab.sh . .; AZURE_B=1 sends B's
+# through the azure-openai platform (its mock: the cost of a platform's addressing and headers).
 set -euo pipefail
 a=$(realpath "$1") b=$(realpath "$2")
 here=$(dirname "$(realpath "$0")")
@@ -38,6 +40,17 @@ deno eval --ext=ts "
   const config = await configOf('$b');
   const limits = Deno.env.get('LIMITS_B');
   if (limits) config.keys[0] = { ...config.keys[0], limits: JSON.parse(limits) };
+  if (Deno.env.get('AZURE_B')) {
+    // B's chat provider goes through the azure-openai platform (its own URL, api-key header).
+    const { startMockAzure, AZURE_TEST_KEY } = await import('./tests/mock/azure.ts');
+    const azure = await startMockAzure();
+    const chat = config.providers.find((p: { api: string }) => p.api === 'chat');
+    Object.assign(chat, {
+      platform: 'azure-openai',
+      base_url: azure.url + '/openai/v1',
+      api_key: AZURE_TEST_KEY,
+    });
+  }
   const redis = Deno.env.get('LIMITS_REDIS_B');
   if (redis) config.limits_store = { ...config.limits_store, redis_url: redis };
   await Deno.writeTextFile('$tmp/config_b.json', JSON.stringify(config));
@@ -72,6 +85,16 @@ LUA
 }
 lua "${MODEL:-chat-text-chunks22}" >"$tmp/json.18181.lua"
 lua "${MODEL_B:-${MODEL:-chat-text-chunks22}}" >"$tmp/json.18182.lua"
+if [ -n "${GZIP_B:-}" ]; then # B's body gzip-compressed (Content-Encoding: gzip), read from a file
+  awk -F'\\[==\\[|\\]==\\]' '/wrk.body/ {printf "%s", $2}' "$tmp/json.18182.lua" | gzip -c >"$tmp/body.gz"
+  sed -i '/wrk.body/d' "$tmp/json.18182.lua"
+  cat >>"$tmp/json.18182.lua" <<LUA
+local f = io.open("$tmp/body.gz", "rb")
+wrk.body = f:read("*a")
+f:close()
+wrk.headers["content-encoding"] = "gzip"
+LUA
+fi
 load() { # port connections seconds
   wrk -t1 -c"$2" -d"$3"s --latency -s "$tmp/json.$1.lua" "http://127.0.0.1:$1/v1/chat/completions"
 }
@@ -82,6 +105,7 @@ rps() { # port; prints req/s, appends the round's CPU per request to $tmp/cpu.<p
   local before after out
   before=$(ticks "$1")
   out=$(load "$1" 32 3)
+  grep -q "Non-2xx" <<<"$out" && echo "port $1: non-2xx answers: $(grep Non-2xx <<<"$out")" >&2
   after=$(ticks "$1")
   awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" \
     '/requests in/ {printf "%.0f\n", t / hz * 1e6 / $1}' <<<"$out" >>"$tmp/cpu.$1"

@@ -27,7 +27,13 @@ import { configured } from "./reload.ts";
 import { Limiter } from "./state/limits/limiter.ts";
 import { Pins, type PinStore } from "./request/pins.ts";
 import { RequestCall } from "./request/request_call.ts";
-import { agentOf, kongConsumer, sessionOf } from "./state/limits/identity.ts";
+import {
+  AGENT_HEADER,
+  agentOf,
+  kongConsumer,
+  SESSION_HEADERS,
+  sessionOf,
+} from "./state/limits/identity.ts";
 import type { Identity } from "./state/limits/policy.ts";
 import { type LimitStore, MemoryLimitStore } from "./state/limits/store.ts";
 import { RedisLimitStore } from "./state/limits/redis.ts";
@@ -100,27 +106,46 @@ export async function createGateway(
   return gw;
 }
 
-function requestIdOf(req: Request): string {
+/**
+ * The request headers the front reads, by name, read in one pass: a `get` of a header the
+ * request lacks scans all of them, and the front asks for about ten that most requests lack.
+ */
+const FRONT_HEADERS = new Set<string>([
+  ...REQUEST_ID_HEADERS,
+  "x-forwarded-for",
+  "upgrade",
+  ...SESSION_HEADERS,
+  AGENT_HEADER,
+]);
+
+type FrontHeaders = Record<string, string | undefined>;
+
+function frontHeaders(headers: Headers): FrontHeaders {
+  const out: FrontHeaders = {};
+  headers.forEach((value, name) => {
+    if (FRONT_HEADERS.has(name)) out[name] = value;
+  });
+  return out;
+}
+
+function requestIdOf(front: FrontHeaders): string {
   for (const h of REQUEST_ID_HEADERS) {
-    const v = req.headers.get(h);
+    const v = front[h];
     if (v && /^[\w.:@/+=-]{1,128}$/.test(v)) return v;
   }
   return crypto.randomUUID();
-}
-
-function isWebSocketUpgrade(req: Request): boolean {
-  return req.headers.get("upgrade")?.toLowerCase() === "websocket";
 }
 
 function findEndpoint(
   formats: FormatRegistry<RequestContext>,
   req: Request,
   path: string,
+  front: FrontHeaders,
 ): Endpoint {
   const matches = formats.matching(path);
   if (matches.length === 0) throw notFound(`no such endpoint: ${req.method} ${path}`);
   // A WebSocket endpoint answers upgrades only; another on its path the plain requests.
-  const upgrade = isWebSocketUpgrade(req);
+  const upgrade = front.upgrade?.toLowerCase() === "websocket";
   // HEAD is GET without the body (Deno's server leaves the body out).
   const method = req.method === "HEAD" ? "GET" : req.method;
   const wanted = matches.find((e) => e.method === method && (e.upgrade === true) === upgrade);
@@ -155,7 +180,9 @@ export function createHandler(
     const gw = root.live.current;
     const url = new URL(req.url);
     dropSpanQuery(url);
-    const requestId = requestIdOf(req);
+    const front = frontHeaders(req.headers);
+    const header = (name: string) => front[name];
+    const requestId = requestIdOf(front);
     // The dialect of the path's prefix, until an endpoint matches: then its own.
     let dialect = gw.formats.dialectOf(url.pathname);
     const trace = new Trace(gw.observers, {
@@ -163,12 +190,12 @@ export function createHandler(
       method: req.method,
       path: url.pathname,
       dialect: dialect.id,
-      clientIp: gw.proxies.clientIp(peerAddress(info), req.headers.get("x-forwarded-for")),
+      clientIp: gw.proxies.clientIp(peerAddress(info), front["x-forwarded-for"] ?? null),
     });
     let res: Response;
     let identity: Identity | undefined;
     try {
-      const endpoint = findEndpoint(gw.formats, req, url.pathname);
+      const endpoint = findEndpoint(gw.formats, req, url.pathname, front);
       dialect = endpoint.dialect;
       trace.matched(endpoint, dialect.id);
       if (!endpoint.internal) {
@@ -182,8 +209,8 @@ export function createHandler(
           identity = who;
           trace.key = identity.name;
           trace.consumer = identity.consumer;
-          trace.sessionId = sessionOf(req.headers);
-          trace.agentId = agentOf(req.headers);
+          trace.sessionId = sessionOf(header);
+          trace.agentId = agentOf(header);
           // A WebSocket's responses are admitted one by one (the upgrade is not a request); an
           // identity without limits has nothing to admit, nor a turn of the event loop to wait.
           if (endpoint.operation && !endpoint.upgrade && identity.limits) {

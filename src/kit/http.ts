@@ -58,48 +58,52 @@ function beforeDeadline<T>(read: Promise<T>, ms: number, drop?: () => void): Pro
 }
 
 /**
- * A request body read within `deadlineMs`: `whole` (Deno's native read) for a small declared
- * body sent as is, else `streamed`, given a signal that aborts at the deadline.
+ * Whether a body is read whole by Deno: declared, at most WHOLE_READ_BYTES, sent as is (a
+ * declared length is enforced by Deno, and the whole-body read is its fast native path: `req.body`
+ * is not touched, that would make it a JS stream, read chunk by chunk). A 413 past the limit.
  */
-function readWithin<T>(
-  req: Request,
-  deadlineMs: number,
-  whole: (req: Request) => Promise<T>,
-  streamed: (signal: AbortSignal) => Promise<T>,
-  codings?: string[],
-): Promise<T> {
-  const length = req.headers.get("content-length");
+function readsWhole(length: string | null, coded: boolean): boolean {
   if (Number(length ?? 0) > MAX_BODY_BYTES) throw tooLarge();
-  // A declared length is enforced by Deno: the whole-body read is its fast native path (and
-  // `req.body` is not touched: that would make it a JS stream, read chunk by chunk).
-  if (!codings?.length && length !== null && Number(length) <= WHOLE_READ_BYTES) {
-    return beforeDeadline(whole(req), deadlineMs);
-  }
+  return !coded && length !== null && Number(length) <= WHOLE_READ_BYTES;
+}
+
+/** `read` given a signal that aborts at the deadline, or the 408 then. */
+function streamedWithin<T>(ms: number, read: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const deadline = new AbortController();
-  return beforeDeadline(streamed(deadline.signal), deadlineMs, () => deadline.abort());
+  return beforeDeadline(read(deadline.signal), ms, () => deadline.abort());
 }
 
 /**
- * The body as text, refusing (without buffering further) once it passes the limit. A compressed
- * body is decoded first, and the limit applies to what it decodes to.
+ * The body as text, refusing (without buffering further) once it passes the limit or the
+ * deadline. A compressed body is decoded first, and the limit applies to what it decodes to.
  */
 function readLimited(req: Request, deadlineMs: number): Promise<string> {
+  const { length, encoding } = bodyHeaders(req.headers);
   // `identity` (or an empty header) names no coding: the body is read as sent.
-  const encoding = req.headers.get("content-encoding");
   const codings = encoding ? codingsOf(encoding) : undefined;
-  if (codings?.length) checkCodings(codings);
-  return readWithin(
-    req,
-    deadlineMs,
-    (r) => r.text(),
-    async (signal) =>
-      new TextDecoder().decode(
-        codings?.length
-          ? await readEncoded(req.body, codings, signal)
-          : await chunkedBytes(req, signal),
-      ),
-    codings,
-  );
+  const coded = codings !== undefined && codings.length > 0;
+  if (coded) checkCodings(codings);
+  if (readsWhole(length, coded)) return beforeDeadline(req.text(), deadlineMs);
+  return streamedWithin(deadlineMs, async (signal) =>
+    new TextDecoder().decode(
+      coded ? await readEncoded(req.body, codings, signal) : await chunkedBytes(req, signal),
+    ));
+}
+
+/**
+ * The body's declared length and coding, read in one pass: a `get` of a header the request lacks
+ * (a coding, mostly) scans all of them.
+ */
+function bodyHeaders(headers: Headers) {
+  const found: { length: string | null; encoding: string | null } = {
+    length: null,
+    encoding: null,
+  };
+  headers.forEach((value, name) => {
+    if (name === "content-length") found.length = value;
+    else if (name === "content-encoding") found.encoding = value;
+  });
+  return found;
 }
 
 /** The codings are checked before any decoder is made or any byte read. */
@@ -176,8 +180,10 @@ export async function readAtMost(
  * covers), refused once past the limit or the deadline.
  */
 export function readBodyBytes(req: Request, deadlineMs: number): Promise<Uint8Array<ArrayBuffer>> {
-  return readWithin(req, deadlineMs, (r) => r.bytes(), (signal) => chunkedBytes(req, signal))
-    .catch(clientCut);
+  const read = readsWhole(req.headers.get("content-length"), false)
+    ? beforeDeadline(req.bytes(), deadlineMs)
+    : streamedWithin(deadlineMs, (signal) => chunkedBytes(req, signal));
+  return read.catch(clientCut);
 }
 
 /** A body that stops before its end (the client left mid-body) is the client's cut. */

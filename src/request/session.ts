@@ -43,7 +43,8 @@ export class Session {
   }
 
   #read(): string | undefined {
-    const header = sessionOf(this.ctx.req.headers);
+    const { headers } = this.ctx.req;
+    const header = sessionOf((name) => headers.get(name));
     const req = header === undefined || this.decoded ? this.prompt() : undefined;
     if (req?.cacheKey !== undefined) return `key:${req.cacheKey}`;
     if (header !== undefined) return `session:${header}`;

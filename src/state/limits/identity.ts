@@ -24,17 +24,24 @@ export function kongConsumer(
   return username !== undefined || id !== undefined ? { username, id } : undefined;
 }
 
-const valid = (v: string | null) => (v !== null && CONSUMER_VALUE.test(v) ? v : undefined);
+const valid = (v: string | null | undefined) =>
+  v !== null && v !== undefined && CONSUMER_VALUE.test(v) ? v : undefined;
+
+/** A request header's value by its lowercase name (`Headers.get`, or the front's one-pass read). */
+export type HeaderValue = (name: string) => string | null | undefined;
+
+/** The headers that name an agent session, in order of preference. */
+export const SESSION_HEADERS = ["x-claude-code-session-id", "session_id", "session-id"] as const;
+/** The header that names the agent within a session. */
+export const AGENT_HEADER = "x-claude-code-agent-id";
 
 /**
  * An agent session's id as a client sent it (Claude Code's, else Codex's: `session_id` over
  * HTTP, `session-id` on its WebSocket upgrade), if usable.
  */
-export function sessionOf(headers: Headers): string | undefined {
-  return valid(
-    headers.get("x-claude-code-session-id") ?? headers.get("session_id") ??
-      headers.get("session-id"),
-  );
+export function sessionOf(header: HeaderValue): string | undefined {
+  const [claude, codex, socket] = SESSION_HEADERS;
+  return valid(header(claude) ?? header(codex) ?? header(socket));
 }
 
-export const agentOf = (headers: Headers) => valid(headers.get("x-claude-code-agent-id"));
+export const agentOf = (header: HeaderValue) => valid(header(AGENT_HEADER));
