@@ -11,6 +11,7 @@ import {
   MAX_CODINGS,
   SUPPORTED_CODINGS,
 } from "./content_encoding.ts";
+import { clock, type Watched } from "./clock.ts";
 import { badRequest, ClientGone, GatewayError } from "./errors.ts";
 import type { JsonBody } from "./generation.ts";
 import { clip, MAX_MODEL_CHARS } from "./model_name.ts";
@@ -38,20 +39,37 @@ const bodyTimeout = (ms: number) =>
   );
 
 /**
- * `read`, or the 408 once `ms` passed (then `drop` lets go of what the read holds). One timer per
- * body; a read failing after the 408 is nobody's to handle.
+ * A body read's deadline, on the shared clock (no timer of its own: one per request showed on
+ * relayed JSON, docs/performance.md): past it the read fails with the 408, and `drop` lets go of
+ * what the read holds.
  */
+class BodyDeadline implements Watched {
+  private readonly since = performance.now();
+
+  constructor(
+    private readonly ms: number,
+    private readonly fail: (e: GatewayError) => void,
+    private readonly drop?: () => void,
+  ) {}
+
+  check(now: number): void {
+    if (now - this.since < this.ms) return;
+    clock.unwatch(this);
+    this.fail(bodyTimeout(this.ms));
+    this.drop?.();
+  }
+}
+
+/** `read`, or the 408 once `ms` passed; a read failing after the 408 is nobody's to handle. */
 function beforeDeadline<T>(read: Promise<T>, ms: number, drop?: () => void): Promise<T> {
   const { promise, resolve, reject } = Promise.withResolvers<T>();
-  const timer = setTimeout(() => {
-    reject(bodyTimeout(ms));
-    drop?.();
-  }, ms);
+  const deadline = new BodyDeadline(ms, reject, drop);
+  clock.watch(deadline);
   read.then((v) => {
-    clearTimeout(timer);
+    clock.unwatch(deadline);
     resolve(v);
   }, (e) => {
-    clearTimeout(timer);
+    clock.unwatch(deadline);
     reject(e);
   });
   return promise;
