@@ -100,8 +100,9 @@ function readLimited(req: Request, deadlineMs: number): Promise<string> {
   // `identity` (or an empty header) names no coding: the body is read as sent.
   const codings = encoding ? codingsOf(encoding) : undefined;
   const coded = codings !== undefined && codings.length > 0;
+  const whole = readsWhole(length, coded);
   if (coded) checkCodings(codings);
-  if (readsWhole(length, coded)) return beforeDeadline(req.text(), deadlineMs);
+  if (whole) return beforeDeadline(req.text(), deadlineMs);
   return streamedWithin(deadlineMs, async (signal) =>
     new TextDecoder().decode(
       coded ? await readEncoded(req.body, codings, signal) : await chunkedBytes(req, signal),
