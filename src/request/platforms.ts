@@ -196,6 +196,20 @@ export async function sendThrough(
   return await send(out);
 }
 
+/**
+ * The scrubbing of a call's error answer by the credential that authorized it (`sent`: the call
+ * as it went, its last authorization), if the credential has one.
+ */
+export function credentialScrub(
+  p: PlatformRequest | undefined,
+  sent: OutgoingRequest,
+): ((text: string) => string) | undefined {
+  const credential = p?.binding.credential;
+  if (!credential?.scrub) return undefined;
+  const { headers } = sent;
+  return (text) => credential.scrub!(text, headers);
+}
+
 /** A successful JSON answer's reshaping by the platform of `p`, if its operation needs one. */
 export function platformAnswer(
   p: PlatformRequest | undefined,

@@ -120,7 +120,7 @@ export class EventReader {
     if (scan.exception) {
       // The provider's refusal, counted as if it had answered with its status.
       const { status, kind, message } = scan.exception.error;
-      this.fail(new ProviderFailure(new GatewayError(status, kind, this.secrets.scrub(message))));
+      this.fail(new ProviderFailure(new GatewayError(status, kind, this.scrub(message))));
       const events = scan.events.slice(0, scan.exception.at);
       return events.length ? this.scrubbed(events, scan.text ?? "") : undefined;
     }
@@ -136,9 +136,18 @@ export class EventReader {
       : { events: scan.events, bytes };
   }
 
+  /**
+   * Text that holds a key (or a provider's exception), scrubbed: of the keys, and of what the
+   * call's credential scrubs (a SigV4 signature, quoted beside the access key id it names).
+   */
+  private scrub(text: string): string {
+    const scrubbed = this.secrets.scrub(text);
+    return this.up.scrubCredential ? this.up.scrubCredential(scrubbed) : scrubbed;
+  }
+
   /** `events` relayed from their text, scrubbed (a binary framing writes them again). */
   private scrubbed(events: SseEvent[], text: string): Batch {
-    const scrub = (t: string) => this.secrets.scrub(t);
+    const scrub = (t: string) => this.scrub(t);
     const clean = events.map((e) => ({ ...e, data: scrub(e.data) }));
     const { rewrite } = this.framing;
     return { events: clean, bytes: rewrite ? rewrite(clean) : encoder.encode(scrub(text)) };
