@@ -197,8 +197,8 @@ export async function sendThrough(
 }
 
 /**
- * The scrubbing of a call's error answer by the credential that authorized it (`sent`: the call
- * as it went, its last authorization), if the credential has one.
+ * What the credential that authorized a call scrubs from the call's texts that may quote it
+ * (`Credential.scrub`; `sent`: the call as it went, its last authorization), if it scrubs any.
  */
 export function credentialScrub(
   p: PlatformRequest | undefined,
