@@ -6,7 +6,8 @@
  * had reported by then (Anthropic's input in `message_start`, Gemini's prompt count), the input
  * estimated from the request where it reported none, and the output estimated from the text the
  * client was sent. The mock's `linger` scenario sends the text, then waits for a minute before the
- * events that carry the usage.
+ * events that carry the usage. A converted stream broken by an event whose JSON is broken (the
+ * mock's `garbled`) ends with the client's interruption ending and is counted the same way.
  */
 import assert from "node:assert/strict";
 import type { Config } from "../src/config/config.ts";
