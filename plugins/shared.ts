@@ -1,6 +1,12 @@
 /** Wire-format conventions that more than one codec follows, each defined once. */
 import type { EncodeContext } from "../src/kit/codec.ts";
-import { badRequest, GatewayError, type StatusKinds, unsupported } from "../src/kit/errors.ts";
+import {
+  badRequest,
+  GatewayError,
+  malformedEvent,
+  type StatusKinds,
+  unsupported,
+} from "../src/kit/errors.ts";
 import type { Dialect, RateLimitState } from "../src/kit/format.ts";
 import type * as ir from "../src/kit/ir.ts";
 import { carrySignature } from "../src/kit/signature.ts";
@@ -194,6 +200,24 @@ export function jsonObjectOf(data: string): Record<string, unknown> | undefined 
   } catch {
     return undefined;
   }
+}
+
+/**
+ * An upstream stream event's JSON object, for a codec's stream decoder: undefined for `[DONE]`
+ * (the end marker every SSE dialect of a gateway writes, one in front of this one too); anything
+ * else that is not a JSON object throws `malformedEvent`, and the client's stream ends with its
+ * format's interruption ending (docs/security-and-faults.md), never dropped or ended normally.
+ */
+export function eventObject(data: string): Record<string, unknown> | undefined {
+  if (data === "[DONE]") return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(data);
+  } catch {
+    throw malformedEvent();
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw malformedEvent();
+  return value as Record<string, unknown>;
 }
 
 /** An IR stream error as the body of the client dialect's error object. */

@@ -262,9 +262,44 @@ Deno.test("aws-bedrock: Anthropic's body through InvokeModel, relayed and conver
           const text = await res.text();
           assert.ok(text.includes("[redacted]"), text);
           assert.ok(!text.includes(sessionToken) && !text.includes(BEDROCK_KEY), text);
+          assert.doesNotMatch(text, /Signature=[0-9a-f]{64}/, "nor the SigV4 signature");
           // The access key id names the AWS identity: it goes no further than the key does.
           if (!model.startsWith("key")) assert.ok(!text.includes(accessKeyId), text);
         }
+      },
+    );
+
+    await t.step(
+      "the SigV4 signature AWS quotes back is scrubbed, as the access key id is",
+      async () => {
+        const chat = (model: string, stream: boolean) =>
+          post(`${h.url}/v1/chat/completions`, openaiHeaders(), bodies.chat(model, stream));
+        const cases = [
+          [
+            "relayed",
+            (stream: boolean) => messages(h.url, bodies.messages("claude-sigecho", stream)),
+          ],
+          ["converted", (stream: boolean) => chat("claude-sigecho", stream)],
+        ] as const;
+        for (const [how, send] of cases) {
+          for (const stream of [false, true]) {
+            const res = await send(stream);
+            const text = await res.text();
+            const label = `${how} ${stream ? "stream" : "json"}: ${text}`;
+            const sent = last().headers.authorization.match(/Signature=([0-9a-f]{64})/)![1];
+            assert.equal(res.status, 400, label);
+            // AWS's words reach the client, the header they quote without its secrets.
+            assert.match(text, /not a valid key=value pair .*Signature=\[redacted\]/, label);
+            assert.ok(!text.includes(sent) && !text.includes(accessKeyId), label);
+          }
+        }
+        const signatures = bedrock.requests.flatMap((r) =>
+          r.headers.authorization?.match(/Signature=([0-9a-f]{64})/)?.[1] ?? []
+        );
+        const logs = JSON.stringify(h.logs);
+        assert.ok(logs.includes("[redacted]"), "the access log holds the scrubbed message");
+        const leak = h.logs.find((l) => signatures.some((s) => JSON.stringify(l).includes(s)));
+        assert.ok(!leak, `no signature in the access log: ${JSON.stringify(leak)}`);
       },
     );
 

@@ -492,6 +492,10 @@ Deno.test("converse via gateway: the secret key and session token never reach th
     assert.match(text, /AWS4-HMAC-SHA256/, "the mock quoted the request's credentials");
     assert.doesNotMatch(text, new RegExp(BEDROCK_TEST_CREDENTIALS.sessionToken));
     assert.doesNotMatch(text, new RegExp(BEDROCK_TEST_CREDENTIALS.secretAccessKey));
+    // The access key id and the signature the quoted header carries, too.
+    assert.doesNotMatch(text, new RegExp(BEDROCK_TEST_CREDENTIALS.accessKeyId));
+    assert.doesNotMatch(text, /Signature=[0-9a-f]{64}/);
+    assert.match(text, /Signature=\[redacted\]/);
   }));
 
 Deno.test("converse via gateway: a bad aws block is a config error at its path", async () => {

@@ -6,13 +6,23 @@
  * had reported by then (Anthropic's input in `message_start`, Gemini's prompt count), the input
  * estimated from the request where it reported none, and the output estimated from the text the
  * client was sent. The mock's `linger` scenario sends the text, then waits for a minute before the
- * events that carry the usage.
+ * events that carry the usage. A converted stream broken by an event whose JSON is broken (the
+ * mock's `garbled`) ends with the client's interruption ending and is counted the same way.
  */
 import assert from "node:assert/strict";
 import type { Config } from "../src/config/config.ts";
 import { CHARS_PER_TOKEN } from "../src/ops/estimate.ts";
 import { speaksUpstream, streamText, TEST_FORMATS, type TestFormat } from "./formats.ts";
-import { type Harness, KEY, openaiHeaders, startHarness } from "./helpers.ts";
+import {
+  endsInterrupted,
+  type Harness,
+  KEY,
+  openaiHeaders,
+  startHarness,
+  wsExchange,
+} from "./helpers.ts";
+import { decodeFrames } from "./mock/eventstream.ts";
+import { malformedEvent } from "../src/kit/errors.ts";
 import { pieces } from "./mock/scenario.ts";
 import { members, stringChars } from "../plugins/shared.ts";
 
@@ -191,6 +201,64 @@ Deno.test("cut usage: a stream the upstream cuts is counted the same way, every 
   }
 });
 
+/**
+ * Each client format with each provider format it is converted from (a relay passes the
+ * provider's events on as they are: docs/security-and-faults.md).
+ */
+const CONVERTED = TEST_FORMATS.flatMap((f) =>
+  PROVIDED.filter((to) => to.id !== f.plugin.codec.api).map((to) => ({
+    f,
+    to,
+    label: `${f.id} client from ${to.id}`,
+  }))
+);
+
+/**
+ * That the client's stream ends with its format's interruption ending saying `why`, once and
+ * nothing else failing: its dialect's SSE ending, or a binary stream's exception frame, last.
+ */
+function assertInterrupted(f: TestFormat, bytes: Uint8Array, why: string, label: string) {
+  if (f.streams.read) {
+    const frames = decodeFrames(bytes);
+    const exceptions = frames.filter((e) => e.headers[":message-type"] === "exception");
+    assert.equal(exceptions.length, 1, `${label}: one exception frame`);
+    assert.equal(frames.at(-1), exceptions[0], `${label}: the exception frame last`);
+    assert.match(new TextDecoder().decode(exceptions[0].payload), new RegExp(why), label);
+    return;
+  }
+  const text = new TextDecoder().decode(bytes);
+  const dialect = f.plugin.dialect!;
+  assert.ok(endsInterrupted({ dialect }, text), `${label}: the interruption last: ${text}`);
+  const interruptions = (t: string) => t.split("upstream_interrupted").length - 1;
+  assert.equal(interruptions(text), interruptions(dialect.interruption(why)), `${label}: ${text}`);
+  assert.ok(text.includes(why), `${label}: says why: ${text}`);
+}
+
+Deno.test("cut usage: a broken-JSON upstream event ends every converted stream as a cut, counted", async (t) => {
+  const h = await startHarness({ tweak: abortRoutes });
+  try {
+    for (const { f, to, label } of CONVERTED) {
+      await t.step(label, async () => {
+        const before = await counted(h);
+        // The event after the second of three text deltas is sent with its JSON broken inside.
+        const res = await askStream(h, f, `abort-${to.id}-garbled`);
+        assert.equal(res.status, 200, label);
+        const bytes = new Uint8Array(await res.arrayBuffer());
+        const sent = SENT_TEXT(to.id);
+        const text = streamText(f, bytes);
+        assert.ok(sent.every((s) => text.includes(s)), `${label}: the events before it: ${text}`);
+        assertInterrupted(f, bytes, malformedEvent().message, label);
+        const id = res.headers.get("x-gateway-request-id");
+        const line = await accessLine(h, (l) => l.request_id === id);
+        assert.equal(line.interrupted, true);
+        assertCounted(line, before, await counted(h), sent, to.id);
+      });
+    }
+  } finally {
+    await h.close();
+  }
+});
+
 Deno.test("cut usage: a watch counts the output members' string values, not what strings say", () => {
   const names = members(["text", "delta"]);
   assert.equal(stringChars('{"type":"x","delta":"Hello"}', names), 5);
@@ -251,6 +319,34 @@ Deno.test("cut usage: a Responses WebSocket client that leaves mid-response is c
         );
         assert.equal(line.passthrough, relayed);
         assertCounted(line, before, await counted(h), sent, upstream);
+      });
+    }
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("cut usage: a broken-JSON upstream event ends a converted Responses WebSocket response as a cut, counted", async (t) => {
+  const h = await startHarness({ tweak: abortRoutes });
+  const why = malformedEvent().message;
+  try {
+    for (const to of PROVIDED) {
+      await t.step(`converted from ${to.id}`, async () => {
+        const model = `abort-${to.id}-garbled`;
+        const before = await counted(h);
+        const from = h.logs.length;
+        const [events] = await wsExchange(h.url, [
+          { type: "response.create", model, input: "hi there" },
+        ]);
+        const text = JSON.stringify(events);
+        assert.ok(SENT_TEXT(to.id).every((s) => text.includes(s)), `the text before it: ${text}`);
+        const last = JSON.stringify(events.at(-1));
+        assert.equal(events.at(-1)!.type, "error", `the interruption frame last: ${text}`);
+        assert.ok(last.includes("upstream_interrupted") && last.includes(why), last);
+        assert.equal(events.filter((e) => e.type === "error").length, 1, text);
+        const line = await accessLine(h, (l) => h.logs.indexOf(l) >= from && l.model === model);
+        assert.equal(line.interrupted, true);
+        assertCounted(line, before, await counted(h), SENT_TEXT(to.id), to.id);
       });
     }
   } finally {

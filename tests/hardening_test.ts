@@ -25,10 +25,13 @@ import {
 import { Anthropic, ApiError, GoogleGenAI, OpenAI } from "./sdk/deps.ts";
 
 const TIMEOUTS = { first_byte_ms: 400, idle_ms: 400 };
-/** The model prefix of each provider of the mock config, one per registered format. */
-const PROVIDERS = MOCK_PROVIDERS.map((p) => p.prefix);
 /** Faults after which a stream must end in an error the SDK raises. */
 const STREAM_FAULTS = ["cutmid", "closemid", "badjson", "stall"];
+/**
+ * An event whose JSON is broken inside: an error the SDK raises where the stream is converted (a
+ * relayed one passes it on as the provider sent it, docs/security-and-faults.md).
+ */
+const CONVERTED_FAULTS = ["garbled"];
 
 /** Whatever a streaming SDK call ends with: the error it raised, or its text. */
 async function outcome(
@@ -58,21 +61,25 @@ function clients(h: Harness) {
   const genai = new GoogleGenAI({ apiKey: KEY, httpOptions: { baseUrl: h.url } });
   return {
     "openai chat": {
+      wire: "chat",
       stream: (model: string) => openai.chat.completions.stream({ model, messages, stream: true }),
       create: (model: string) => openai.chat.completions.create({ model, messages }),
       typed: OpenAI.APIError,
     },
     "openai responses": {
+      wire: "responses",
       stream: (model: string) => openai.responses.stream({ model, input: "hi" }),
       create: (model: string) => openai.responses.create({ model, input: "hi" }),
       typed: OpenAI.APIError,
     },
     anthropic: {
+      wire: "messages",
       stream: (model: string) => anthropic.messages.stream({ model, max_tokens: 50, messages }),
       create: (model: string) => anthropic.messages.create({ model, max_tokens: 50, messages }),
       typed: Anthropic.APIError,
     },
     genai: {
+      wire: "generate-content",
       stream: (model: string) => genai.models.generateContentStream({ model, contents: "hi" }),
       create: (model: string) => genai.models.generateContent({ model, contents: "hi" }),
       typed: ApiError,
@@ -86,19 +93,23 @@ async function sdkFaults(t: Deno.TestContext, sdks: Sdk[]) {
   const h = await startHarness({ timeouts: TIMEOUTS });
   const all = clients(h);
   try {
-    for (const p of PROVIDERS) {
-      await t.step(`${p}: ${STREAM_FAULTS.join(", ")}, and an HTML 502`, async () => {
-        for (const name of sdks) {
-          const sdk = all[name];
-          for (const fault of STREAM_FAULTS) {
-            const label = `${name} ${p}-${fault}`;
-            assertTypedFailure(await outcome(() => sdk.stream(`${p}-${fault}`)), label);
+    for (const { prefix: p, api } of MOCK_PROVIDERS) {
+      await t.step(
+        `${p}: ${STREAM_FAULTS.join(", ")}, garbled where converted, and an HTML 502`,
+        async () => {
+          for (const name of sdks) {
+            const sdk = all[name];
+            const converted = sdk.wire === api ? [] : CONVERTED_FAULTS;
+            for (const fault of [...STREAM_FAULTS, ...converted]) {
+              const label = `${name} ${p}-${fault}`;
+              assertTypedFailure(await outcome(() => sdk.stream(`${p}-${fault}`)), label);
+            }
+            const e = await sdk.create(`${p}-err502htmlecho`).then(() => "success", (e) => e);
+            assert.ok(e instanceof sdk.typed && e.status === 502, `${name}: ${e}`);
+            assert.ok(!String(e.message).includes(PROVIDER_KEY));
           }
-          const e = await sdk.create(`${p}-err502htmlecho`).then(() => "success", (e) => e);
-          assert.ok(e instanceof sdk.typed && e.status === 502, `${name}: ${e}`);
-          assert.ok(!String(e.message).includes(PROVIDER_KEY));
-        }
-      });
+        },
+      );
     }
   } finally {
     await h.close();

@@ -467,15 +467,6 @@ Deno.test("decodeStream: an in-stream error event becomes an IR error", async ()
   }]);
 });
 
-Deno.test("decodeStream skips payloads that are not JSON objects", async () => {
-  const noise = ["null", "5", "not json"].map((data): SseEvent => ({ event: "ping", data }));
-  const events = await pipe(
-    [...noise, sse({ type: "message_start", message: { id: "msg_1", model: "m" } })],
-    codec.decodeStream(DEC),
-  );
-  assert.deepEqual(events.map((e) => e.type), ["start"]);
-});
-
 // ---- client stream ----
 
 Deno.test("encodeStream: one block at a time, sequential indexes, carriers and custom input", async () => {

@@ -12,7 +12,7 @@ import {
   eventStreamFrames,
 } from "../plugins/platforms/event_stream.ts";
 import { GoogleTokenError, GoogleTokenSource } from "../plugins/platforms/google_token.ts";
-import { signAwsRequest } from "../plugins/platforms/sigv4.ts";
+import { scrubSignatures, signAwsRequest } from "../plugins/platforms/sigv4.ts";
 import { Secrets } from "../src/ops/secrets.ts";
 import { BEDROCK_TEST_CREDENTIALS, startMockBedrock } from "./mock/bedrock.ts";
 import { eventFrame, exceptionFrame } from "./mock/eventstream.ts";
@@ -126,6 +126,39 @@ Deno.test("sigv4: the signer's signatures pass the Bedrock mock's independent ve
   } finally {
     await mock.close();
   }
+});
+
+Deno.test("sigv4: a call's signature is scrubbed wherever AWS's texts quote it, and anywhere bare", async () => {
+  const sent = await signAwsRequest(
+    "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/invoke",
+    { method: "POST", headers: { "content-type": "application/json" }, body: "{}" },
+    BEDROCK_TEST_CREDENTIALS,
+    { region: "us-east-1", service: "bedrock" },
+  );
+  const authorization = sent.get("authorization")!;
+  const own = authorization.match(/Signature=([0-9a-f]{64})/)![1];
+  const other = "240c93ba3610c73bde4e52dd5a93dd61a80b3ba2871208d7365c9cc7032d5c6f";
+  const hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+  const quotes = [
+    // IncompleteSignatureException quotes the header it received.
+    `{"message":"'AKIA/20261128/us-east-1/bedrock/aws4_request' not a valid key=value pair ` +
+    `(missing equal-sign) in Authorization header: '${authorization}'."}`,
+    `in Authorization header: 'AWS4-HMAC-SHA256 Credential=AKIA/…, SignedHeaders=host, Signature=${other}'.`,
+    // A presigned URL, S3's XML, a JSON member, and the call's own signature bare.
+    `https://example.com/x?X-Amz-Signature=${other}&X-Amz-Date=1`,
+    `<SignatureProvided>\n${other}\n</SignatureProvided>`,
+    `{"signature": "${other}"}`,
+    `a proxy says: ${own}.`,
+  ];
+  for (const text of quotes) {
+    const out = scrubSignatures(text, sent);
+    assert.ok(!out.includes(own) && !out.includes(other), out);
+    assert.ok(out.includes("[redacted]"), out);
+  }
+  // A payload hash in the canonical request AWS quotes (InvalidSignatureException) is no secret.
+  const canonical = `x-amz-date:20261128T000000Z\n\nhost;x-amz-date\n${hash}`;
+  assert.equal(scrubSignatures(canonical, sent), canonical);
+  assert.equal(scrubSignatures("plain", new Headers()), "plain");
 });
 
 Deno.test("google token source: concurrent callers share one token; it is refreshed once ahead of expiry, behind them", async () => {

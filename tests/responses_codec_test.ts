@@ -480,15 +480,6 @@ Deno.test("decodeStream: parts with consistent indexes, signature from the item'
   ]);
 });
 
-Deno.test("decodeStream skips payloads that are not JSON objects", async () => {
-  const noise = ["null", "5", "not json"].map((data): SseEvent => ({ data }));
-  const events = await pipe(
-    [...noise, sse({ type: "response.created", response: { id: "r" } })],
-    codec.decodeStream(DECODE),
-  );
-  assert.deepEqual(events, [{ type: "start", id: "r", model: "", created: DECODE.now }]);
-});
-
 Deno.test("decodeStream: finish only on the real end; failures become IR errors", async () => {
   const created = sse({ type: "response.created", response: { id: "r" } });
   const cut = await pipe(

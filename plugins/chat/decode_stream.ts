@@ -8,7 +8,7 @@ import type { DecodeContext, Emit, StreamStep } from "../../src/kit/codec.ts";
 import type * as ir from "../../src/kit/ir.ts";
 import type { SseEvent } from "../../src/kit/sse.ts";
 import { describeIssues } from "../../src/kit/validate.ts";
-import { ANTHROPIC_STATUSES, openAiErrorStatus } from "../shared.ts";
+import { ANTHROPIC_STATUSES, eventObject, openAiErrorStatus } from "../shared.ts";
 import { type ChatChunk, chunkSchema, type ToolCallDelta } from "./schema.ts";
 import { finishToIr, readToolCallSignature, reasoningText, toolCallId, usageToIr } from "./wire.ts";
 
@@ -40,13 +40,8 @@ class ChatStreamDecoder {
   event(e: SseEvent, out: Out) {
     if (this.#ended) return;
     if (e.data.trim() === "[DONE]") return this.#done(out);
-    let json: unknown;
-    try {
-      json = JSON.parse(e.data);
-    } catch {
-      return this.#fail(out, 502, "upstream sent a chunk that is not JSON");
-    }
-    const error = (json as { error?: unknown })?.error;
+    const json = eventObject(e.data); // throws for a chunk that is not a JSON object
+    const error = json?.error;
     if (e.event === "error" || error) return this.#upstreamError(out, error ?? json);
     const parsed = chunkSchema.safeParse(json);
     if (!parsed.success) {

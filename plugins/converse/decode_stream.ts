@@ -8,7 +8,7 @@
 import type * as ir from "../../src/kit/ir.ts";
 import type { DecodeContext, StreamStep } from "../../src/kit/codec.ts";
 import type { SseEvent } from "../../src/kit/sse.ts";
-import { jsonObjectOf } from "../shared.ts";
+import { eventObject, jsonObjectOf } from "../shared.ts";
 import { stopPart } from "../messages/common.ts";
 import { bedrockException } from "../platforms/bedrock_wire.ts";
 import { FAMILY, finishFromStopReason, isObj, type Obj } from "./common.ts";
@@ -117,16 +117,18 @@ export function decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.Stream
   return {
     transform(event, controller) {
       const emit = (e: ir.StreamEvent) => controller.enqueue(e);
-      const data = jsonObjectOf(event.data) ?? {};
       const name = event.event ?? "";
       const exception = bedrockException(name) ??
         (name.endsWith("Exception") ? UNKNOWN_EXCEPTION : undefined);
       if (exception) {
+        const data = jsonObjectOf(event.data) ?? {};
         const message = String(data.message ?? data.Message ?? name);
         return emit({ type: "error", ...exception, message });
       }
-      // Event types added later are ignored, as the AWS SDKs do.
-      handlers[name]?.(data, emit);
+      // An event whose payload is not a JSON object throws; types added later are ignored, as
+      // the AWS SDKs do.
+      const data = eventObject(event.data);
+      if (data) handlers[name]?.(data, emit);
     },
   };
 }

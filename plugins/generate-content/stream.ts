@@ -3,7 +3,7 @@ import { googleDialect } from "./dialect.ts";
 import type * as ir from "../../src/kit/ir.ts";
 import type { ClientContext, DecodeContext, StreamStep } from "../../src/kit/codec.ts";
 import { dataEvent, type SseEvent } from "../../src/kit/sse.ts";
-import { jsonObjectOf, streamErrorBody } from "../shared.ts";
+import { eventObject, streamErrorBody } from "../shared.ts";
 import { ChunkDecoder } from "./chunks.ts";
 import { clientChunk, clientPart } from "./response.ts";
 import { GroundingBuilder } from "./grounding.ts";
@@ -14,8 +14,8 @@ export function decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.Stream
   const decoder = new ChunkDecoder(ctx);
   return {
     transform(e, out) {
-      // Anything but a chunk is keep-alive noise; a cut-off stream is the core's to report.
-      const chunk = jsonObjectOf(e.data);
+      // A cut-off stream is the core's to report; an event that is not a chunk object throws.
+      const chunk = eventObject(e.data);
       if (chunk) { for (const event of decoder.decode(chunk)) out.enqueue(event); }
     },
   };

@@ -10,7 +10,7 @@ import type { DecodeContext, StreamStep } from "../../src/kit/codec.ts";
 import type { ErrorKind } from "../../src/kit/errors.ts";
 import type { SseEvent } from "../../src/kit/sse.ts";
 import { readSignature } from "../../src/kit/signature.ts";
-import { jsonObjectOf } from "../shared.ts";
+import { eventObject } from "../shared.ts";
 import { charOffset } from "../hosted.ts";
 import { continuationOf, decodeUsage, FAMILY, finishOf, unixTime } from "./steps.ts";
 
@@ -253,8 +253,8 @@ export function decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.Stream
 
   return {
     transform(e, out) {
-      // Anything but an event object is keep-alive noise; a cut stream is the core's to report.
-      const event = finished ? undefined : jsonObjectOf(e.data);
+      // A cut stream is the core's to report; an event that is not a JSON object throws.
+      const event = finished ? undefined : eventObject(e.data);
       if (event) { for (const ir of decode(event)) out.enqueue(ir); }
     },
   };

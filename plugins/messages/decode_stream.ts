@@ -2,7 +2,7 @@
 import type * as ir from "../../src/kit/ir.ts";
 import type { DecodeContext, StreamStep } from "../../src/kit/codec.ts";
 import type { SseEvent } from "../../src/kit/sse.ts";
-import { jsonObjectOf } from "../shared.ts";
+import { eventObject, jsonObjectOf } from "../shared.ts";
 import {
   applyServerResult,
   citationOf,
@@ -170,8 +170,8 @@ export function decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.Stream
 
   return {
     transform(event, controller) {
-      const data = jsonObjectOf(event.data);
-      if (!data) return; // a keep-alive comment or garbage: nothing to translate
+      const data = eventObject(event.data); // throws for an event that is not a JSON object
+      if (!data) return;
       const type = String(data.type ?? event.event);
       // Unknown event types (and `ping`) are ignored, as Anthropic asks of clients.
       handlers[type]?.(data, (e) => controller.enqueue(e));

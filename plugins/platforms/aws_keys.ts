@@ -6,7 +6,7 @@
 import { z } from "zod";
 import type { Credential, CredentialContext } from "../../src/kit/platform.ts";
 import type { OutgoingRequest } from "../../src/kit/format.ts";
-import { signAwsRequest } from "./sigv4.ts";
+import { scrubSignatures, signAwsRequest } from "./sigv4.ts";
 
 /** The block's fields: a region, and an optional access key pair (and session token). */
 export const AWS_KEYS = {
@@ -76,5 +76,7 @@ export function awsCredential(
       scoped(req.headers);
       req.headers = await signAwsRequest(req.url.href, req, credentials, { region, service });
     },
+    // AWS's errors quote the signature (IncompleteSignatureException, a proxy's echo).
+    scrub: scrubSignatures,
   };
 }

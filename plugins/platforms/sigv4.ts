@@ -24,6 +24,8 @@ interface AwsScope {
 }
 
 const encoder = new TextEncoder();
+/** What a scrubbed secret reads as, as the core writes it (src/ops/secrets.ts). */
+const REDACTED = "[redacted]";
 /** Bytes to hash (a view is used as is: the bodies signed are never shared memory). */
 const bytesOf = (data: string | ArrayBuffer | ArrayBufferView): Uint8Array<ArrayBuffer> =>
   typeof data === "string"
@@ -127,6 +129,30 @@ export async function signAwsRequest(
   // The host is the URL's: fetch sets it.
   for (const [k, v] of Object.entries(signed)) if (k !== "host") out.set(k, v);
   return out;
+}
+
+/**
+ * Where AWS's error texts quote a signature: the `authorization` header received
+ * (IncompleteSignatureException: `… in Authorization header: 'AWS4-HMAC-SHA256 Credential=…,
+ * SignedHeaders=…, Signature=<hex>'.`), a presigned URL's `X-Amz-Signature=<hex>`, S3's
+ * `<SignatureProvided>`, a JSON member `"signature": "<hex>"`.
+ */
+const QUOTED_SIGNATURE = /(signature(?:provided)?["']?\s*[=:>]\s*["']?)[0-9a-f]{64}(?![0-9a-f])/gi;
+
+/** The signature of a SigV4 `authorization` header. */
+const SIGNED = /Signature=([0-9a-f]{64})/;
+
+/**
+ * An error answer to a call that went with `sent` headers, its SigV4 signature scrubbed: the
+ * call's own wherever it stands (a proxy quoting it bare), and any that AWS's messages quote.
+ * The access key id, secret key and session token are registered secrets, scrubbed before; a
+ * signature, new with every call, cannot be one, and it lets that exact call be replayed for
+ * minutes (AWS accepts a signed request for 5 minutes either side of its date).
+ */
+export function scrubSignatures(text: string, sent: Headers): string {
+  const own = sent.get("authorization")?.match(SIGNED)?.[1];
+  if (own && text.includes(own)) text = text.replaceAll(own, REDACTED);
+  return text.replace(QUOTED_SIGNATURE, `$1${REDACTED}`);
 }
 
 /** What a SigV4 `authorization` header claims. */

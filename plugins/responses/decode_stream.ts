@@ -10,7 +10,7 @@ import { kindForStatus } from "../../src/kit/errors.ts";
 import type { DecodeContext, Emit, StreamStep } from "../../src/kit/codec.ts";
 import type * as ir from "../../src/kit/ir.ts";
 import type { SseEvent } from "../../src/kit/sse.ts";
-import { ANTHROPIC_STATUSES, jsonObjectOf } from "../shared.ts";
+import { ANTHROPIC_STATUSES, eventObject } from "../shared.ts";
 import { citationOf, failure, finishOf, outputItemParts, toolCall } from "./decode_response.ts";
 import { type Json, num, obj, str } from "./read.ts";
 import { fromWireUsage } from "./usage.ts";
@@ -31,8 +31,8 @@ export function decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.Stream
   const decoder = new StreamDecoder(ctx);
   return {
     transform(e, out) {
-      const data = jsonObjectOf(e.data);
-      if (data) decoder.on(data, out); // anything else is not an event (e.g. keep-alive noise)
+      const data = eventObject(e.data); // throws for an event that is not a JSON object
+      if (data) decoder.on(data, out);
     },
   };
 }

@@ -132,7 +132,11 @@ export interface Codec {
    * default, docs/limits.md).
    */
   outputCap?(body: Record<string, unknown>): number | undefined;
-  /** This format's SSE events to IR stream events. Emits `finish` only on the real end. */
+  /**
+   * This format's SSE events to IR stream events. Emits `finish` only on the real end; throws
+   * `malformedEvent()` (kit/errors.ts) for an event it cannot read, which ends the client's stream
+   * with its interruption ending.
+   */
   decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.StreamEvent>;
   /** A watch for one relayed stream of this format. */
   watch(): StreamWatch;

@@ -44,6 +44,14 @@ export const badRequest = (message: string, param?: string) =>
 
 export const notFound = (message: string) => new GatewayError(404, "not_found", message);
 
+/**
+ * An upstream stream event that cannot be read (broken JSON, or not an event object): thrown by
+ * a framing's reader or a codec's stream decoder, it ends the client's stream with its format's
+ * interruption ending, like a cut.
+ */
+export const malformedEvent = () =>
+  new GatewayError(502, "upstream", "the upstream sent a malformed event");
+
 /** A feature the target cannot express: rejected, never dropped (names field and route). */
 export function unsupported(field: string, route: string, what?: string): GatewayError {
   const detail = what ? `${what}` : `${field} cannot be expressed`;

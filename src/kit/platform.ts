@@ -77,6 +77,15 @@ export interface Credential {
    * sends the call once more.
    */
   refused?(req: OutgoingRequest): void;
+  /**
+   * What this credential put on a call that no registered secret covers and the platform's
+   * errors may quote back (SigV4's signature, new with every call), scrubbed from that call's
+   * text, given the headers it was sent with (`sent`). Runs, after the registered secrets were
+   * scrubbed, on what may quote it only: an error answer, a stream's exception, stream text
+   * that held a registered secret (an echoed header names the access key id) — never on every
+   * stream event.
+   */
+  scrub?(text: string, sent: Headers): string;
 }
 
 /** What a platform's error says, where the format's reading does not: each field overrides. */

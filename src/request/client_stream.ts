@@ -17,7 +17,9 @@ import type { Trace } from "../ops/trace.ts";
 /**
  * A provider's stream, decoded by the target codec as its events arrive; `billed` (a platform
  * that reports usage, src/request/usage.ts) puts the platform's counts on the events that carry
- * usage.
+ * usage. An event the decoder cannot read (it throws: `malformedEvent`) ends the stream as the
+ * reader's own failures do: the events before it go out, the upstream call is abandoned, and the
+ * next batch throws — the client gets its format's interruption ending, never a silent end.
  */
 export function upstreamIr(
   reader: EventReader,
@@ -30,11 +32,16 @@ export function upstreamIr(
       if (!batch) return undefined;
       const out: ir.StreamEvent[] = [];
       const emit = { enqueue: (e: ir.StreamEvent) => out.push(e) };
-      for (const e of batch.events) {
-        const from = out.length;
-        const held = decoder.transform(e, emit);
-        if (held) await held;
-        if (billed) { for (let i = from; i < out.length; i++) out[i] = billed(e.data, out[i]); }
+      try {
+        for (const e of batch.events) {
+          const from = out.length;
+          const held = decoder.transform(e, emit);
+          if (held) await held;
+          if (billed) { for (let i = from; i < out.length; i++) out[i] = billed(e.data, out[i]); }
+        }
+      } catch (e) {
+        reader.fail(e as Error);
+        if (out.length === 0) throw e;
       }
       return out;
     },

@@ -196,6 +196,20 @@ export async function sendThrough(
   return await send(out);
 }
 
+/**
+ * What the credential that authorized a call scrubs from the call's texts that may quote it
+ * (`Credential.scrub`; `sent`: the call as it went, its last authorization), if it scrubs any.
+ */
+export function credentialScrub(
+  p: PlatformRequest | undefined,
+  sent: OutgoingRequest,
+): ((text: string) => string) | undefined {
+  const credential = p?.binding.credential;
+  if (!credential?.scrub) return undefined;
+  const { headers } = sent;
+  return (text) => credential.scrub!(text, headers);
+}
+
 /** A successful JSON answer's reshaping by the platform of `p`, if its operation needs one. */
 export function platformAnswer(
   p: PlatformRequest | undefined,

@@ -17,7 +17,13 @@ import { ClientGone } from "./stream_end.ts";
 import { Deadline } from "./deadline.ts";
 import type { AnyPlatform } from "../kit/platform.ts";
 import type { UpstreamFraming } from "../kit/framing.ts";
-import { platformAnswer, platformFraming, type PlatformRequest, sendThrough } from "./platforms.ts";
+import {
+  credentialScrub,
+  platformAnswer,
+  platformFraming,
+  type PlatformRequest,
+  sendThrough,
+} from "./platforms.ts";
 
 interface UpstreamRequest {
   provider: ProviderConfig;
@@ -59,6 +65,12 @@ export interface UpstreamResponse {
   framing?: UpstreamFraming;
   /** A JSON answer in the format's shape, where the platform's operation answers in its own. */
   reshape?: (json: Record<string, unknown>) => Record<string, unknown> | undefined;
+  /**
+   * What the call's credential scrubs beyond the registered secrets (a SigV4 signature) from
+   * the texts it may be quoted in: an error answer, a stream's exception, stream text that
+   * quotes a registered secret.
+   */
+  scrubCredential?: (text: string) => string;
 }
 
 /**
@@ -131,6 +143,7 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
   const platform = r.platform?.binding.platform;
   const framing = r.framing && platformFraming(r.platform, r.framing);
   const reshape = platformAnswer(r.platform);
+  const scrubCredential = credentialScrub(r.platform, out);
   const up = {
     res,
     provider: r.provider.name,
@@ -140,6 +153,7 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
     platform,
     framing,
     reshape,
+    scrubCredential,
   };
   const mediaType = framing?.mediaType ?? JSON_TYPE;
   const wrongType = res.ok ? unexpectedContentType(res.headers, mediaType) : undefined;

@@ -86,7 +86,9 @@ export async function readUpstreamJson(
   }
   let text = decoder.decode(bytes);
   if (secrets.found(text)) {
+    // An echoed header names the access key id: the signature beside it goes too.
     text = secrets.scrub(text);
+    if (up.scrubCredential) text = up.scrubCredential(text);
     bytes = encoder.encode(text);
   }
   let json: unknown;
@@ -105,9 +107,10 @@ export async function readUpstreamJson(
 const MAX_ERROR_BYTES = 64 * 1024;
 
 /**
- * A non-2xx upstream body as text: bounded, scrubbed of provider keys. Scrubbed before it is
- * cut, or a key straddling the cut would go out as its first characters: the read goes on past
- * the bound by the longest form a key takes, and a body that long loses that much of its end.
+ * A non-2xx upstream body as text: bounded, scrubbed of provider keys (and of what the call's
+ * credential scrubs: its SigV4 signature). Scrubbed before it is cut, or a key straddling the cut
+ * would go out as its first characters: the read goes on past the bound by the longest form a key
+ * takes, and a body that long loses that much of its end.
  */
 export async function readErrorText(
   up: UpstreamResponse,
@@ -116,7 +119,8 @@ export async function readErrorText(
 ): Promise<string> {
   const limit = MAX_ERROR_BYTES + secrets.longest;
   const bytes = await readBody(up, idleMs, limit).catch(() => new Uint8Array());
-  const text = secrets.scrub(decoder.decode(bytes));
+  let text = secrets.scrub(decoder.decode(bytes));
+  if (up.scrubCredential) text = up.scrubCredential(text);
   // A body read to the limit may end in the first characters of a key: drop that many.
   return bytes.byteLength < limit ? text : text.slice(0, text.length - secrets.longest);
 }

@@ -4,7 +4,7 @@
  * under the first-byte and idle deadlines. Relayed streams (src/request/stream_stage.ts) forward
  * the batches' bytes; converted ones (src/request/client_stream.ts) decode their events.
  */
-import { GatewayError } from "../kit/errors.ts";
+import { GatewayError, malformedEvent } from "../kit/errors.ts";
 import type { UpstreamFraming } from "../kit/framing.ts";
 import type { SseEvent } from "../kit/sse.ts";
 import type { Secrets } from "../ops/secrets.ts";
@@ -58,7 +58,7 @@ export class EventReader {
   private readonly deadline: Deadline;
   private held?: Uint8Array;
   private first = true;
-  private failure?: GatewayError;
+  private failure?: Error;
   private done = false;
 
   constructor(
@@ -113,14 +113,14 @@ export class EventReader {
     this.held = scan.cut === 0 ? buf : scan.cut < buf.length ? buf.slice(scan.cut) : undefined;
     if (scan.cut === 0) return undefined;
     if (scan.malformed) {
-      this.fail(new GatewayError(502, "upstream", "the upstream sent a malformed event"));
+      this.fail(malformedEvent());
       const events = scan.events.slice(0, scan.malformed.at);
       return events.length ? this.scrubbed(events, scan.malformed.before) : undefined;
     }
     if (scan.exception) {
       // The provider's refusal, counted as if it had answered with its status.
       const { status, kind, message } = scan.exception.error;
-      this.fail(new ProviderFailure(new GatewayError(status, kind, this.secrets.scrub(message))));
+      this.fail(new ProviderFailure(new GatewayError(status, kind, this.scrub(message))));
       const events = scan.events.slice(0, scan.exception.at);
       return events.length ? this.scrubbed(events, scan.text ?? "") : undefined;
     }
@@ -136,16 +136,28 @@ export class EventReader {
       : { events: scan.events, bytes };
   }
 
+  /**
+   * Text that holds a key (or a provider's exception), scrubbed: of the keys, and of what the
+   * call's credential scrubs (a SigV4 signature, quoted beside the access key id it names).
+   */
+  private scrub(text: string): string {
+    const scrubbed = this.secrets.scrub(text);
+    return this.up.scrubCredential ? this.up.scrubCredential(scrubbed) : scrubbed;
+  }
+
   /** `events` relayed from their text, scrubbed (a binary framing writes them again). */
   private scrubbed(events: SseEvent[], text: string): Batch {
-    const scrub = (t: string) => this.secrets.scrub(t);
+    const scrub = (t: string) => this.scrub(t);
     const clean = events.map((e) => ({ ...e, data: scrub(e.data) }));
     const { rewrite } = this.framing;
     return { events: clean, bytes: rewrite ? rewrite(clean) : encoder.encode(scrub(text)) };
   }
 
-  /** Ends reading early: the upstream call is abandoned, and `next()` throws the reason. */
-  private fail(failure: GatewayError) {
+  /**
+   * Ends reading early: the upstream call is abandoned, and `next()` throws the reason (also
+   * when an event read fine here cannot be decoded: src/request/client_stream.ts).
+   */
+  fail(failure: Error) {
     this.failure = failure;
     this.up.abort(this.failure);
     this.reader.cancel().catch(() => {});

@@ -10,7 +10,8 @@
  * The model id (one percent-encoded path segment) picks the scenario as in upstream.ts; on
  * Bedrock `err429` is a ThrottlingException, `earlyerr` an in-stream `throttlingException`
  * before any content, `errevent` a `modelStreamErrorException` after some content, `cut` a
- * connection reset mid-stream, `echo` quotes the request's credentials back.
+ * connection reset mid-stream, `echo` quotes the request's credentials back, `sigecho` is
+ * AWS's IncompleteSignatureException quoting the `Authorization` header it received.
  */
 import { anthropicVersionProblem } from "./claude_body.ts";
 import type { PromptCaches } from "./prompt_cache.ts";
@@ -171,6 +172,20 @@ function errorResponse(e: ErrorReply): Response {
   });
 }
 
+/**
+ * AWS's refusal of an `Authorization` header it cannot parse, which quotes the header whole
+ * (its `Credential=` and `Signature=`), as AWS words it: `'AKIA…/20150620/us-east-1/
+ * cloudformation/aws4_request' not a valid key=value pair (missing equal-sign) in Authorization
+ * header: 'AWS4-HMAC-SHA256 Credential=AKIA… /20150620/us-east-1/cloudformation/aws4_request,
+ * SignedHeaders=host;x-amz-date, Signature=240c93ba…'.` (aws/aws-sdk-go#289).
+ */
+function quotedHeader(authorization: string): Response {
+  const credential = authorization.match(/Credential=([^,]+)/)![1];
+  const message = `'${credential}' not a valid key=value pair (missing equal-sign) in ` +
+    `Authorization header: '${authorization}'.`;
+  return errorResponse(bedrockError(400, "IncompleteSignatureException", message));
+}
+
 export function bedrockPlatform(options: BedrockOptions = {}): MockPlatform {
   const region = options.region ?? "us-east-1";
   const credentials = options.credentials ?? BEDROCK_TEST_CREDENTIALS;
@@ -200,7 +215,10 @@ export function bedrockPlatform(options: BedrockOptions = {}): MockPlatform {
         region,
         service: "bedrock",
       });
-      return failure && errorResponse(bedrockError(failure.status, failure.type, failure.message));
+      if (failure) {
+        return errorResponse(bedrockError(failure.status, failure.type, failure.message));
+      }
+      if (url.pathname.includes("sigecho")) return quotedHeader(req.headers.get("authorization")!);
     },
   };
 }

@@ -6,7 +6,7 @@
 import { converseFormat } from "./converse.ts";
 import { eventFrame, exceptionFrame } from "./eventstream.ts";
 import type { ErrorDetail, ErrorReply, Vendor } from "./vendor.ts";
-import type { Framing, WireEvent } from "./wire.ts";
+import { type Framing, payload, type WireEvent } from "./wire.ts";
 
 /** Bedrock's exception name and default message for a scenario status. */
 const ERRORS: Record<number, [status: number, type: string, message: string]> = {
@@ -96,7 +96,7 @@ export const INVOKE_STREAM: Framing = {
   contentType: "application/vnd.amazon.eventstream",
   encode: (e) =>
     isException(e) ? exceptionFrame(e.event!, e.data) : eventFrame("chunk", {
-      bytes: btoa(String.fromCharCode(...new TextEncoder().encode(JSON.stringify(e.data)))),
+      bytes: btoa(String.fromCharCode(...new TextEncoder().encode(payload(e)))),
     }),
   end: "",
 };

@@ -61,13 +61,17 @@ export function encodeFrame(headers: Record<string, string>, payload: Uint8Array
   return frame;
 }
 
-/** A frame with a JSON payload: an `event` named by `:event-type`, or an `exception`. */
+/**
+ * A frame with a JSON payload (a string is sent verbatim): an `event` named by `:event-type`, or
+ * an `exception`.
+ */
 function jsonFrame(messageType: "event" | "exception", type: string, data: unknown) {
+  const json = typeof data === "string" ? data : JSON.stringify(data);
   return encodeFrame({
     [`:${messageType}-type`]: type,
     ":content-type": "application/json",
     ":message-type": messageType,
-  }, new TextEncoder().encode(JSON.stringify(data)));
+  }, new TextEncoder().encode(json));
 }
 
 /** An `event` frame of type `eventType` (e.g. `contentBlockDelta`, `chunk`). */

@@ -39,6 +39,11 @@ export interface Scenario {
   cutInside: boolean;
   /** `badjson`: a non-stream body that is not JSON; in a stream, one event's JSON broken. */
   badJson: boolean;
+  /**
+   * `garbled`: in a stream, one event's JSON broken inside, its first and last characters kept
+   * (it looks whole to a relay's cheap check; only a parse finds it), and the stream goes on.
+   */
+  garbled: boolean;
   /** `errevent`: a stream that sends the vendor's in-stream error event where `cut` would stop. */
   errEvent: boolean;
   /**
@@ -119,6 +124,7 @@ export function parseScenario(model: string): Scenario {
     cutHow: cut?.[1] === "close" ? "close" : "reset",
     cutInside: cut?.[2] === "mid",
     badJson: m.includes("badjson"),
+    garbled: m.includes("garbled"),
     errEvent: m.includes("errevent"),
     earlyErr: m.includes("earlyerr"),
     keyError: keyErr ? Number(keyErr[1]) : undefined,

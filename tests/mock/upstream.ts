@@ -3,7 +3,7 @@
  * gateway's tests as its upstream. Words in the model name (the JSON `model`, or Gemini's path
  * segment) pick the scenario, see scenario.ts: text (default), tool, think, cut, stall, slow,
  * err400, err429, err500, err529, and the faults (hang, silent, cutmid, close, closemid,
- * badjson, errevent, ctype, huge, echo), and Google's long decode on the Gemini formats (longN,
+ * badjson, garbled, errevent, ctype, huge, echo), and Google's long decode on the Gemini formats (longN,
  * long_decode.ts). They combine: `think-tool` reasons, then calls a tool.
  * Auth is not checked; Anthropic requests without `max_tokens` get Anthropic's 400.
  *
@@ -405,6 +405,7 @@ class Upstream implements MockUpstream {
           ? vendor.streamError(529)
           : undefined,
         badJson: scenario.badJson,
+        garbled: scenario.garbled,
       };
       return this.#stream(vendor.events(reply, call.body), framing, scenario, vendor, faults);
     }

@@ -32,7 +32,8 @@ export interface Framing {
   end: string;
 }
 
-const payload = (e: WireEvent) => typeof e.data === "string" ? e.data : JSON.stringify(e.data);
+export const payload = (e: WireEvent) =>
+  typeof e.data === "string" ? e.data : JSON.stringify(e.data);
 
 /** OpenAI Chat: bare `data:` records, then `data: [DONE]`. */
 export const CHAT_SSE: Framing = {
@@ -89,7 +90,12 @@ export interface Faults {
   errorEvent?: WireEvent;
   /** `badjson`: that event with its JSON broken, and the stream goes on. */
   badJson?: boolean;
+  /** `garbled`: that event's JSON broken inside, `{` … `}` kept, and the stream goes on. */
+  garbled?: boolean;
 }
+
+/** `e` with a payload that is not JSON though it starts and ends like an object. */
+const garbled = (e: WireEvent): WireEvent => ({ ...e, data: `{,${payload(e).slice(1)}` });
 
 /**
  * Yields `events` with the scenario's timing and returns how the delivery ended: `cut` stops
@@ -186,6 +192,7 @@ export function streamBody(
   const bytes = (wire: string | Uint8Array) =>
     typeof wire === "string" ? encoder.encode(wire) : wire;
   const text = (event: WireEvent, index: number) => {
+    if (faults.garbled && index === faultAt) return framing.encode(garbled(event), index);
     const wire = framing.encode(event, index);
     if (!faults.badJson || index !== faultAt || typeof wire !== "string") return wire;
     // Break the payload's JSON, keep the framing around it.

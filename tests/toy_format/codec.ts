@@ -4,7 +4,7 @@
  * `{"fault"}` line).
  */
 import type { Codec, DecodeContext, Emit, StreamStep, StreamWatch } from "../../src/kit/codec.ts";
-import { type ErrorKind, GatewayError, unsupported } from "../../src/kit/errors.ts";
+import { type ErrorKind, GatewayError, malformedEvent, unsupported } from "../../src/kit/errors.ts";
 import type * as ir from "../../src/kit/ir.ts";
 import type { SseEvent } from "../../src/kit/sse.ts";
 
@@ -130,7 +130,7 @@ function decodeStream(ctx: DecodeContext): StreamStep<SseEvent, ir.StreamEvent> 
       try {
         line = JSON.parse(e.data);
       } catch {
-        return fail(out, 502, "upstream", "toy upstream sent a line that is not JSON");
+        throw malformedEvent(); // the core ends the client's stream with its interruption
       }
       if (typeof line.delta === "string") {
         if (!open) out.enqueue({ type: "part_start", index: 0, part: { type: "text" } });
