@@ -60,7 +60,11 @@ class BodyDeadline implements Watched {
   }
 }
 
-/** `read`, or the 408 once `ms` passed; a read failing after the 408 is nobody's to handle. */
+/**
+ * `read`, or the 408 once `ms` passed; a read failing after the 408 is nobody's to handle. A body
+ * that stops before its end (the client left mid-body) is the client's cut. One promise in all:
+ * every request's body passes here.
+ */
 function beforeDeadline<T>(read: Promise<T>, ms: number, drop?: () => void): Promise<T> {
   const { promise, resolve, reject } = Promise.withResolvers<T>();
   const deadline = new BodyDeadline(ms, reject, drop);
@@ -70,7 +74,9 @@ function beforeDeadline<T>(read: Promise<T>, ms: number, drop?: () => void): Pro
     resolve(v);
   }, (e) => {
     clock.unwatch(deadline);
-    reject(e);
+    reject(
+      e instanceof GatewayError ? e : new ClientGone("the client's body was cut", { cause: e }),
+    );
   });
   return promise;
 }
@@ -199,15 +205,9 @@ export async function readAtMost(
  * covers), refused once past the limit or the deadline.
  */
 export function readBodyBytes(req: Request, deadlineMs: number): Promise<Uint8Array<ArrayBuffer>> {
-  const read = readsWhole(req.headers.get("content-length"), false)
+  return readsWhole(req.headers.get("content-length"), false)
     ? beforeDeadline(req.bytes(), deadlineMs)
     : streamedWithin(deadlineMs, (signal) => chunkedBytes(req, signal));
-  return read.catch(clientCut);
-}
-
-/** A body that stops before its end (the client left mid-body) is the client's cut. */
-function clientCut(e: unknown): never {
-  throw e instanceof GatewayError ? e : new ClientGone("the client's body was cut", { cause: e });
 }
 
 /** Byte chunks as one (a lone chunk as is). */
@@ -267,7 +267,7 @@ function step() {
  * ask `ctx.jsonBody()`).
  */
 export async function readJsonBody(req: Request, deadlineMs: number): Promise<JsonBody> {
-  const raw = await readLimited(req, deadlineMs).catch(clientCut);
+  const raw = await readLimited(req, deadlineMs);
   const large = isLarge(raw.length);
   if (large) await breather();
   let json: unknown;
