@@ -210,14 +210,9 @@ export function jsonObjectOf(data: string): Record<string, unknown> | undefined 
  */
 export function eventObject(data: string): Record<string, unknown> | undefined {
   if (data === "[DONE]") return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(data);
-  } catch {
-    throw malformedEvent();
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw malformedEvent();
-  return value as Record<string, unknown>;
+  const value = jsonObjectOf(data);
+  if (!value || Array.isArray(value)) throw malformedEvent();
+  return value;
 }
 
 /** An IR stream error as the body of the client dialect's error object. */
