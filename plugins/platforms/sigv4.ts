@@ -10,6 +10,7 @@
 import { SignatureV4 } from "@smithy/signature-v4";
 import { GatewayError } from "../../src/kit/errors.ts";
 import { joinBytes } from "../../src/kit/http.ts";
+import { REDACTED } from "../../src/kit/platform.ts";
 
 interface AwsCredentials {
   accessKeyId: string;
@@ -24,8 +25,6 @@ interface AwsScope {
 }
 
 const encoder = new TextEncoder();
-/** What a scrubbed secret reads as, as the core writes it (src/ops/secrets.ts). */
-const REDACTED = "[redacted]";
 /** Bytes to hash (a view is used as is: the bodies signed are never shared memory). */
 const bytesOf = (data: string | ArrayBuffer | ArrayBufferView): Uint8Array<ArrayBuffer> =>
   typeof data === "string"

@@ -41,6 +41,9 @@ export interface PlatformCall {
   path: string;
 }
 
+/** What a scrubbed secret reads as: the core's key scrubbing and a credential's `scrub` alike. */
+export const REDACTED = "[redacted]";
+
 /** What a credential source may ask of the core. */
 export interface CredentialContext {
   /**

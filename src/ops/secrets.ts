@@ -3,8 +3,8 @@
  * echo the key they received in error text, so everything that comes from upstream and goes to
  * a client or a log passes through `scrub` first.
  */
+import { REDACTED } from "../kit/platform.ts";
 
-const REDACTED = "[redacted]";
 /** A credential's current token and the one before it. */
 const MINTED_KEPT = 2;
 

@@ -8,7 +8,7 @@ import { fromProviderError, GatewayError } from "../kit/errors.ts";
 import type { UpstreamSpec } from "../kit/format.ts";
 import { headersFrom, RETRY_HEADERS, upstreamHeaders } from "./headers.ts";
 import { readPlatformError } from "./platforms.ts";
-import type { UpstreamResponse } from "./relay.ts";
+import { scrubUpstream, type UpstreamResponse } from "./relay.ts";
 import type { Secrets } from "../ops/secrets.ts";
 import { ClientGone } from "./stream_end.ts";
 
@@ -87,8 +87,7 @@ export async function readUpstreamJson(
   let text = decoder.decode(bytes);
   if (secrets.found(text)) {
     // An echoed header names the access key id: the signature beside it goes too.
-    text = secrets.scrub(text);
-    if (up.scrubCredential) text = up.scrubCredential(text);
+    text = scrubUpstream(up, secrets, text);
     bytes = encoder.encode(text);
   }
   let json: unknown;
@@ -119,8 +118,7 @@ export async function readErrorText(
 ): Promise<string> {
   const limit = MAX_ERROR_BYTES + secrets.longest;
   const bytes = await readBody(up, idleMs, limit).catch(() => new Uint8Array());
-  let text = secrets.scrub(decoder.decode(bytes));
-  if (up.scrubCredential) text = up.scrubCredential(text);
+  const text = scrubUpstream(up, secrets, decoder.decode(bytes));
   // A body read to the limit may end in the first characters of a key: drop that many.
   return bytes.byteLength < limit ? text : text.slice(0, text.length - secrets.longest);
 }

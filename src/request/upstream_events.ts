@@ -10,7 +10,7 @@ import type { SseEvent } from "../kit/sse.ts";
 import type { Secrets } from "../ops/secrets.ts";
 import type { Deadline } from "./deadline.ts";
 import { ProviderFailure } from "./failover.ts";
-import type { UpstreamResponse } from "./relay.ts";
+import { scrubUpstream, type UpstreamResponse } from "./relay.ts";
 import { ClientGone } from "./stream_end.ts";
 
 /** The buffer sizes an upstream stream is read with. */
@@ -136,13 +136,9 @@ export class EventReader {
       : { events: scan.events, bytes };
   }
 
-  /**
-   * Text that holds a key (or a provider's exception), scrubbed: of the keys, and of what the
-   * call's credential scrubs (a SigV4 signature, quoted beside the access key id it names).
-   */
+  /** Text that holds a key (or a provider's exception), scrubbed. */
   private scrub(text: string): string {
-    const scrubbed = this.secrets.scrub(text);
-    return this.up.scrubCredential ? this.up.scrubCredential(scrubbed) : scrubbed;
+    return scrubUpstream(this.up, this.secrets, text);
   }
 
   /** `events` relayed from their text, scrubbed (a binary framing writes them again). */
