@@ -4,8 +4,8 @@
  * by message, so limits and stored conversations stay exact across threads as in one process.
  * A call is a message round trip (tens of µs), paid only by limited identities and kept answers.
  * A conversation travels as its text (src/state/record_text.ts), made and read in the gateway
- * threads: the supervisor,
- * one thread serving them all, only books it (a text is copied whole, an object walked twice).
+ * threads: the supervisor, one thread serving them all, only books it (a text is copied whole, an
+ * object walked twice).
  */
 import type { ResponseStoreConfig } from "../config/config.ts";
 import type { Limits } from "../config/limits.ts";
