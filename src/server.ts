@@ -13,6 +13,7 @@ import type { Gateway, Plugin, RequestContext } from "./request/context.ts";
 import type { FormatRegistry } from "./request/registry.ts";
 import { type Endpoint, Formats } from "./request/formats.ts";
 import { GatewayError, notFound } from "./kit/errors.ts";
+import { type HeaderPairs, pairsOf } from "./kit/http.ts";
 import { errorResponse } from "./request/error_response.ts";
 import { accessLog } from "./ops/log.ts";
 import { Metrics } from "./ops/metrics.ts";
@@ -107,8 +108,9 @@ export async function createGateway(
 }
 
 /**
- * The request headers the front reads, by name, read in one pass: a `get` of a header the
- * request lacks scans all of them, and the front asks for about ten that most requests lack.
+ * The request headers the front reads, by name, from the request's headers read once (a `get`
+ * of a header the request lacks scans all of them, and the front asks for about ten that most
+ * requests lack).
  */
 const FRONT_HEADERS = new Set<string>([
   ...REQUEST_ID_HEADERS,
@@ -120,11 +122,11 @@ const FRONT_HEADERS = new Set<string>([
 
 type FrontHeaders = Record<string, string | undefined>;
 
-function frontHeaders(headers: Headers): FrontHeaders {
+function frontHeaders(headers: HeaderPairs): FrontHeaders {
   const out: FrontHeaders = {};
-  headers.forEach((value, name) => {
+  for (const [name, value] of headers) {
     if (FRONT_HEADERS.has(name)) out[name] = value;
-  });
+  }
   return out;
 }
 
@@ -180,7 +182,8 @@ export function createHandler(
     const gw = root.live.current;
     const url = new URL(req.url);
     dropSpanQuery(url);
-    const front = frontHeaders(req.headers);
+    const headerPairs = pairsOf(req.headers);
+    const front = frontHeaders(headerPairs);
     const header = (name: string) => front[name];
     const requestId = requestIdOf(front);
     // The dialect of the path's prefix, until an endpoint matches: then its own.
@@ -218,7 +221,9 @@ export function createHandler(
           }
         }
       }
-      const ctx = new RequestCall(gw, req, url, requestId, dialect, identity, trace);
+      // A signed request's body rides in a request of its own: its headers are read again.
+      const headers = req === incoming ? headerPairs : undefined;
+      const ctx = new RequestCall(gw, req, url, requestId, dialect, identity, trace, headers);
       res = await endpoint.handler(ctx);
     } catch (e) {
       const err = e instanceof GatewayError

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { gzipSync } from "node:zlib";
-import { readJsonBody } from "../src/kit/http.ts";
+import { pairsOf, readJsonBody } from "../src/kit/http.ts";
 import { GatewayError } from "../src/kit/errors.ts";
 import {
   CLIENTS,
@@ -173,7 +173,7 @@ Deno.test("a body read in chunks is let go at the deadline: its stream is cancel
     },
   });
   const req = new Request("http://x/v1/chat/completions", { method: "POST", body });
-  const err = await readJsonBody(req, 50).catch((e) => e);
+  const err = await readJsonBody(req, pairsOf(req.headers), 50).catch((e) => e);
   assert.ok(err instanceof GatewayError, String(err));
   assert.equal(err.status, 408);
   assert.match(err.message, /request_body_timeout_ms \(50 ms\)/);
@@ -194,6 +194,6 @@ Deno.test("a body that arrives in time is read whole, whatever its size or frami
     },
   });
   const req = new Request("http://x/", { method: "POST", body });
-  const read = await readJsonBody(req, 5000);
+  const read = await readJsonBody(req, pairsOf(req.headers), 5000);
   assert.equal(read.raw, text);
 });

@@ -16,6 +16,21 @@ import { badRequest, ClientGone, GatewayError } from "./errors.ts";
 import type { JsonBody } from "./generation.ts";
 import { clip, MAX_MODEL_CHARS } from "./model_name.ts";
 
+/** Header pairs, names lowercase and distinct (as Deno's `Headers` iterates them). */
+export type HeaderPairs = [string, string][];
+
+/**
+ * Every header as pairs, in one pass. On a request `Deno.serve` made, each pass over its
+ * `Headers` (`forEach`, iteration) lowercases and sorts them all again, and a `get` of a header
+ * the request lacks scans them natively: the core reads a request's headers once, through this
+ * (docs/performance.md).
+ */
+export function pairsOf(headers: Headers): HeaderPairs {
+  const out: HeaderPairs = [];
+  headers.forEach((value, name) => out.push([name, value]));
+  return out;
+}
+
 /** Matches Anthropic's documented request limit; Kong may enforce a smaller one. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
 
@@ -101,8 +116,8 @@ function streamedWithin<T>(ms: number, read: (signal: AbortSignal) => Promise<T>
  * The body as text, refusing (without buffering further) once it passes the limit or the
  * deadline. A compressed body is decoded first, and the limit applies to what it decodes to.
  */
-function readLimited(req: Request, deadlineMs: number): Promise<string> {
-  const { length, encoding } = bodyHeaders(req.headers);
+function readLimited(req: Request, headers: HeaderPairs, deadlineMs: number): Promise<string> {
+  const { length, encoding } = bodyHeaders(headers);
   // `identity` (or an empty header) names no coding: the body is read as sent.
   const codings = encoding ? codingsOf(encoding) : undefined;
   const coded = codings !== undefined && codings.length > 0;
@@ -115,19 +130,16 @@ function readLimited(req: Request, deadlineMs: number): Promise<string> {
     ));
 }
 
-/**
- * The body's declared length and coding, read in one pass: a `get` of a header the request lacks
- * (a coding, mostly) scans all of them.
- */
-function bodyHeaders(headers: Headers) {
+/** The body's declared length and coding, from the request's headers read once. */
+function bodyHeaders(headers: HeaderPairs) {
   const found: { length: string | null; encoding: string | null } = {
     length: null,
     encoding: null,
   };
-  headers.forEach((value, name) => {
+  for (const [name, value] of headers) {
     if (name === "content-length") found.length = value;
     else if (name === "content-encoding") found.encoding = value;
-  });
+  }
   return found;
 }
 
@@ -264,10 +276,14 @@ function step() {
 
 /**
  * The request's JSON object body, read within `deadlineMs` (`request_body_timeout_ms`: handlers
- * ask `ctx.jsonBody()`).
+ * ask `ctx.jsonBody()`); `headers`: the request's, read once (`pairsOf`).
  */
-export async function readJsonBody(req: Request, deadlineMs: number): Promise<JsonBody> {
-  const raw = await readLimited(req, deadlineMs);
+export async function readJsonBody(
+  req: Request,
+  headers: HeaderPairs,
+  deadlineMs: number,
+): Promise<JsonBody> {
+  const raw = await readLimited(req, headers, deadlineMs);
   const large = isLarge(raw.length);
   if (large) await breather();
   let json: unknown;

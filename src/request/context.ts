@@ -3,6 +3,7 @@ import type { KeyStore } from "./auth.ts";
 import type { Config, ProviderConfig } from "../config/config.ts";
 import type { Dialect, FormatPlugin, Handler as HandlerOf } from "../kit/format.ts";
 import type { HandlerContext } from "../kit/handler.ts";
+import type { HeaderPairs } from "../kit/http.ts";
 import type { FormatRegistry } from "./registry.ts";
 import type { Limiter } from "../state/limits/limiter.ts";
 import type { PinStore } from "./pins.ts";
@@ -81,6 +82,8 @@ export interface ReportedModels {
  */
 export interface RequestContext extends HandlerContext {
   readonly gw: Gateway;
+  /** Every header of `req`, read once (`pairsOf`: each read of Deno's `Headers` is dear). */
+  readonly headerPairs: HeaderPairs;
   readonly dialect: Dialect;
   /** Who made the request (absent on endpoints that need no key). */
   readonly identity?: Identity;

@@ -3,25 +3,26 @@
  * well-formed, values scrubbed of keys), and responses built with their headers set once.
  */
 import type { UpstreamFraming } from "../kit/framing.ts";
-import { STREAM_HEADERS } from "../kit/http.ts";
+import { type HeaderPairs, STREAM_HEADERS } from "../kit/http.ts";
 import type { Secrets } from "../ops/secrets.ts";
 
 /**
- * Header pairs, distinct names, as `pickHeaders` yields them: set once where they end up
- * (`respond`, `headersFrom`), with no intermediate `Headers` to copy them through.
+ * The headers whose names are listed, or start with a listed prefix ending in `-`, as pairs: set
+ * once where they end up (`respond`, `headersFrom`), with no intermediate `Headers` to copy them
+ * through. From a request's pairs read once, or a `Headers` (`forEach`, not `for…of`: Deno's
+ * header iterator is dearer on the JSON path, docs/performance.md).
  */
-export type HeaderPairs = [string, string][];
-
-/**
- * The headers whose names are listed, or start with a listed prefix ending in `-`. `forEach`,
- * not `for…of`: Deno's header iterator is dearer on the JSON path (docs/performance.md).
- */
-export function pickHeaders(from: Headers, allow: readonly string[]): HeaderPairs {
+export function pickHeaders(from: Headers | HeaderPairs, allow: readonly string[]): HeaderPairs {
   const { names, prefixes } = compiled(allow);
+  const allowed = (k: string) => names.has(k) || prefixes.some((p) => k.startsWith(p));
   const out: HeaderPairs = [];
-  from.forEach((v, k) => {
-    if (names.has(k) || prefixes.some((p) => k.startsWith(p))) out.push([k, v]);
-  });
+  if (Array.isArray(from)) {
+    for (const pair of from) if (allowed(pair[0])) out.push(pair);
+  } else {
+    from.forEach((v, k) => {
+      if (allowed(k)) out.push([k, v]);
+    });
+  }
   return out;
 }
 
@@ -63,16 +64,6 @@ export function respond(
 
 /** `Headers` holding these pairs, set one by one rather than passed to its constructor. */
 export const headersFrom = (pairs: HeaderPairs = []): Headers => setAll(new Headers(), pairs);
-
-/**
- * Every header as pairs, for a `fetch` init: Deno converts a `Headers` there by generic iteration,
- * slower than the pairs it would be made of (docs/performance.md).
- */
-export function pairsOf(headers: Headers): HeaderPairs {
-  const out: HeaderPairs = [];
-  headers.forEach((value, name) => out.push([name, value]));
-  return out;
-}
 
 export const RETRY_HEADERS = ["retry-after", "retry-after-ms", "x-should-retry"] as const;
 

@@ -50,7 +50,7 @@ export async function openProviderSocket(
         spec: formats.upstream(t.provider.api)!,
         key: key?.value,
         path: wire.path,
-        forward: pickHeaders(ctx.req.headers, formats.forwardHeaders(t.provider.api)),
+        forward: pickHeaders(ctx.headerPairs, formats.forwardHeaders(t.provider.api)),
         signal,
         stopping: ctx.gw.stopping,
       });

@@ -6,13 +6,8 @@
 import type { ProviderConfig } from "../config/config.ts";
 import { GatewayError } from "../kit/errors.ts";
 import type { OutgoingRequest, UpstreamSpec } from "../kit/format.ts";
-import {
-  type HeaderPairs,
-  headersFrom,
-  JSON_TYPE,
-  pairsOf,
-  unexpectedContentType,
-} from "./headers.ts";
+import { headersFrom, JSON_TYPE, unexpectedContentType } from "./headers.ts";
+import { type HeaderPairs, pairsOf } from "../kit/http.ts";
 import { ClientGone } from "./stream_end.ts";
 import { Deadline } from "./deadline.ts";
 import type { AnyPlatform } from "../kit/platform.ts";
@@ -131,6 +126,7 @@ export async function callUpstream(r: UpstreamRequest): Promise<UpstreamResponse
   const send = (o: OutgoingRequest) =>
     fetch(o.url, {
       method: o.method,
+      // Pairs: Deno converts a `Headers` init by generic iteration, dearer than its pairs.
       headers: pairsOf(o.headers),
       body: o.body,
       signal: ctrl.signal,

@@ -127,7 +127,7 @@ async function relayAttempt(
     key: key?.value,
     path,
     body: text,
-    forward: pickHeaders(spec.headers ?? ctx.req.headers, formats.forwardHeaders(api)),
+    forward: pickHeaders(spec.headers ?? ctx.headerPairs, formats.forwardHeaders(api)),
     signal: ctx.req.signal,
     stopping: ctx.gw.stopping,
     platform,

@@ -3,7 +3,7 @@
  * (the contract's `HandlerContext`) answered by the core's modules.
  */
 import type { EmbeddingSpec, GenerationSpec, JsonBody, OtherEndpoint } from "../kit/generation.ts";
-import { readJsonBody } from "../kit/http.ts";
+import { type HeaderPairs, pairsOf, readJsonBody } from "../kit/http.ts";
 import type * as ir from "../kit/ir.ts";
 import type { Dialect } from "../kit/format.ts";
 import type { Gateway, RequestContext } from "./context.ts";
@@ -32,6 +32,8 @@ export class RequestCall implements RequestContext {
     readonly dialect: Dialect,
     readonly identity: Identity | undefined,
     readonly trace: Trace,
+    /** `req`'s headers, where the front read them already. */
+    readonly headerPairs: HeaderPairs = pairsOf(req.headers),
   ) {}
 
   get conversations(): Conversations {
@@ -39,7 +41,7 @@ export class RequestCall implements RequestContext {
   }
 
   jsonBody(): Promise<JsonBody> {
-    return readJsonBody(this.req, this.gw.config.request_body_timeout_ms);
+    return readJsonBody(this.req, this.headerPairs, this.gw.config.request_body_timeout_ms);
   }
 
   route(model: string): Resolved {
@@ -81,6 +83,16 @@ export class RequestCall implements RequestContext {
 
   next(changes: Pick<RequestContext, "gw" | "req" | "trace" | "requestId">): RequestContext {
     const { gw, req, trace, requestId } = changes;
-    return new RequestCall(gw, req, this.url, requestId, this.dialect, this.identity, trace);
+    const headers = req === this.req ? this.headerPairs : undefined;
+    return new RequestCall(
+      gw,
+      req,
+      this.url,
+      requestId,
+      this.dialect,
+      this.identity,
+      trace,
+      headers,
+    );
   }
 }
