@@ -13,23 +13,34 @@ import type { Secrets } from "../ops/secrets.ts";
  * header iterator is dearer on the JSON path, docs/performance.md).
  */
 export function pickHeaders(from: Headers | HeaderPairs, allow: readonly string[]): HeaderPairs {
-  const { names, prefixes } = compiled(allow);
-  const allowed = (k: string) => names.has(k) || prefixes.some((p) => k.startsWith(p));
+  const list = compiled(allow);
   const out: HeaderPairs = [];
   if (Array.isArray(from)) {
-    for (const pair of from) if (allowed(pair[0])) out.push(pair);
+    for (const pair of from) if (allows(list, pair[0])) out.push(pair);
   } else {
     from.forEach((v, k) => {
-      if (allowed(k)) out.push([k, v]);
+      if (allows(list, k)) out.push([k, v]);
     });
   }
   return out;
 }
 
-/** Allow-lists are fixed at startup: each is split into names and prefixes once. */
-const compiledLists = new WeakMap<readonly string[], { names: Set<string>; prefixes: string[] }>();
+/** An allow-list split into names and prefixes (fixed at startup: split once). */
+interface AllowList {
+  names: Set<string>;
+  prefixes: string[];
+}
 
-function compiled(allow: readonly string[]) {
+/** Whether the list allows `name`: a plain loop, no closure made per header read. */
+function allows({ names, prefixes }: AllowList, name: string): boolean {
+  if (names.has(name)) return true;
+  for (const p of prefixes) if (name.startsWith(p)) return true;
+  return false;
+}
+
+const compiledLists = new WeakMap<readonly string[], AllowList>();
+
+function compiled(allow: readonly string[]): AllowList {
   let c = compiledLists.get(allow);
   if (!c) {
     c = {
@@ -105,14 +116,14 @@ export function upstreamHeaders(
   allow: readonly string[],
   secrets: Secrets,
 ): HeaderPairs {
-  const picked = pickHeaders(res.headers, allow);
+  const list = compiled(allow);
   const out: HeaderPairs = [];
   let values = "";
-  for (const pair of picked) {
-    if (!(WELL_FORMED[pair[0]]?.test(pair[1]) ?? true)) continue;
-    out.push(pair);
-    values += pair[1] + "\n";
-  }
+  res.headers.forEach((value, name) => {
+    if (!allows(list, name) || !(WELL_FORMED[name]?.test(value) ?? true)) return;
+    out.push([name, value]);
+    values += value + "\n";
+  });
   // One search over all the values: they almost never hold a key.
   if (!secrets.found(values)) return out;
   return out.map(([name, value]) => [name, secrets.scrub(value)]);
