@@ -14,6 +14,9 @@
 # compares relayed and converted JSON on one checkout. GZIP_B=1 sends B's bodies gzip-compressed
 # (the cost of decoding a request body): GZIP_B=1 bash bench/ab.sh . .; AZURE_B=1 sends B's
 # through the azure-openai platform (its mock: the cost of a platform's addressing and headers).
+# TOGETHER=1 loads both gateways at once each round (two wrk, c=32 each) instead of in turns: the
+# VM's drift, which moves rounds taken seconds apart by ±30% some hours, then hits both sides of a
+# round alike; read CPU per request (each gets about half the machine, so req/s halve).
 set -euo pipefail
 a=$(realpath "$1") b=$(realpath "$2")
 here=$(dirname "$(realpath "$0")")
@@ -117,8 +120,15 @@ median() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {print (v[int((N
 for port in 18181 18182; do load $port 32 3 >/dev/null; done # warm both
 ra=() rb=() la=() lb=() ratios=()
 # Each round swaps which goes first: the second of a pair reads ~1% faster (A/A runs).
+together() { # both gateways loaded at once: each round's two figures share the VM's moment
+  rps 18181 >"$tmp/together.a" &
+  rps 18182 >"$tmp/together.b"
+  wait $!
+  ra+=("$(cat "$tmp/together.a")") rb+=("$(cat "$tmp/together.b")")
+}
 for i in $(seq "${ROUNDS:-8}"); do
-  if ((i % 2)); then ra+=("$(rps 18181)") rb+=("$(rps 18182)"); else rb+=("$(rps 18182)") ra+=("$(rps 18181)"); fi
+  if [ -n "${TOGETHER:-}" ]; then together
+  elif ((i % 2)); then ra+=("$(rps 18181)") rb+=("$(rps 18182)"); else rb+=("$(rps 18182)") ra+=("$(rps 18181)"); fi
 done
 for i in 1 2 3 4; do
   if ((i % 2)); then la+=("$(p50 18181)") lb+=("$(p50 18182)"); else lb+=("$(p50 18182)") la+=("$(p50 18181)"); fi
