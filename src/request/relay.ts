@@ -12,7 +12,6 @@ import { ClientGone } from "./stream_end.ts";
 import { Deadline } from "./deadline.ts";
 import type { AnyPlatform } from "../kit/platform.ts";
 import type { UpstreamFraming } from "../kit/framing.ts";
-import type { Secrets } from "../ops/secrets.ts";
 import {
   credentialScrub,
   platformAnswer,
@@ -67,19 +66,6 @@ export interface UpstreamResponse {
    * quotes a registered secret.
    */
   scrubCredential?: (text: string) => string;
-}
-
-/**
- * Upstream text that may quote a credential, scrubbed: of the provider keys, then of what the
- * call's credential scrubs (a SigV4 signature, quoted beside the access key id it names).
- */
-export function scrubUpstream(
-  up: Pick<UpstreamResponse, "scrubCredential">,
-  secrets: Secrets,
-  text: string,
-): string {
-  const scrubbed = secrets.scrub(text);
-  return up.scrubCredential ? up.scrubCredential(scrubbed) : scrubbed;
 }
 
 /**

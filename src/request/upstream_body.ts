@@ -8,9 +8,22 @@ import { fromProviderError, GatewayError } from "../kit/errors.ts";
 import type { UpstreamSpec } from "../kit/format.ts";
 import { headersFrom, RETRY_HEADERS, upstreamHeaders } from "./headers.ts";
 import { readPlatformError } from "./platforms.ts";
-import { scrubUpstream, type UpstreamResponse } from "./relay.ts";
+import type { UpstreamResponse } from "./relay.ts";
 import type { Secrets } from "../ops/secrets.ts";
 import { ClientGone } from "./stream_end.ts";
+
+/**
+ * Upstream text that may quote a credential, scrubbed: of the provider keys, then of what the
+ * call's credential scrubs (a SigV4 signature, quoted beside the access key id it names).
+ */
+export function scrubUpstream(
+  up: Pick<UpstreamResponse, "scrubCredential">,
+  secrets: Secrets,
+  text: string,
+): string {
+  const scrubbed = secrets.scrub(text);
+  return up.scrubCredential ? up.scrubCredential(scrubbed) : scrubbed;
+}
 
 /** Bodies up to this size are read in one call when their length is declared. */
 const WHOLE_READ_BYTES = 1024 * 1024;

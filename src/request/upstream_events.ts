@@ -10,7 +10,8 @@ import type { SseEvent } from "../kit/sse.ts";
 import type { Secrets } from "../ops/secrets.ts";
 import type { Deadline } from "./deadline.ts";
 import { ProviderFailure } from "./failover.ts";
-import { scrubUpstream, type UpstreamResponse } from "./relay.ts";
+import type { UpstreamResponse } from "./relay.ts";
+import { scrubUpstream } from "./upstream_body.ts";
 import { ClientGone } from "./stream_end.ts";
 
 /** The buffer sizes an upstream stream is read with. */
