@@ -142,3 +142,7 @@ echo "B/A per round: ${ratios[*]}; median $(median "${ratios[@]}")"
 mapfile -t ca <"$tmp/cpu.18181"
 mapfile -t cb <"$tmp/cpu.18182"
 echo "CPU per request (µs), A: ${ca[*]}, median $(median "${ca[@]}"); B: ${cb[*]}, median $(median "${cb[@]}")"
+# Like req/s, a round's own pair cancels most of the drift: its median is the CPU figure to read.
+cpu_ratios=()
+for i in "${!ca[@]}"; do cpu_ratios+=("$(awk "BEGIN {printf \"%.3f\", ${cb[$i]} / ${ca[$i]}}")"); done
+echo "CPU per request B/A per round: ${cpu_ratios[*]}; median $(median "${cpu_ratios[@]}")"

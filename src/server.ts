@@ -37,7 +37,6 @@ import {
 } from "./state/limits/identity.ts";
 import type { Identity } from "./state/limits/policy.ts";
 import { type LimitStore, MemoryLimitStore } from "./state/limits/store.ts";
-import { RedisLimitStore } from "./state/limits/redis.ts";
 import { inRedis } from "./config/redis_url.ts";
 
 /** Incoming request-id headers, in order of preference (Kong's first). */
@@ -73,10 +72,15 @@ export async function createGateway(
   const metrics = new Metrics({ maxLabelValues: config.metrics?.max_label_values, systems });
   const live = { current: undefined! as Gateway };
   const storeCfg = config.limits_store;
+  // Loaded only where limits count in Redis: its client is the largest module the gateway has
+  // (~4.5 MB of heap), and a larger resident heap costs every request (docs/performance.md).
+  const redisLimits = !opts.limitStore && inRedis(storeCfg)
+    ? (await import("./state/limits/redis.ts")).RedisLimitStore
+    : undefined;
   const limiter = new Limiter(
     (onError) =>
       opts.limitStore ??
-        (inRedis(storeCfg) ? RedisLimitStore.connect(storeCfg, onError) : new MemoryLimitStore()),
+        (redisLimits ? redisLimits.connect(storeCfg, onError) : new MemoryLimitStore()),
     storeCfg,
     metrics,
     () => live.current.policy,
