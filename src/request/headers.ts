@@ -116,14 +116,13 @@ export function upstreamHeaders(
   allow: readonly string[],
   secrets: Secrets,
 ): HeaderPairs {
-  const list = compiled(allow);
   const out: HeaderPairs = [];
   let values = "";
-  res.headers.forEach((value, name) => {
-    if (!allows(list, name) || !(WELL_FORMED[name]?.test(value) ?? true)) return;
-    out.push([name, value]);
-    values += value + "\n";
-  });
+  for (const pair of pickHeaders(res.headers, allow)) {
+    if (!(WELL_FORMED[pair[0]]?.test(pair[1]) ?? true)) continue;
+    out.push(pair);
+    values += pair[1] + "\n";
+  }
   // One search over all the values: they almost never hold a key.
   if (!secrets.found(values)) return out;
   return out.map(([name, value]) => [name, secrets.scrub(value)]);
