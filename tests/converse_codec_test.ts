@@ -51,8 +51,9 @@ async function converse(url: string, model: string, req: ir.Request): Promise<Re
 }
 
 /** Frames of `bytes` as the framing divides them when they arrive `size` bytes at a time. */
-function scanInChunks(bytes: Uint8Array, size: number) {
+async function scanInChunks(bytes: Uint8Array, size: number) {
   const framing = converseFraming();
+  await framing.ready;
   const decoder = new TextDecoder();
   const events: SseEvent[] = [];
   let held = new Uint8Array(0);
@@ -76,8 +77,8 @@ async function streamIr(url: string, model: string, req: ir.Request): Promise<ir
   assert.equal(res.status, 200);
   assert.equal(res.headers.get("content-type"), EVENT_STREAM_TYPE);
   const bytes = new Uint8Array(await res.arrayBuffer());
-  const events = scanInChunks(bytes, 7);
-  assert.deepEqual(scanInChunks(bytes, 1), events);
+  const events = await scanInChunks(bytes, 7);
+  assert.deepEqual(await scanInChunks(bytes, 1), events);
   return await pipe(events, converseCodec.decodeStream(DECODE));
 }
 
@@ -238,6 +239,7 @@ Deno.test("converse: a frame whose checksum fails is a malformed event; the fram
     const res = await converse(url, CLAUDE, request({ stream: true }));
     const bytes = new Uint8Array(await res.arrayBuffer());
     const framing = converseFraming();
+    await framing.ready;
     const decode = (b: Uint8Array) => new TextDecoder().decode(b);
     assert.equal(framing.scan(bytes, 0, decode).malformed, undefined);
     const first = new DataView(bytes.buffer).getUint32(0);

@@ -11,6 +11,11 @@ import type { StreamFraming } from "../src/kit/generation.ts";
 import type { SseEvent } from "../src/kit/sse.ts";
 import type { ClientFormat } from "../src/request/registry.ts";
 import { PLUGINS } from "../plugins/mod.ts";
+import { loadEventStreams } from "../plugins/platforms/event_stream.ts";
+
+// The harness scans streams synchronously (a client's view of what it read so far); the
+// event-stream codec, which the gateway loads on first use, is loaded here once for that.
+await loadEventStreams();
 
 /** How a client of the format asks for a generation. */
 export interface ClientSide {

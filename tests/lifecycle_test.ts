@@ -11,8 +11,10 @@ import {
   openaiHeaders,
   post,
 } from "./helpers.ts";
+import { decodeFrames } from "./mock/eventstream.ts";
 import { startMockUpstream } from "./mock/upstream.ts";
 import { spawnGateway } from "./process.ts";
+import { bedrockHeaders, bedrockModelPath } from "./requests.ts";
 
 async function writeConfig(upstreamUrl: string, grace: number): Promise<string> {
   const cfg = await mockConfig(upstreamUrl);
@@ -150,7 +152,7 @@ Deno.test("shutdown: while draining, /readyz is 503 and new requests get 503", a
   setAccessLogSink(previous);
 });
 
-Deno.test("bundle: `deno bundle` output starts and serves the demo provider", async () => {
+Deno.test("bundle: `deno bundle` output starts and serves the demo provider, also to a ConverseStream client", async () => {
   const dir = await Deno.makeTempDir();
   try {
     const bundle = await new Deno.Command(Deno.execPath(), {
@@ -170,6 +172,15 @@ Deno.test("bundle: `deno bundle` output starts and serves the demo provider", as
       (await res.json()).choices[0].message.content,
       /demo provider\. You said: bundled/,
     );
+    // A module loaded on first use is in the bundle too (tests/first_use_test.ts).
+    const stream = await post(
+      gw.url + bedrockModelPath("demo-1", "converse-stream"),
+      bedrockHeaders(),
+      bodies.converse(),
+    );
+    assert.equal(stream.status, 200);
+    const frames = decodeFrames(new Uint8Array(await stream.arrayBuffer()));
+    assert.equal(frames.at(-1)?.headers[":event-type"], "metadata");
     gw.process.kill("SIGTERM");
     assert.equal((await gw.output()).code, 0);
   } finally {

@@ -10,6 +10,7 @@ import {
   EventStreamError,
   type EventStreamFrame,
   eventStreamFrames,
+  loadEventStreams,
 } from "../plugins/platforms/event_stream.ts";
 import { GoogleTokenError, GoogleTokenSource } from "../plugins/platforms/google_token.ts";
 import { scrubSignatures, signAwsRequest } from "../plugins/platforms/sigv4.ts";
@@ -59,7 +60,8 @@ Deno.test("event stream: frames cut at any byte decode to their headers and payl
   }
 });
 
-Deno.test("event stream: the encoder writes the bytes the mock's independent encoder writes", () => {
+Deno.test("event stream: the encoder writes the bytes the mock's independent encoder writes", async () => {
+  await loadEventStreams();
   const payload = new TextEncoder().encode(JSON.stringify({ bytes: btoa("{}") }));
   const headers = {
     ":event-type": "chunk",

@@ -17,7 +17,7 @@ import {
   METRICS_KEY,
   streamExceptionName,
 } from "../platforms/bedrock_wire.ts";
-import { EVENT_STREAM_TYPE, jsonFrame } from "../platforms/event_stream.ts";
+import { EVENT_STREAM_TYPE, jsonFrame, loadEventStreams } from "../platforms/event_stream.ts";
 import { jsonObjectOf } from "../shared.ts";
 
 /** Anthropic's in-stream error types as the kinds whose exceptions Bedrock streams instead. */
@@ -87,6 +87,7 @@ function invokeFraming(upstream?: UpstreamFraming): UpstreamFraming {
   return {
     mediaType: upstream?.mediaType ?? "text/event-stream",
     relayedType: EVENT_STREAM_TYPE,
+    ready: loadEventStreams(),
     scan(buf, from, decode) {
       const scan = upstream!.scan(buf, from, decode);
       // Cut short, the core writes the events before the cut (`rewrite`).

@@ -15,6 +15,7 @@ import {
   EVENT_STREAM_TYPE,
   type EventStreamFrame,
   jsonFrame,
+  loadEventStreams,
 } from "../platforms/event_stream.ts";
 
 export { EVENT_STREAM_TYPE };
@@ -47,6 +48,7 @@ export const cutStream = (why: string) =>
 export function converseFraming(): UpstreamFraming {
   return {
     mediaType: EVENT_STREAM_TYPE,
+    ready: loadEventStreams(),
     scan(buf, _from, decode) {
       const { frames, cut, error } = cutFrames(buf);
       const events = frames.map((f) => eventOf(f, decode));

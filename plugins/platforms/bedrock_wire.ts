@@ -11,7 +11,13 @@ import type { Usage } from "../../src/kit/ir.ts";
 import type { PlatformError } from "../../src/kit/platform.ts";
 import type { UsageSource } from "../../src/kit/usage.ts";
 import { formatSse, type SseEvent } from "../../src/kit/sse.ts";
-import { cutFrames, EVENT_STREAM_TYPE, type EventStreamFrame, jsonFrame } from "./event_stream.ts";
+import {
+  cutFrames,
+  EVENT_STREAM_TYPE,
+  type EventStreamFrame,
+  jsonFrame,
+  loadEventStreams,
+} from "./event_stream.ts";
 
 /**
  * Why a model id cannot be the `/model/{id}/…` path segment. Ids with `:` and ARNs (with `/`)
@@ -265,6 +271,7 @@ export function invokeStreamFraming(inner: UpstreamFraming): UpstreamFraming {
   return {
     mediaType: EVENT_STREAM_TYPE,
     relayedType: inner.relayedType ?? inner.mediaType,
+    ready: loadEventStreams(),
     scan(buf) {
       const events: SseEvent[] = [];
       let text = "";

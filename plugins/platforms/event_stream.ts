@@ -7,7 +7,7 @@
  * `:content-type` are all Bedrock sends.
  */
 // @smithy/eventstream-codec now re-exports this (deprecated there); this is its home.
-import { EventStreamCodec } from "@smithy/core/event-streams";
+import type { EventStreamCodec } from "@smithy/core/event-streams";
 
 export const EVENT_STREAM_TYPE = "application/vnd.amazon.eventstream";
 
@@ -16,10 +16,28 @@ export interface EventStreamFrame {
   payload: Uint8Array;
 }
 
-const codec = new EventStreamCodec(
-  (bytes: Uint8Array) => new TextDecoder().decode(bytes),
-  (text: string) => new TextEncoder().encode(text),
-);
+let codec: EventStreamCodec | undefined;
+let loading: Promise<void> | undefined;
+
+/**
+ * Loads the codec, once: a framing that encodes or decodes frames gives this as its `ready`, and
+ * the core awaits it before the framing's first scan or write. Loaded on first use, since Smithy's
+ * modules hold ~1.5 MB of heap that a gateway without Bedrock clients or providers never uses,
+ * and a larger heap costs every request's garbage collection (docs/performance.md).
+ */
+export function loadEventStreams(): Promise<void> {
+  return loading ??= import("@smithy/core/event-streams").then(({ EventStreamCodec }) => {
+    codec = new EventStreamCodec(
+      (bytes: Uint8Array) => new TextDecoder().decode(bytes),
+      (text: string) => new TextEncoder().encode(text),
+    );
+  });
+}
+
+function loaded(): EventStreamCodec {
+  if (!codec) throw new Error("the event-stream codec is used before loadEventStreams()");
+  return codec;
+}
 
 /** Frames whose prelude announces more than this are refused rather than buffered. */
 const MAX_FRAME_BYTES = 16 * 1024 * 1024;
@@ -33,7 +51,7 @@ export function encodeFrame(frame: EventStreamFrame): Uint8Array {
   const headers = Object.fromEntries(
     Object.entries(frame.headers).map(([k, value]) => [k, { type: "string" as const, value }]),
   );
-  return codec.encode({ headers, body: frame.payload });
+  return loaded().encode({ headers, body: frame.payload });
 }
 
 const encoder = new TextEncoder();
@@ -53,7 +71,7 @@ export function jsonFrame(kind: "event" | "exception", type: string, json: strin
   });
 }
 
-function decodeFrame(bytes: Uint8Array): EventStreamFrame {
+function decodeFrame(codec: EventStreamCodec, bytes: Uint8Array): EventStreamFrame {
   let message;
   try {
     message = codec.decode(bytes);
@@ -77,6 +95,7 @@ interface FrameCut {
 }
 
 export function cutFrames(buf: Uint8Array): FrameCut {
+  const codec = loaded();
   const frames: EventStreamFrame[] = [];
   let at = 0;
   try {
@@ -86,7 +105,7 @@ export function cutFrames(buf: Uint8Array): FrameCut {
         throw new EventStreamError(`event-stream frame length ${total} is out of range`);
       }
       if (buf.length - at < total) break;
-      frames.push(decodeFrame(buf.subarray(at, at + total)));
+      frames.push(decodeFrame(codec, buf.subarray(at, at + total)));
       at += total;
     }
   } catch (error) {
@@ -99,6 +118,7 @@ export function cutFrames(buf: Uint8Array): FrameCut {
 export function eventStreamFrames(): TransformStream<Uint8Array, EventStreamFrame> {
   let buffer = new Uint8Array(0);
   return new TransformStream({
+    start: loadEventStreams,
     transform(chunk, controller) {
       const joined = new Uint8Array(buffer.length + chunk.length);
       joined.set(buffer);

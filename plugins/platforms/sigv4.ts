@@ -7,7 +7,6 @@
  * received request's host is the one it reached (`Host`, or HTTP/2's `:authority`, which Deno
  * puts in the request's URL).
  */
-import { SignatureV4 } from "@smithy/signature-v4";
 import { GatewayError } from "../../src/kit/errors.ts";
 import { joinBytes } from "../../src/kit/http.ts";
 import { REDACTED } from "../../src/kit/platform.ts";
@@ -85,6 +84,9 @@ async function authorization(
   date: Date,
   signed?: Set<string>,
 ): Promise<Record<string, string>> {
+  // Loaded on first use: with its Smithy modules it holds heap (a cost to every request's
+  // garbage collection) that a gateway without AWS providers or signing clients never uses.
+  const { SignatureV4 } = await import("@smithy/signature-v4");
   const signer = new SignatureV4({
     credentials,
     region: scope.region,

@@ -4,9 +4,8 @@
  * provides them) decode all four codings and hand out bounded chunks with backpressure; the web
  * DecompressionStream knows neither `br` nor `zstd` and inflates a whole input chunk at once.
  */
-import { pipeline, Readable } from "node:stream";
+import type { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
-import * as zlib from "node:zlib";
 
 /**
  * The largest zstd window a decoder accepts: 8 MiB, the bound RFC 9659 sets for the `zstd`
@@ -14,12 +13,14 @@ import * as zlib from "node:zlib";
  */
 const ZSTD_WINDOW_LOG_MAX = 23;
 
-const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
-  gzip: () => zlib.createGunzip(),
-  "x-gzip": () => zlib.createGunzip(),
-  deflate: () => zlib.createInflate(),
-  br: () => zlib.createBrotliDecompress(),
-  zstd: () =>
+type Zlib = typeof import("node:zlib");
+
+const DECODERS: Record<string, (zlib: Zlib) => NodeJS.ReadWriteStream> = {
+  gzip: (zlib) => zlib.createGunzip(),
+  "x-gzip": (zlib) => zlib.createGunzip(),
+  deflate: (zlib) => zlib.createInflate(),
+  br: (zlib) => zlib.createBrotliDecompress(),
+  zstd: (zlib) =>
     zlib.createZstdDecompress({
       params: { [zlib.constants.ZSTD_d_windowLogMax]: ZSTD_WINDOW_LOG_MAX },
     }),
@@ -70,9 +71,15 @@ export async function decode(
   signal?: AbortSignal,
 ): Promise<Uint8Array> {
   if (!body) return new Uint8Array();
+  // Loaded on first use: Node's streams and zlib hold heap (a cost to every request's garbage
+  // collection) that a gateway whose clients send plain bodies never uses.
+  const [{ pipeline, Readable }, zlib] = await Promise.all([
+    import("node:stream"),
+    import("node:zlib"),
+  ]);
   const streams = [
     Readable.fromWeb(body.pipeThrough(counted(limit), { signal }) as NodeReadableStream),
-    ...codings.toReversed().map((c) => DECODERS[c]()),
+    ...codings.toReversed().map((c) => DECODERS[c](zlib)),
   ];
   // `pipeline` passes an error (a client gone, bad data) on to the last stream, and destroys all.
   const decoded = (pipeline as (...s: unknown[]) => Readable)(...streams, () => {});

@@ -48,6 +48,11 @@ export type Written = string | Uint8Array;
 export interface UpstreamFraming {
   /** The content type of a stream in this framing (a 2xx of another type is refused). */
   mediaType: string;
+  /**
+   * Settles when the methods below may be called: set by a framing whose codec loads on first
+   * use (AWS event stream); the core awaits it before the first scan or write.
+   */
+  ready?: Promise<void>;
   /** The content type of the relayed bytes when the framing re-frames them. */
   relayedType?: string;
   /** Scans `buf`, of which bytes before `from` were scanned before and held back. */

@@ -158,6 +158,7 @@ export function clientStream(
   };
   trace.streaming = true;
   return new ReadableStream<Uint8Array>({
+    start: () => framing.ready,
     async pull(controller) {
       // Loop until something can go out: a batch may hold only events with nothing to show.
       while (pending.empty) {

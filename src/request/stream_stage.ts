@@ -124,6 +124,7 @@ export function relayStream(
   };
   trace.streaming = true;
   return new ReadableStream<Uint8Array>({
+    start: () => framing.ready,
     async pull(controller) {
       let batch: Batch | undefined;
       try {

@@ -74,6 +74,7 @@ export class EventReader {
   }
 
   async next(): Promise<Batch | undefined> {
+    if (this.framing.ready) await this.framing.ready;
     if (this.failure) throw this.failure;
     for (;;) {
       let chunk: ReadableStreamReadResult<Uint8Array>;
