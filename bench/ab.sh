@@ -17,6 +17,7 @@
 # TOGETHER=1 loads both gateways at once each round (two wrk, c=32 each) instead of in turns: the
 # VM's drift, which moves rounds taken seconds apart by ±30% some hours, then hits both sides of a
 # round alike; read CPU per request (each gets about half the machine, so req/s halve).
+# A claim of a few percent needs several runs: bench/ab_pool.ts pools their rounds (saved output).
 set -euo pipefail
 a=$(realpath "$1") b=$(realpath "$2")
 here=$(dirname "$(realpath "$0")")
