@@ -4,9 +4,10 @@
  * one event named by its `:event-type` — or by its `:exception-type` for an exception frame,
  * which the decoder turns into an error — and the same events written back as frames for a
  * Converse client. A relayed stream goes out as the provider's own frames. A frame that fails
- * its checksum (or has an impossible length) ends the stream as a malformed event.
+ * its checksum (or has an impossible length), or whose payload is not whole JSON, ends the
+ * stream as a malformed event.
  */
-import { formatSse, type SseEvent } from "../../src/kit/sse.ts";
+import { formatSse, looksWhole, type SseEvent } from "../../src/kit/sse.ts";
 import type { UpstreamFraming } from "../../src/kit/framing.ts";
 import type { StreamFraming } from "../../src/kit/generation.ts";
 import { joinBytes } from "../../src/kit/http.ts";
@@ -52,6 +53,9 @@ export function converseFraming(): UpstreamFraming {
     scan(buf, _from, decode) {
       const { frames, cut, error } = cutFrames(buf);
       const events = frames.map((f) => eventOf(f, decode));
+      // A frame whose payload is not whole JSON ends the stream as an SSE event would.
+      const broken = events.findIndex((e) => !looksWhole(e.data));
+      if (broken >= 0) return { cut: buf.length, events, malformed: { at: broken, before: "" } };
       if (error) return { cut: buf.length, events, malformed: { at: events.length, before: "" } };
       // The events as text, where provider keys are looked for (the bytes are binary).
       return { cut, events, text: events.map(formatSse).join("") };

@@ -10,6 +10,17 @@ export interface SseEvent {
   data: string;
 }
 
+/**
+ * A whole JSON payload, judged by its first and last characters (a bracketed end marker such as
+ * chat's passes as an array): a relayed stream ends at an event that is not, as a malformed one.
+ */
+export function looksWhole(data: string): boolean {
+  const t = data.trim();
+  const first = t[0];
+  const last = t[t.length - 1];
+  return (first === "{" && last === "}") || (first === "[" && last === "]");
+}
+
 export function formatSse(e: SseEvent): string {
   return e.event ? `event: ${e.event}\ndata: ${e.data}\n\n` : `data: ${e.data}\n\n`;
 }

@@ -10,7 +10,7 @@ import type { StreamWatch } from "../kit/codec.ts";
 import { GatewayError } from "../kit/errors.ts";
 import { ClientGone, clientGone, closeStream } from "./stream_end.ts";
 import type { Batch, EventReader } from "./upstream_events.ts";
-import type { SseEvent } from "../kit/sse.ts";
+import { looksWhole, type SseEvent } from "../kit/sse.ts";
 import type { Usage } from "../kit/ir.ts";
 import type { UpstreamFraming } from "../kit/framing.ts";
 import type { UpstreamSpec } from "../kit/format.ts";
@@ -46,17 +46,6 @@ function parseRecord(record: string): SseEvent | undefined {
     }
   }
   return data === undefined ? undefined : { event, data };
-}
-
-/**
- * A JSON payload, judged by its first and last characters (a bracketed end marker such as
- * chat's passes as an array).
- */
-function looksWhole(data: string): boolean {
-  const t = data.trim();
-  const first = t[0];
-  const last = t[t.length - 1];
-  return (first === "{" && last === "}") || (first === "[" && last === "]");
 }
 
 /** How a format's streams divide into events: its own framing, else server-sent events. */

@@ -97,6 +97,12 @@ export interface Faults {
 /** `e` with a payload that is not JSON though it starts and ends like an object. */
 const garbled = (e: WireEvent): WireEvent => ({ ...e, data: `{,${payload(e).slice(1)}` });
 
+/** `e` with its payload's JSON cut in half (the framing around it kept, binary or text). */
+const broken = (e: WireEvent): WireEvent => ({
+  ...e,
+  data: payload(e).slice(0, Math.ceil(payload(e).length / 2)),
+});
+
 /**
  * Yields `events` with the scenario's timing and returns how the delivery ended: `cut` stops
  * after the second content fragment (never sending the last event); `stall` waits STALL_MS
@@ -193,11 +199,8 @@ export function streamBody(
     typeof wire === "string" ? encoder.encode(wire) : wire;
   const text = (event: WireEvent, index: number) => {
     if (faults.garbled && index === faultAt) return framing.encode(garbled(event), index);
-    const wire = framing.encode(event, index);
-    if (!faults.badJson || index !== faultAt || typeof wire !== "string") return wire;
-    // Break the payload's JSON, keep the framing around it.
-    const data = typeof event.data === "string" ? event.data : JSON.stringify(event.data);
-    return wire.replace(data, data.slice(0, Math.ceil(data.length / 2)));
+    if (faults.badJson && index === faultAt) return framing.encode(broken(event), index);
+    return framing.encode(event, index);
   };
   return new ReadableStream<Uint8Array>({
     async start(controller) {
