@@ -9,6 +9,7 @@ import { validateConfig } from "../src/config/config.ts";
 import {
   anthropicHeaders,
   bodies,
+  cutShort,
   envelopeMessage,
   googleHeaders,
   type Harness,
@@ -254,9 +255,9 @@ Deno.test("failover: a 200 stream that errors before any content fails over; aft
       const before = h.upstream.requests.length;
       const cut = `fo-${c.name}-cut`;
       const cutRes = await post(h.url + c.path(cut, true), c.headers, c.body(cut, true));
-      const text = await cutRes.text();
-      assert.equal(cutRes.status, 200, text);
-      assert.match(text, /upstream_interrupted/, `${c.name}: the interruption ending`);
+      const bytes = await cutRes.bytes();
+      assert.equal(cutRes.status, 200, new TextDecoder().decode(bytes));
+      assert.ok(cutShort(c, bytes), `${c.name}: the interruption ending`);
       assert.deepEqual(headerOf(cutRes), { provider: `p-${c.name}-cut`, attempts: 1 });
       assert.equal(h.upstream.requests.length, before + 1, `${c.name}: no silent retry`);
     }

@@ -163,13 +163,15 @@ const isInterruption = (data: string) => data.includes('"upstream_interrupted"')
 
 /**
  * A binary (AWS event stream) client stream's frames, read by the mock's own decoder, as records:
- * a `chunk`'s Anthropic event by its type, an exception frame as `exception` with its payload.
+ * a `chunk`'s Anthropic event by its type (InvokeModel), any other event by its name (Converse),
+ * an exception frame as `exception` with its payload.
  */
 function frames(bytes: Uint8Array): { event?: string; data: string }[] {
   const decoder = new TextDecoder();
   return decodeFrames(bytes).map(({ headers, payload }) => {
     const data = decoder.decode(payload);
     if (headers[":message-type"] === "exception") return { event: "exception", data };
+    if (headers[":event-type"] !== "chunk") return { event: headers[":event-type"], data };
     const event = decoder.decode(Uint8Array.fromBase64(JSON.parse(data).bytes));
     return { event: JSON.parse(event).type, data: event };
   });

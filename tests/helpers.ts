@@ -10,6 +10,7 @@ import { Formats } from "../src/request/formats.ts";
 import type { LimitStore } from "../src/state/limits/store.ts";
 import { PLUGINS } from "../plugins/mod.ts";
 import { PLATFORMS } from "../plugins/platforms/mod.ts";
+import { decodeFrames } from "./mock/eventstream.ts";
 import { type MockUpstream, startMockUpstream } from "./mock/upstream.ts";
 import { speaksUpstream, streamText, TEST_FORMATS, type TestFormat } from "./formats.ts";
 import { HASHED_KEY, KEY } from "./requests.ts";
@@ -332,6 +333,23 @@ const MARK = "@@message@@";
 export function endsInterrupted(c: Pick<Ingress, "dialect">, text: string): boolean {
   const ending = c.dialect.interruption(MARK).replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   return new RegExp(`${ending.replace(MARK, "[^\\n]*")}$`).test(text);
+}
+
+/**
+ * Whether a client stream (its bytes) was cut short as its dialect tells it: a text stream ends
+ * with the dialect's interruption ending, saying `upstream_interrupted`; a binary one (Bedrock's
+ * event stream) with its one exception frame, which says why.
+ */
+export function cutShort(c: Pick<Ingress, "dialect" | "binary">, bytes: Uint8Array): boolean {
+  if (!c.binary) {
+    const text = new TextDecoder().decode(bytes);
+    return endsInterrupted(c, text) && text.includes('"upstream_interrupted"');
+  }
+  const frames = decodeFrames(bytes);
+  const exceptions = frames.filter((f) => f.headers[":message-type"] === "exception");
+  const last = frames.at(-1);
+  return exceptions.length === 1 && exceptions[0] === last &&
+    typeof JSON.parse(new TextDecoder().decode(last.payload)).message === "string";
 }
 
 /**

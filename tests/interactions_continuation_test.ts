@@ -233,6 +233,7 @@ const CUT_SHORT: Record<Ingress["name"], (body: Json) => boolean> = {
   responses: (b) => b.status === "incomplete",
   messages: (b) => b.stop_reason === "max_tokens",
   "generate-content": (b) => b.candidates[0].finishReason === "MAX_TOKENS",
+  converse: (b) => b.stopReason === "max_tokens",
 };
 
 // Without a budget past the cap there is nothing to continue: Google stops at the cap (and the

@@ -4,7 +4,8 @@ import {
   anthropicHeaders,
   assertDisconnectAborts,
   bodies,
-  endsInterrupted,
+  cutShort,
+  envelopeMessage,
   googleHeaders,
   type Harness,
   INGRESS,
@@ -45,7 +46,8 @@ Deno.test("passthrough: each format relays bytes unchanged, stream and not", asy
           assert.equal(normalize(a), normalize(b));
           if (stream) {
             assert.equal(via.headers.get("x-accel-buffering"), "no");
-            assert.match(via.headers.get("content-type") ?? "", /text\/event-stream/);
+            const type = c.binary ? "application/vnd.amazon.eventstream" : "text/event-stream";
+            assert.match(via.headers.get("content-type") ?? "", new RegExp(type));
           }
           const sent = h.upstream.requests.at(-2)!;
           assert.equal(sent.body, JSON.stringify(c.body(c.model, stream)), "body relayed verbatim");
@@ -122,8 +124,8 @@ Deno.test("passthrough: provider errors keep their status and envelope", async (
       const u = urls(h, c, model, false);
       const res = await post(u.gateway, c.headers, c.body(model, false));
       assert.equal(res.status, 429, c.name);
-      const body = await res.json();
-      assert.ok(body.error, `${c.name}: ${JSON.stringify(body)}`);
+      // The provider's own envelope, in the dialect of the format it shares with the client.
+      assert.ok(envelopeMessage(c, await res.json()), c.name);
     }
   } finally {
     await h.close();
@@ -137,10 +139,9 @@ Deno.test("passthrough: an upstream cut mid-stream ends with the dialect's inter
       await t.step(c.name, async () => {
         const model = c.model.replace("text", "cut");
         const u = urls(h, c, model, true);
-        const text = await (await post(u.gateway, c.headers, c.body(model, true))).text();
+        const bytes = await (await post(u.gateway, c.headers, c.body(model, true))).bytes();
         // Each dialect's own ending (the Anthropic SDK raises only named events, for one).
-        assert.ok(endsInterrupted(c, text), text);
-        assert.match(text, /upstream_interrupted/);
+        assert.ok(cutShort(c, bytes), new TextDecoder().decode(bytes));
       });
     }
   } finally {
@@ -155,11 +156,11 @@ Deno.test("passthrough: a stalled upstream is cut by the idle timeout", async ()
       const model = c.model.replace("text", "stall");
       const u = urls(h, c, model, true);
       const started = performance.now();
-      const text = await (await post(u.gateway, c.headers, c.body(model, true))).text();
+      const bytes = await (await post(u.gateway, c.headers, c.body(model, true))).bytes();
+      const text = new TextDecoder().decode(bytes);
       assert.ok(performance.now() - started < 10_000, "did not wait for the 60 s stall");
-      assert.match(text, /upstream_interrupted/, c.name);
+      assert.ok(cutShort(c, bytes), `${c.name}: ${text}`);
       assert.match(text, /within 200 ms/);
-      assert.ok(endsInterrupted(c, text), text);
     }
   } finally {
     await h.close();

@@ -24,6 +24,7 @@ import {
   mockConfig,
   wsExchange,
 } from "./helpers.ts";
+import { concat, eventFrame } from "./mock/eventstream.ts";
 
 /** A key with a `/` (spelled `\/` in JSON) and a `+` (percent-encoded in URLs). */
 const SECRET = "sk-echo/Key+xyzzy0123456789abcdef";
@@ -51,6 +52,8 @@ const SLOT = "@@KEY@@";
 type Api = string;
 
 const GEMINI = "generate-content";
+const CONVERSE = "converse";
+const EVENT_STREAM = "application/vnd.amazon.eventstream";
 
 /** Each format's whole answer saying `text`, as the format's own codec writes one. */
 function answer(api: Api, model: string, text: string): Record<string, unknown> {
@@ -129,9 +132,12 @@ function startProvider() {
     if (req.headers.get("upgrade") === "websocket") return echoingSocket(req, key);
     const api = url.pathname.split("/")[1];
     const body = await req.json();
-    const model: string = body.model ?? url.pathname.match(/models\/([^:]+)/)?.[1] ?? "";
+    // The model: in the body, or in the path (Gemini's `models/…:action`, Bedrock's `model/…/`).
+    const model: string = body.model ?? url.pathname.match(/models\/([^:]+)/)?.[1] ??
+      decodeURIComponent(url.pathname.match(/\/model\/([^/]+)\//)?.[1] ?? "");
     const fault = model.split("-").at(-1) as Fault;
-    const stream = body.stream === true || url.pathname.includes(":streamGenerateContent");
+    const stream = body.stream === true || url.pathname.includes(":streamGenerateContent") ||
+      url.pathname.endsWith("/converse-stream");
     const fill = (json: unknown) => {
       const all = spellings(key).join(" and ");
       return JSON.stringify(json).replaceAll(SLOT, all);
@@ -166,6 +172,8 @@ function startProvider() {
       "content-type": stream
         ? (api === GEMINI && !url.searchParams.has("alt")
           ? "application/json"
+          : api === CONVERSE
+          ? EVENT_STREAM
           : "text/event-stream")
         : "application/json",
     };
@@ -202,6 +210,12 @@ async function streamText(
     [name, data.replaceAll(SLOT, all)] as const
   );
   const lines = fault === "lines";
+  if (api === CONVERSE) {
+    // No lines in an event stream: for `lines`, frames of an unknown event, the key in the name
+    // and the payload, raw and escaped.
+    const extra = lines ? spellings(key).map((s) => eventFrame(`x-${key}`, `{"note":"${s}"}`)) : [];
+    return concat([...extra, ...list.map(([name, data]) => eventFrame(name!, data)), ...extra]);
+  }
   if (api === GEMINI && !url.searchParams.has("alt")) {
     // Bare strings between the elements, raw and escaped.
     const extra = lines ? spellings(key).map((s) => `"${s}"`) : [];

@@ -38,8 +38,26 @@ export const side: FormatSide = {
     path: (model, stream) => bedrockModelPath(model, stream ? "converse-stream" : "converse"),
     headers: bedrockHeaders,
     body: bodies.converse,
+    rich: {
+      system: [{ text: "s" }],
+      messages: [
+        { role: "user", content: [{ text: "hi" }] },
+        { role: "assistant", content: [{ toolUse: { toolUseId: "t1", name: "f", input: {} } }] },
+        {
+          role: "user",
+          content: [{ toolResult: { toolUseId: "t1", content: [{ text: "r" }] } }],
+        },
+      ],
+      toolConfig: {
+        tools: [{ toolSpec: { name: "f", inputSchema: { json: { type: "object" } } } }],
+        toolChoice: { auto: {} },
+      },
+      inferenceConfig: { maxTokens: 100, temperature: 0.5, stopSequences: ["x"] },
+      additionalModelRequestFields: { thinking: { type: "enabled", budget_tokens: 2000 } },
+    },
   },
   streams: { ...streams, framing: CONVERSE_STREAM, read: converseFraming },
+  mock: { provider: "bedrock-cv", routes: [{ models: ["cv-*"] }], relayModel: "cv-text" },
   loop: {
     ask: (_model, _stream, question) => ({
       messages: [{ role: "user", content: [{ text: question }] }],

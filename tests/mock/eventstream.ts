@@ -36,7 +36,7 @@ function encodeHeaders(headers: Record<string, string>): Uint8Array {
 }
 
 /** The parts one after the other (frames into a stream's bytes). */
-export function concat(parts: Uint8Array[]): Uint8Array {
+export function concat(parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of parts) {
