@@ -51,10 +51,9 @@ async function freshGateway(test: (url: string) => Promise<void>) {
 
 /** The text of a Bedrock client's event stream (Converse deltas or InvokeModel chunks). */
 function streamedText(bytes: Uint8Array): string {
-  return clientFrames(bytes).map(({ type, data }) => {
-    const delta = (type === "chunk" ? data.delta : (data.delta as { text?: unknown })) as
-      | { text?: unknown }
-      | undefined;
+  // Both carry the text in `delta.text` (a chunk as its unwrapped Anthropic event).
+  return clientFrames(bytes).map(({ data }) => {
+    const delta = data.delta as { text?: unknown } | undefined;
     return typeof delta?.text === "string" ? delta.text : "";
   }).join("");
 }

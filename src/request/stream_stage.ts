@@ -113,7 +113,6 @@ export function relayStream(
   };
   trace.streaming = true;
   return new ReadableStream<Uint8Array>({
-    start: () => framing.ready,
     async pull(controller) {
       let batch: Batch | undefined;
       try {

@@ -74,7 +74,8 @@ export class EventReader {
   }
 
   async next(): Promise<Batch | undefined> {
-    if (this.framing.ready) await this.framing.ready;
+    // A framing whose codec loads on first use: awaited until the first chunk, not per batch.
+    if (this.first && this.framing.ready) await this.framing.ready;
     if (this.failure) throw this.failure;
     for (;;) {
       let chunk: ReadableStreamReadResult<Uint8Array>;
